@@ -1,0 +1,38 @@
+"""pytest-infperf: performance-regression testing of ML model inference in pytest.
+
+Importing the package is cheap: heavy names are resolved on first access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .results import SCHEMA_VERSION, BenchmarkResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "BackendError",
+    "BenchmarkError",
+    "BenchmarkResult",
+    "InferBench",
+    "OptionError",
+    "__version__",
+]
+
+_LAZY = {
+    "InferBench": ("fixture", "InferBench"),
+    "BenchmarkError": ("fixture", "BenchmarkError"),
+    "BackendError": ("backends", "BackendError"),
+    "OptionError": ("options", "OptionError"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,303 @@
+"""Benchmark options: one table of names, parsers and defaults.
+
+Every option can be set, from weakest to strongest, by its ini key (``infperf_<name>``,
+where it has one), a command-line flag (where it has one), the ``@pytest.mark.infperf``
+marker, and keyword arguments to ``infer_bench(...)``. All four go through the same
+parsers, so an error names the option and what it accepts wherever it was written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+#: Metrics a comparison can be made on.
+METRICS = ("median", "p90", "p99", "throughput", "memory")
+
+
+class OptionError(ValueError):
+    """A benchmark option has an unknown name or a bad value."""
+
+
+Parser = Callable[[str, Any], Any]
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _int(minimum: int) -> Parser:
+    def parse(name: str, value: Any) -> int:
+        if isinstance(value, bool):
+            raise OptionError(f"{name}={value!r}: expected an integer >= {minimum}")
+        try:
+            number = int(value, 10) if _is_str(value) else int(value)
+            if not _is_str(value) and number != value:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise OptionError(f"{name}={value!r}: expected an integer >= {minimum}") from None
+        if number < minimum:
+            raise OptionError(f"{name}={value!r}: must be an integer >= {minimum}")
+        return number
+
+    return parse
+
+
+def _float(low: float, high: float = math.inf, *, low_open: bool = False,
+           high_open: bool = True) -> Parser:  # fmt: skip
+    lb = "(" if low_open else "["
+    hb = ")" if high_open else "]"
+    bounds = f"{lb}{low:g}, {'inf' if high == math.inf else f'{high:g}'}{hb}"
+
+    def parse(name: str, value: Any) -> float:
+        if isinstance(value, bool):
+            raise OptionError(f"{name}={value!r}: expected a number in {bounds}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise OptionError(f"{name}={value!r}: expected a number in {bounds}") from None
+        too_low = number <= low if low_open else number < low
+        too_high = number >= high if high_open else number > high
+        if math.isnan(number) or too_low or too_high:
+            raise OptionError(f"{name}={value!r}: must be a number in {bounds}")
+        return number
+
+    return parse
+
+
+def _optional(inner: Parser) -> Parser:
+    def parse(name: str, value: Any) -> Any:
+        if value is None or (_is_str(value) and value.strip().lower() in ("", "none")):
+            return None
+        return inner(name, value)
+
+    return parse
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if _is_str(value) and value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if _is_str(value) and value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise OptionError(f"{name}={value!r}: expected true or false")
+
+
+def _choice(*choices: str) -> Parser:
+    def parse(name: str, value: Any) -> str:
+        text = value.strip().lower() if _is_str(value) else value
+        if text not in choices:
+            raise OptionError(f"{name}={value!r}: expected one of {', '.join(choices)}")
+        return str(text)
+
+    return parse
+
+
+def _metric(name: str, value: Any) -> str:
+    text = value.strip().lower() if _is_str(value) else value
+    if text in ("latency", "p50"):
+        text = "median"
+    if text not in METRICS:
+        raise OptionError(
+            f"{name}={value!r}: unknown metric; expected one of {', '.join(METRICS)}"
+        )
+    return str(text)
+
+
+def _str(name: str, value: Any) -> str:
+    if not _is_str(value) or not value:
+        raise OptionError(f"{name}={value!r}: expected a non-empty string")
+    return str(value)
+
+
+def _mapping(name: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise OptionError(f"{name}={value!r}: expected a dict")
+    return dict(value)
+
+
+def _any(name: str, value: Any) -> Any:
+    return value
+
+
+def _providers(name: str, value: Any) -> list[Any] | None:
+    if value is None:
+        return None
+    if _is_str(value):
+        items: list[Any] = [p.strip() for p in value.replace(",", " ").split() if p.strip()]
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        raise OptionError(f"{name}={value!r}: expected a list of execution provider names")
+    for item in items:
+        ok = _is_str(item) or (
+            isinstance(item, tuple) and len(item) == 2 and _is_str(item[0])
+        )
+        if not ok:
+            raise OptionError(
+                f"{name}={value!r}: each provider is a name or a (name, options) tuple"
+            )
+    return items
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionSpec:
+    name: str
+    parse: Parser
+    default: Any
+    help: str
+    ini: bool = True
+
+
+_SPECS: tuple[OptionSpec, ...] = (
+    # --- measurement ---------------------------------------------------------------------
+    OptionSpec("warmup", _int(0), 10, "minimum warmup calls before timing (default 10)"),
+    OptionSpec("warmup_time", _float(0.0), 2.0,
+               "seconds of extra warmup allowed while waiting for stable timings (default 2)"),
+    OptionSpec("warmup_tolerance", _float(0.0, 1.0, low_open=True), 0.05,
+               "warmup ends when the median of the last 5 samples is within this fraction "
+               "of the 5 before (default 0.05)"),
+    OptionSpec("rounds", _int(1), 20, "minimum number of timed samples (default 20)"),
+    OptionSpec("max_rounds", _int(1), 1000, "maximum number of timed samples (default 1000)"),
+    OptionSpec("max_time", _float(0.0, low_open=True), 3.0,
+               "seconds of timed sampling after which sampling stops once `rounds` samples "
+               "exist (default 3)"),
+    OptionSpec("precision", _float(0.0, 1.0, low_open=True), 0.01,
+               "stop sampling once the 95% CI of the median has this relative half-width "
+               "(default 0.01)"),
+    OptionSpec("min_sample_time", _float(0.0), 20e-6,
+               "calls faster than this many seconds are timed in blocks lasting at least "
+               "this long, one sample being the block's average (default 20e-6)"),
+    OptionSpec("batch_size", _optional(_int(1)), None,
+               "items per call for throughput (default: first dimension of the first "
+               "array input)"),
+    OptionSpec("disable_gc", _bool, True, "switch the garbage collector off while timing"),
+    OptionSpec("check_nan", _bool, True, "fail when the model's output contains NaN"),
+    # --- comparison ----------------------------------------------------------------------
+    OptionSpec("threshold", _float(0.0, 1.0, low_open=True), 0.05,
+               "tolerated slowdown, a fraction in (0, 1) (default 0.05)"),
+    OptionSpec("alpha", _float(0.0, 0.5, low_open=True), 0.05,
+               "significance level, in (0, 0.5) (default 0.05)"),
+    OptionSpec("metric", _metric, "median",
+               f"what a comparison judges: {', '.join(METRICS)} (default median)"),
+    OptionSpec("remeasure", _int(0), 1,
+               "re-measure a benchmark judged regression or inconclusive this many times "
+               "(default 1)"),
+    OptionSpec("max_median_ms", _optional(_float(0.0, low_open=True)), None,
+               "absolute budget: fail when the median's CI lower bound exceeds it (ms)"),
+    # --- backends (marker and keyword arguments only) -------------------------------------
+    OptionSpec("device", _optional(_str), None,
+               "torch: device to run on (default: the model's parameters)", ini=False),
+    OptionSpec("providers", _providers, None,
+               "onnxruntime: execution providers for sessions made from a path", ini=False),
+    OptionSpec("provider_options", _optional(_mapping), None,
+               "onnxruntime: provider options (dict), applied to the first provider",
+               ini=False),
+    OptionSpec("session_options", _any, None,
+               "onnxruntime: an onnxruntime.SessionOptions for sessions made from a path",
+               ini=False),
+    OptionSpec("intra_op_threads", _optional(_int(0)), None,
+               "threads within an operator (torch.set_num_threads / ORT intra_op)"),
+    OptionSpec("inter_op_threads", _optional(_int(0)), None,
+               "onnxruntime: threads across operators (ORT inter_op)"),
+    OptionSpec("graph_optimization_level", _optional(_choice("disable", "basic", "extended",
+                                                              "all")), None,
+               "onnxruntime: graph optimisation level for sessions made from a path"),
+    OptionSpec("io_binding", _optional(_bool), None,
+               "onnxruntime: bind inputs/outputs on the device (default: on for CUDA)",
+               ini=False),
+    OptionSpec("allow_fallback", _bool, False,
+               "onnxruntime: accept a session that runs on fewer providers than requested"),
+    OptionSpec("cuda_graph", _bool, False, "capture the call in a CUDA graph (torch/ORT)",
+               ini=False),
+    OptionSpec("include_copies", _bool, False,
+               "torch: copy outputs to the host inside the timed region", ini=False),
+    OptionSpec("params", _optional(_mapping), None,
+               "extra parameters recorded with the benchmark", ini=False),
+)  # fmt: skip
+
+SPECS: dict[str, OptionSpec] = {spec.name: spec for spec in _SPECS}
+INI_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.ini)
+DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in _SPECS}
+
+
+def ini_name(option: str) -> str:
+    return f"infperf_{option}"
+
+
+def check_known(keys: Iterable[str], where: str) -> None:
+    unknown = sorted(set(keys) - set(SPECS) - {"name"})
+    if unknown:
+        raise OptionError(
+            f"{where}: unknown option{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(k) for k in unknown)}; known options: {', '.join(sorted(SPECS))}"
+        )
+
+
+def parse_layer(values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Validate one layer of options (marker kwargs, call kwargs...), naming ``where``."""
+    check_known(values, where)
+    parsed: dict[str, Any] = {}
+    for key, value in values.items():
+        if key == "name":
+            continue
+        try:
+            parsed[key] = SPECS[key].parse(key, value)
+        except OptionError as exc:
+            raise OptionError(f"{where}: {exc}") from None
+    return parsed
+
+
+def merge(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """Defaults overridden by each parsed layer in turn, then cross-checked."""
+    merged = dict(DEFAULTS)
+    for layer in layers:
+        merged.update(layer)
+    if merged["max_rounds"] < merged["rounds"]:
+        raise OptionError(
+            f"max_rounds={merged['max_rounds']} is below rounds={merged['rounds']}: "
+            "raise max_rounds or lower rounds"
+        )
+    return merged
+
+
+def recorded(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options as stored in the JSON: JSON-safe values only."""
+    out: dict[str, Any] = {}
+    for key, value in sorted(options.items()):
+        if key == "session_options":
+            out[key] = None if value is None else type(value).__name__
+        elif key == "providers" and value is not None:
+            out[key] = [p if isinstance(p, str) else p[0] for p in value]
+        elif isinstance(value, (str, int, float, bool)) or value is None:
+            out[key] = value
+        elif isinstance(value, Mapping):
+            out[key] = {str(k): v if isinstance(v, (str, int, float, bool)) or v is None
+                        else repr(v) for k, v in value.items()}  # fmt: skip
+        else:
+            out[key] = repr(value)
+    return out
+
+
+def marker_layer(item: Any) -> dict[str, Any]:
+    """Parsed options of the item's ``infperf`` markers (closest marker wins per key)."""
+    merged: dict[str, Any] = {}
+    # iter_markers yields the closest first; apply farthest first so closer ones override.
+    for mark in reversed(list(item.iter_markers("infperf"))):
+        if mark.args:
+            raise OptionError(
+                f"{item.nodeid}: @pytest.mark.infperf takes keyword arguments only "
+                f"(got positional {mark.args!r}), e.g. @pytest.mark.infperf(rounds=50)"
+            )
+        merged.update(mark.kwargs)
+    if "name" in merged:
+        raise OptionError(
+            f"{item.nodeid}: @pytest.mark.infperf(name=...) is not allowed; name a measurement "
+            "with infer_bench(model, name=...)"
+        )
+    return parse_layer(merged, f"@pytest.mark.infperf on {item.nodeid}")

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# pytester's in-process runs drop modules first imported inside them from sys.modules, and
+# numpy (a C extension) cannot be imported twice in one process: import the measuring code,
+# and with it numpy, here in the outer process.
+import pytest_infperf.fixture  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "pytest_infperf" / "schema" / "results-v1.schema.json"
+
+#: Settings that keep inner pytest runs fast: benchmarks here test behaviour, not speed.
+FAST_INI = """
+[pytest]
+console_output_style = classic
+infperf_max_time = 0.05
+infperf_warmup_time = 0.01
+infperf_warmup = 2
+infperf_rounds = 10
+infperf_max_rounds = 200
+"""
+
+
+@pytest.fixture
+def ourtester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester whose runs use short benchmark budgets."""
+    pytester.makefile(".ini", pytest=FAST_INI)
+    return pytester
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+@pytest.fixture(scope="session")
+def validate() -> Any:
+    """Validate a document against the shipped JSON Schema."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+
+    def check(doc: dict[str, Any]) -> None:
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+        assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
+
+    return check
+
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "infperf tests",
+    "GIT_AUTHOR_EMAIL": "tests@infperf.invalid",
+    "GIT_COMMITTER_NAME": "infperf tests",
+    "GIT_COMMITTER_EMAIL": "tests@infperf.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV}
+    out = subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                         text=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def git_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+
+
+def has_cuda() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+PYTHON = sys.executable
+
+
+def glob_escape(text: str) -> str:
+    """Make literal text safe inside an fnmatch pattern (brackets are character classes)."""
+    return text.replace("[", "[[]")
