@@ -1,0 +1,68 @@
+"""Crash-safe file writes.
+
+A write goes to a temporary file in the destination's own directory (same filesystem, so
+``os.replace`` is atomic), is flushed and fsynced, then replaces the destination; the
+directory is fsynced too so the rename survives a power cut. A process killed mid-write
+leaves the old file intact and at worst a ``.tmp-infperf-*`` file, which readers ignore
+and :func:`clean_stale_temps` removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+
+TEMP_PREFIX = ".tmp-infperf-"
+#: Temp files older than this are leftovers of killed writers, not writes in progress.
+STALE_AFTER_S = 3600.0
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def clean_stale_temps(directory: Path, older_than_s: float = STALE_AFTER_S) -> int:
+    """Remove temp files that killed writers left behind; returns how many."""
+    removed = 0
+    now = time.time()
+    try:
+        entries = list(Path(directory).glob(f"{TEMP_PREFIX}*"))
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if now - entry.stat().st_mtime > older_than_s:
+                entry.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed

@@ -1,0 +1,168 @@
+"""Session settings: built once from the command line and ini file, validated, frozen."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import options as _options
+
+#: ini keys that are not benchmark options.
+SESSION_INI: dict[str, tuple[str, str]] = {
+    "infperf_baselines": ("baselines directory, relative to the rootdir (default baselines)",
+                          "baselines"),
+    "infperf_search_depth": ("how many first-parent commits --perf-compare walks back to find "
+                             "a baseline (default 50)", "50"),
+    "infperf_json": ("write the results JSON here on every run (like --perf-json)", ""),
+    "infperf_gpus": ("GPU indices the xdist workers are pinned to, e.g. '0,1' (default: all "
+                     "visible)", ""),
+    "infperf_ab_pythonpath": ("folders (relative to the checkout) put on sys.path of the A/B "
+                              "base worker, e.g. 'src'", ""),
+    "infperf_max_baseline_mb": ("refuse to read baseline files larger than this (default "
+                                "256)", "256"),
+}  # fmt: skip
+
+#: Command-line flags that set a benchmark option (they beat ini, lose to the marker).
+CLI_OPTIONS = {
+    "perf_threshold": "threshold",
+    "perf_alpha": "alpha",
+    "perf_metric": "metric",
+    "perf_max_time": "max_time",
+    "perf_rounds": "rounds",
+    "perf_remeasure": "remeasure",
+}
+
+
+def option_type(option: str) -> Any:
+    """An argparse ``type=`` that validates through the option's parser."""
+
+    def parse(text: str) -> Any:
+        try:
+            return _options.SPECS[option].parse(f"--perf-{option.replace('_', '-')}", text)
+        except _options.OptionError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = option  # argparse shows it in "invalid <name> value"
+    return parse
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    rootdir: Path
+    json_path: Path | None
+    save: bool
+    compare: str | None
+    ab: str | None
+    baselines: Path
+    baselines_explicit: bool
+    strict_env: bool
+    warn_only: bool
+    markdown: Path | None
+    summary: bool
+    disable: bool
+    search_depth: int
+    max_baseline_bytes: int
+    gpus: tuple[int, ...] | None
+    ab_pythonpath: tuple[str, ...]
+    bench_layer: dict[str, Any]
+
+    @property
+    def active(self) -> bool:
+        """Whether anything beyond measuring was asked for."""
+        return self.save or self.compare is not None or self.ab is not None
+
+
+def _ini(config: pytest.Config, name: str) -> str:
+    value = config.getini(name)
+    return str(value).strip() if value is not None else ""
+
+
+def _int_ini(config: pytest.Config, name: str, minimum: int) -> int:
+    text = _ini(config, name) or SESSION_INI[name][1]
+    try:
+        value = int(text)
+    except ValueError:
+        raise pytest.UsageError(f"{name} = {text!r}: expected an integer >= {minimum}") from None
+    if value < minimum:
+        raise pytest.UsageError(f"{name} = {text!r}: expected an integer >= {minimum}")
+    return value
+
+
+def from_config(config: pytest.Config) -> Settings:
+    """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``."""
+    ini_values: dict[str, Any] = {}
+    for spec in _options.INI_OPTIONS:
+        text = _ini(config, _options.ini_name(spec.name))
+        if text:
+            ini_values[spec.name] = text
+    try:
+        layer = {
+            k: _options.SPECS[k].parse(_options.ini_name(k), v) for k, v in ini_values.items()
+        }
+    except _options.OptionError as exc:
+        raise pytest.UsageError(f"ini setting {exc}") from None
+    for dest, option in CLI_OPTIONS.items():
+        value = config.getoption(dest)
+        if value is not None:
+            layer[option] = value
+    try:
+        _options.merge(layer)
+    except _options.OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+    rootdir = Path(str(config.rootpath))
+    cli_baselines = config.getoption("perf_baselines")
+    ini_baselines = _ini(config, "infperf_baselines")
+    if cli_baselines:
+        baselines = Path(cli_baselines).expanduser()
+        baselines = baselines if baselines.is_absolute() else Path.cwd() / baselines
+    else:
+        baselines = rootdir / (ini_baselines or "baselines")
+    # Command-line paths are relative to the cwd, ini paths to the rootdir.
+    json_path: Path | None = None
+    if config.getoption("perf_json"):
+        json_path = Path(config.getoption("perf_json")).expanduser().absolute()
+    elif _ini(config, "infperf_json"):
+        json_path = rootdir / Path(_ini(config, "infperf_json")).expanduser()
+    md = config.getoption("perf_markdown")
+    gpus_text = _ini(config, "infperf_gpus")
+    gpus: tuple[int, ...] | None = None
+    if gpus_text:
+        try:
+            gpus = tuple(int(p) for p in gpus_text.replace(",", " ").split())
+        except ValueError:
+            raise pytest.UsageError(
+                f"infperf_gpus = {gpus_text!r}: expected GPU indices such as '0,1'"
+            ) from None
+    compare = config.getoption("perf_compare")
+    ab = config.getoption("perf_ab")
+    if compare is not None and not compare.strip():
+        raise pytest.UsageError("--perf-compare needs a value: a branch, tag, sha or JSON file")
+    if compare and ab:
+        raise pytest.UsageError(
+            "--perf-compare and --perf-ab are two ways of comparing: use one "
+            "(--perf-ab measures both sides now; --perf-compare uses a stored baseline)"
+        )
+    return Settings(
+        rootdir=rootdir,
+        json_path=json_path,
+        save=bool(config.getoption("perf_save")),
+        compare=compare,
+        ab=ab,
+        baselines=baselines.resolve(),
+        baselines_explicit=bool(cli_baselines or ini_baselines),
+        strict_env=bool(config.getoption("perf_strict_env")),
+        warn_only=bool(config.getoption("perf_warn_only")),
+        markdown=Path(md).expanduser().absolute() if md else None,
+        summary=not config.getoption("perf_no_summary"),
+        disable=bool(config.getoption("perf_disable")),
+        search_depth=_int_ini(config, "infperf_search_depth", 0),
+        max_baseline_bytes=_int_ini(config, "infperf_max_baseline_mb", 1) * 1024 * 1024,
+        gpus=gpus,
+        ab_pythonpath=tuple(_ini(config, "infperf_ab_pythonpath").replace(",", " ").split()),
+        bench_layer=layer,
+    )
