@@ -1,0 +1,302 @@
+"""torch and onnxruntime backends on the CPU, for real."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import glob_escape, load_json
+
+torch = pytest.importorskip("torch")
+ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+ONNX_MODEL = """
+import warnings
+import numpy as np
+import pytest
+import torch
+
+@pytest.fixture(scope="session")
+def onnx_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("m") / "lin.onnx"
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(2, 8),), str(path), input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "b"}, "y": {0: "b"}},
+                          dynamo=False)
+    return str(path)
+"""
+
+
+def test_torch_module(ourtester: pytest.Pytester) -> None:
+    ourtester.makepyfile(
+        """
+        import torch
+
+        seen = {}
+
+        class Probe(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 2)
+                self.drop = torch.nn.Dropout(0.5)
+
+            def forward(self, x):
+                seen["training"] = self.training
+                seen["inference_mode"] = torch.is_inference_mode_enabled()
+                return self.drop(self.lin(x))
+
+        def test_a(infer_bench):
+            model = Probe().train()
+            r = infer_bench(model, (torch.randn(3, 4),))
+            assert seen == {"training": False, "inference_mode": True}
+            assert r.backend == "torch"
+            assert r.batch_size == 3
+            info = r.backend_info
+            assert info["device"] == "cpu" and info["dtype"] == "float32"
+            assert info["num_threads"] == torch.get_num_threads()
+            assert r.env["backend"] == "torch" and r.env["device_type"] == "cpu"
+
+        def test_threads_set_and_restored(infer_bench):
+            before = torch.get_num_threads()
+            r = infer_bench(torch.nn.Linear(4, 2), (torch.randn(1, 4),), intra_op_threads=1)
+            assert r.backend_info["num_threads"] == 1
+            assert torch.get_num_threads() == before
+
+        def test_torch_callable(infer_bench):
+            r = infer_bench(torch.matmul, (torch.randn(16, 16), torch.randn(16, 16)))
+            assert r.backend == "torch"
+
+        def test_mapping_inputs(infer_bench):
+            model = torch.nn.Bilinear(3, 3, 1)
+            r = infer_bench(model, {"input1": torch.randn(2, 3), "input2": torch.randn(2, 3)})
+            assert r.batch_size == 2
+        """
+    )
+    ourtester.runpytest().assert_outcomes(passed=4)
+
+
+def test_torch_wrong_shape_fails_with_torch_error(ourtester: pytest.Pytester) -> None:
+    ourtester.makepyfile(
+        """
+        import torch
+
+        def test_a(infer_bench):
+            infer_bench(torch.nn.Linear(4, 2), (torch.randn(3, 5),))
+        """
+    )
+    result = ourtester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["E * RuntimeError: mat1 and mat2 shapes cannot be multiplied*"])
+    assert "pytest_infperf/timing.py" not in result.stdout.str()
+
+
+def test_torch_cuda_model_without_cuda_is_clear(ourtester: pytest.Pytester) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    ourtester.makepyfile(
+        """
+        import pytest, torch
+        from pytest_infperf import BackendError
+
+        def test_a(infer_bench):
+            with pytest.raises(BackendError, match="torch.cuda.is_available.. is False"):
+                infer_bench(torch.nn.Linear(4, 2), (torch.randn(1, 4),), device="cuda")
+        """
+    )
+    ourtester.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.slow
+def test_torch_compile_first_call_is_compile_time(ourtester: pytest.Pytester,
+                                                  tmp_path: object) -> None:  # fmt: skip
+    ourtester.makepyfile(
+        """
+        import torch
+
+        def test_compiled(infer_bench):
+            model = torch.compile(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()))
+            r = infer_bench(model, (torch.randn(4, 16),))
+            assert r.backend_info["compiled"] is True
+            # compilation happens in the first call, which is kept out of the samples
+            assert r.first_call > 20 * r.median
+            assert r.extra.get("recompiles", 0) == 0
+        """
+    )
+    ourtester.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+def test_onnxruntime_session_and_path(ourtester: pytest.Pytester) -> None:
+    ourtester.makeconftest(ONNX_MODEL)
+    ourtester.makepyfile(
+        """
+        import numpy as np
+        import onnxruntime as ort
+
+        X = np.ones((2, 8), dtype=np.float32)
+
+        def test_path(infer_bench, onnx_path):
+            r = infer_bench(onnx_path, {"x": X}, intra_op_threads=1, inter_op_threads=1,
+                            graph_optimization_level="basic")
+            assert r.backend == "onnxruntime"
+            info = r.backend_info
+            assert info["providers"] == ["CPUExecutionProvider"]
+            assert info["providers_requested"] == ["CPUExecutionProvider"]
+            assert info["intra_op_threads"] == 1
+            assert info["graph_optimization_level"] == "ORT_ENABLE_BASIC"
+            assert info["io_binding"] is False
+            assert info["copies_in_timed_region"] is False
+            assert info["onnxruntime_build"] == "onnxruntime"
+            assert r.batch_size == 2
+
+        def test_session(infer_bench, onnx_path):
+            sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            r = infer_bench(sess, {"x": X})
+            assert r.backend_info["source"] == "session"
+            assert r.backend_info["providers"] == ["CPUExecutionProvider"]
+
+        def test_positional_and_single(infer_bench, onnx_path):
+            infer_bench(onnx_path, (X,))
+            infer_bench(onnx_path, X, name="single")
+
+        def test_io_binding_on_cpu(infer_bench, onnx_path):
+            r = infer_bench(onnx_path, {"x": X}, io_binding=True)
+            assert r.backend_info["io_binding"] is True
+        """
+    )
+    ourtester.runpytest().assert_outcomes(passed=4)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ("None", "this ONNX model needs inputs: x (float32 ['b', 8])*"),
+        ("{'y': X}", "inputs do not match the ONNX model (missing ['x']; unknown ['y'])*"),
+        ("{'x': X.astype(np.float64)}", "input 'x' has dtype float64, the ONNX model expects "
+                                        "float32: convert it with .astype(np.float32)"),
+        ("{'x': X[0]}", "input 'x' has shape (8,) (1 dims), the ONNX model expects 2 dims*"),
+        ("(X, X)", "got 2 positional inputs, but the ONNX model takes 1*"),
+    ],
+)  # fmt: skip
+def test_onnxruntime_bad_inputs(ourtester: pytest.Pytester, inputs: str, message: str) -> None:
+    ourtester.makeconftest(ONNX_MODEL)
+    ourtester.makepyfile(
+        f"""
+        import numpy as np
+
+        X = np.ones((2, 8), dtype=np.float32)
+
+        def test_a(infer_bench, onnx_path):
+            infer_bench(onnx_path, {inputs})
+        """
+    )
+    result = ourtester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"E   *BackendError: {glob_escape(message)}"])
+
+
+def test_cuda_missing_from_the_build_is_an_error(ourtester: pytest.Pytester) -> None:
+    """CPU-only onnxruntime: CUDA is not even offered."""
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this onnxruntime has CUDA")
+    ourtester.makeconftest(ONNX_MODEL)
+    ourtester.makepyfile(
+        """
+        import numpy as np
+        X = np.ones((2, 8), dtype=np.float32)
+        CUDA_FIRST = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+        def test_strict(infer_bench, onnx_path):
+            infer_bench(onnx_path, {"x": X}, providers=CUDA_FIRST)
+
+        def test_fallback_allowed(infer_bench, onnx_path):
+            r = infer_bench(onnx_path, {"x": X}, allow_fallback=True, providers=CUDA_FIRST)
+            assert r.backend_info["providers"] == ["CPUExecutionProvider"]
+            assert any("not available in this onnxruntime build" in w for w in r.warnings)
+        """
+    )
+    result = ourtester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "E   *BackendError: onnxruntime: CUDAExecutionProvider is not available in this "
+        "onnxruntime build (onnxruntime *). For CUDA install onnxruntime-gpu instead of "
+        "onnxruntime*Or pass providers=*CPUExecutionProvider* to benchmark on the CPU on "
+        "purpose, or allow_fallback=True."
+    ])  # fmt: skip
+
+
+def test_silent_cpu_fallback_is_detected() -> None:
+    """onnxruntime-gpu without CUDA libraries: CUDA is offered, the session runs on the CPU
+    anyway. The comparison of requested and used providers catches it."""
+    from pytest_infperf.backends import BackendError
+    from pytest_infperf.backends.onnxruntime import _check_providers
+
+    requested = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    with pytest.raises(BackendError, match=r"but the session runs on \['CPUExecutionProvider'\]; "
+                       r"CUDAExecutionProvider could not be initialised.*cuDNN"):
+        _check_providers(requested, ["CPUExecutionProvider"], False, "onnxruntime")
+    warnings = _check_providers(requested, ["CPUExecutionProvider"], True, "onnxruntime")
+    assert "allow_fallback=True" in warnings[0]
+    assert _check_providers(requested, requested, False, "onnxruntime") == []
+
+
+def test_session_options_only_for_paths(ourtester: pytest.Pytester) -> None:
+    ourtester.makeconftest(ONNX_MODEL)
+    ourtester.makepyfile(
+        """
+        import numpy as np, onnxruntime as ort, pytest
+        from pytest_infperf import BackendError
+
+        def test_a(infer_bench, onnx_path):
+            sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            with pytest.raises(BackendError, match="only applies when infer_bench creates"):
+                infer_bench(sess, {"x": np.ones((1, 8), np.float32)}, intra_op_threads=1)
+        """
+    )
+    ourtester.runpytest().assert_outcomes(passed=1)
+
+
+@pytest.mark.slow
+def test_end_to_end_tiny_transformer(ourtester: pytest.Pytester, validate: object) -> None:
+    """A real (tiny) BERT from a transformers config, in torch and in onnxruntime."""
+    pytest.importorskip("transformers")
+    ourtester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+        from pytest_infperf import hf
+
+        @pytest.mark.parametrize("name", ["bert-test", "distilbert-test"])
+        @pytest.mark.parametrize("batch,seq", [(1, 16), (4, 32)])
+        def test_torch(infer_bench, infperf_hf, name, batch, seq):
+            model = infperf_hf.model(name)
+            r = infer_bench(model, infperf_hf.inputs(name, batch, seq))
+            assert r.backend == "torch" and r.batch_size == batch
+
+        @pytest.mark.parametrize("name", ["bert-test", "distilbert-test"])
+        @pytest.mark.parametrize("batch,seq", [(1, 16), (4, 32)])
+        def test_ort(infer_bench, infperf_hf, name, batch, seq):
+            path = infperf_hf.onnx(name)
+            inputs = infperf_hf.inputs(name, batch, seq, framework="np")
+            r = infer_bench(path, inputs, providers=["CPUExecutionProvider"])
+            assert r.backend == "onnxruntime" and r.batch_size == batch
+            assert set(r.backend_info["inputs"]) == set(inputs)
+
+        def test_outputs_match(infperf_hf):
+            import onnxruntime as ort, torch
+            model = infperf_hf.model("bert-test")
+            sess = ort.InferenceSession(str(infperf_hf.onnx("bert-test")),
+                                        providers=["CPUExecutionProvider"])
+            inputs = infperf_hf.inputs("bert-test", 3, 24, framework="np", padding=4)
+            got = sess.run(None, inputs)[0]
+            with torch.inference_mode():
+                want = model(**{k: torch.from_numpy(v) for k, v in inputs.items()})[0]
+            assert np.abs(got - want.numpy()).max() < 1e-4
+        """
+    )
+    result = ourtester.runpytest_subprocess("--perf-json=e2e.json")
+    result.assert_outcomes(passed=9)
+    doc = load_json(ourtester.path / "e2e.json")
+    validate(doc)  # type: ignore[operator]
+    assert {b["backend"] for b in doc["benchmarks"]} == {"torch", "onnxruntime"}
