@@ -1,0 +1,324 @@
+"""The verdict engine: is the current measurement slower than the baseline by more than the
+tolerance? Pure functions, numpy only.
+
+Latency (the default metric) is judged on log times. The ratio current/baseline is
+estimated as exp(Hodges-Lehmann shift) with a one-sided Moses rank confidence bound on each
+side, and the tolerance ``d`` is part of the hypothesis (the "min-effect" rule of
+``STATISTICS.md``):
+
+- ``regression``: the lower bound is above 1 + d (significantly slower by more than d);
+- ``improvement``: the upper bound is below 1 / (1 + d);
+- ``unchanged``: the whole interval lies within [1 / (1 + d), 1 + d];
+- ``inconclusive``: anything else.
+
+The p-value reported is that of the one-sided Mann-Whitney test of H0 "ratio <= 1 + d",
+the test that the lower bound inverts.
+
+The rank test needs independent observations, and timing samples are not: a machine's
+speed drifts over seconds, so neighbouring samples share its state. The test therefore runs
+on *time units*: the medians of up to 20 contiguous blocks of samples per side
+(:func:`time_units`). Drift inside a run then widens the interval (an honest
+``inconclusive``) instead of shrinking it into a false ``regression``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .stats import FloatArray, as_array
+
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+UNCHANGED = "unchanged"
+INCONCLUSIVE = "inconclusive"
+NO_BASELINE = "no-baseline"
+INCOMPARABLE = "incomparable"
+VERDICTS = (REGRESSION, IMPROVEMENT, UNCHANGED, INCONCLUSIVE, NO_BASELINE, INCOMPARABLE)
+
+#: Minimum samples for a tail percentile to be judged (MLPerf's early-stopping minimums).
+TAIL_MIN = {"p90": 64, "p99": 662}
+#: Memory changes smaller than this are noise whatever the ratio says.
+MEMORY_FLOOR_BYTES = 1 << 20
+BOOTSTRAP_RESAMPLES = 2000
+#: Most time units per side; fewer when there are fewer than 4 samples per unit.
+MAX_UNITS = 20
+MIN_UNITS = 5
+
+
+def time_units(samples: Sequence[float] | FloatArray, max_units: int = MAX_UNITS) -> FloatArray:
+    """Medians of contiguous blocks of samples, in time order: the independent-enough units
+    the rank tests run on. Below 10 samples every sample is its own unit."""
+    arr = as_array(samples)
+    n = len(arr)
+    if n < 2 * MIN_UNITS:
+        return arr
+    groups = min(max_units, max(MIN_UNITS, n // 4))
+    return np.asarray([np.median(chunk) for chunk in np.array_split(arr, groups)])
+
+
+def _norm_ppf(p: float) -> float:
+    """Inverse standard normal CDF (Acklam's rational approximation, |error| < 1.2e-9)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError("p must be in (0, 1)")
+    a = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02,
+         1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00)
+    b = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02,
+         6.680131188771972e01, -1.328068155288572e01)
+    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00,
+         -2.549732539343734e00, 4.374664141464968e00, 2.938163982698783e00)
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00,
+         3.754408661907416e00)  # fmt: skip
+    lo = 0.02425
+    if p < lo:
+        q = math.sqrt(-2 * math.log(p))
+        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / (
+            (((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1
+        )
+    if p > 1 - lo:
+        return -_norm_ppf(1 - p)
+    q = p - 0.5
+    r = q * q
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / (
+        ((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1
+    )
+
+
+def _norm_sf(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def count_le(xs: FloatArray, ys_sorted: FloatArray, t: float) -> int:
+    """Number of pairs with x_i - y_j <= t."""
+    m = len(ys_sorted)
+    return int(np.sum(m - np.searchsorted(ys_sorted, xs - t, side="left")))
+
+
+def kth_pairwise_difference(xs: FloatArray, ys_sorted: FloatArray, k: int) -> float:
+    """The k-th smallest (1-based) of the n*m differences x_i - y_j, without forming them.
+
+    Bisection on the value, counting pairs with ``searchsorted``: O((n + m) log m) per step,
+    so 10,000 samples a side cost milliseconds where the full matrix would need 800 MB.
+    """
+    n, m = len(xs), len(ys_sorted)
+    k = min(max(k, 1), n * m)
+    lo = float(xs.min() - ys_sorted[-1]) - 1e-12
+    hi = float(xs.max() - ys_sorted[0])
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            break
+        if count_le(xs, ys_sorted, mid) >= k:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def mann_whitney_u(xs: FloatArray, ys_sorted: FloatArray) -> float:
+    """U = #{x_i > y_j} + 0.5 #{x_i == y_j}."""
+    below = np.searchsorted(ys_sorted, xs, side="left")
+    below_or_eq = np.searchsorted(ys_sorted, xs, side="right")
+    return float(np.sum(below) + 0.5 * np.sum(below_or_eq - below))
+
+
+def _sigma_u(n: int, m: int) -> float:
+    return math.sqrt(n * m * (n + m + 1) / 12.0)
+
+
+def moses_rank(n: int, m: int, alpha: float) -> int:
+    """1-based rank k of the pairwise difference that is a one-sided (1 - alpha) lower
+    confidence bound of the shift; the upper bound is the (n*m + 1 - k)-th."""
+    z = _norm_ppf(1.0 - alpha)
+    k = math.floor(n * m / 2.0 - z * _sigma_u(n, m) + 0.5)
+    return max(k, 1)
+
+
+def shift_estimate(x: FloatArray, y: FloatArray, alpha: float) -> tuple[float, float, float]:
+    """Hodges-Lehmann shift of x relative to y with one-sided (1-alpha) Moses bounds."""
+    ys = np.sort(y)
+    n, m = len(x), len(ys)
+    total = n * m
+    if total % 2:
+        hl = kth_pairwise_difference(x, ys, total // 2 + 1)
+    else:
+        hl = 0.5 * (
+            kth_pairwise_difference(x, ys, total // 2)
+            + kth_pairwise_difference(x, ys, total // 2 + 1)
+        )
+    k = moses_rank(n, m, alpha)
+    if k > total:  # pragma: no cover - only for absurd alpha
+        return hl, -math.inf, math.inf
+    low = kth_pairwise_difference(x, ys, k)
+    high = kth_pairwise_difference(x, ys, total + 1 - k)
+    return hl, low, high
+
+
+def min_effect_p_value(x: FloatArray, y: FloatArray, delta: float) -> float:
+    """One-sided Mann-Whitney p of H0: shift <= delta against H1: shift > delta
+    (normal approximation with continuity correction)."""
+    ys = np.sort(y)
+    n, m = len(x), len(ys)
+    u = mann_whitney_u(x - delta, ys)
+    z = (u - n * m / 2.0 - 0.5) / _sigma_u(n, m)
+    return _norm_sf(z)
+
+
+def classify(low: float, high: float, threshold: float, slower: float = 1.0,
+             faster: float = 1.0) -> str:  # fmt: skip
+    """Verdict from a ratio interval [low, high] and the tolerance d.
+
+    ``slower``/``faster`` (>= 1) say how much slower/faster the machine itself ran than at
+    the baseline (the drift guard's probes). The code's own ratio is then only known to lie
+    in [low / slower, high * faster]: a slowdown the machine explains is not blamed on the
+    code, and "unchanged" is not claimed where drift could hide a change.
+    """
+    low, high = low / slower, high * faster
+    if low > 1.0 + threshold:
+        return REGRESSION
+    if high < 1.0 / (1.0 + threshold):
+        return IMPROVEMENT
+    if low >= 1.0 / (1.0 + threshold) and high <= 1.0 + threshold:
+        return UNCHANGED
+    return INCONCLUSIVE
+
+
+def _result(verdict: str, ratio: float | None, low: float | None, high: float | None,
+            p_value: float | None, threshold: float, alpha: float, metric: str, n: int,
+            m: int, **extra: Any) -> dict[str, Any]:  # fmt: skip
+    return {
+        "verdict": verdict,
+        "ratio": ratio,
+        "ci_low": low,
+        "ci_high": high,
+        "p_value": p_value,
+        "threshold": threshold,
+        "alpha": alpha,
+        "metric": metric,
+        "n": n,
+        "n_baseline": m,
+        **extra,
+    }
+
+
+def compare_latency(current: Sequence[float] | FloatArray, baseline: Sequence[float] | FloatArray,
+                    threshold: float = 0.05, alpha: float = 0.05) -> dict[str, Any]:  # fmt: skip
+    """The min-effect decision on two sets of latency samples (seconds, in time order)."""
+    x = np.log(time_units(current))
+    y = np.log(time_units(baseline))
+    n, m = len(x), len(y)
+    if n < 2 or m < 2:
+        return _result(INCONCLUSIVE, None, None, None, None, threshold, alpha, "median", n, m,
+                       reason="fewer than 2 samples on a side")  # fmt: skip
+    hl, low, high = shift_estimate(x, y, alpha)
+    ratio, r_low, r_high = math.exp(hl), math.exp(low), math.exp(high)
+    p = min_effect_p_value(x, y, math.log1p(threshold))
+    verdict = classify(r_low, r_high, threshold)
+    return _result(verdict, ratio, r_low, r_high, p, threshold, alpha, "median", n, m,
+                   estimate_beyond=ratio > 1.0 + threshold, units=[n, m],
+                   samples=[len(current), len(baseline)])  # fmt: skip
+
+
+def _block_resample_quantiles(arr: FloatArray, q: float, resamples: int,
+                              rng: np.random.Generator) -> FloatArray:  # fmt: skip
+    """Quantile ``q`` of ``resamples`` block-bootstrap resamples: whole contiguous blocks
+    are drawn, so the resamples keep the samples' dependence on machine state."""
+    n = len(arr)
+    groups = min(MAX_UNITS, max(MIN_UNITS, n // 4)) if n >= 2 * MIN_UNITS else n
+    blocks = np.array_split(arr, groups)
+    picks = rng.integers(0, groups, size=(resamples, groups))
+    out = np.empty(resamples)
+    for i, row in enumerate(picks):
+        out[i] = np.quantile(np.concatenate([blocks[j] for j in row]), q)
+    return out
+
+
+def _quantile_bootstrap(x: FloatArray, y: FloatArray, q: float, resamples: int,
+                        seed: int) -> FloatArray:  # fmt: skip
+    rng = np.random.default_rng(seed)
+    qx = _block_resample_quantiles(x, q, resamples, rng)
+    qy = _block_resample_quantiles(y, q, resamples, rng)
+    return np.asarray(np.log(qx) - np.log(qy), dtype=np.float64)
+
+
+def compare_tail(current: Sequence[float] | FloatArray, baseline: Sequence[float] | FloatArray,
+                 metric: str, threshold: float = 0.05, alpha: float = 0.05,
+                 seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Ratio of a tail percentile (p90/p99) with a percentile-bootstrap interval.
+
+    Rank shift tests say nothing about tails, so tails get their own test: resample each
+    side, take the percentile, and use the bootstrap distribution of the log-ratio. With
+    fewer samples than the percentile needs, the verdict is ``inconclusive``.
+    """
+    x, y = as_array(current), as_array(baseline)
+    n, m = len(x), len(y)
+    q = {"p90": 0.90, "p99": 0.99}[metric]
+    need = TAIL_MIN[metric]
+    point = float(np.quantile(x, q) / np.quantile(y, q)) if n and m else None
+    if n < need or m < need:
+        return _result(INCONCLUSIVE, point, None, None, None, threshold, alpha, metric, n, m,
+                       reason=f"{metric} needs >= {need} samples on each side")  # fmt: skip
+    boot = _quantile_bootstrap(x, y, q, BOOTSTRAP_RESAMPLES, seed)
+    low = math.exp(float(np.quantile(boot, alpha)))
+    high = math.exp(float(np.quantile(boot, 1.0 - alpha)))
+    p = float((np.count_nonzero(boot <= math.log1p(threshold)) + 1) / (len(boot) + 1))
+    assert point is not None
+    return _result(classify(low, high, threshold), point, low, high, p, threshold, alpha,
+                   metric, n, m, estimate_beyond=point > 1.0 + threshold)  # fmt: skip
+
+
+def compare_throughput(current: Sequence[float] | FloatArray,
+                       baseline: Sequence[float] | FloatArray, batch_current: int,
+                       batch_baseline: int, threshold: float = 0.05,
+                       alpha: float = 0.05) -> dict[str, Any]:  # fmt: skip
+    """Items/s, higher is better. Judged as the latency rule on batch/latency per sample, so
+    a regression is a throughput ratio whose upper bound is below 1 / (1 + d)."""
+    lat = compare_latency(
+        np.asarray(current) / batch_current, np.asarray(baseline) / batch_baseline,
+        threshold, alpha,
+    )
+    # Slower per item is lower throughput: the verdicts coincide, the ratio inverts.
+    out = dict(lat)
+    out["metric"] = "throughput"
+    if lat["ratio"] is not None:
+        out["ratio"] = 1.0 / lat["ratio"]
+        out["ci_low"] = 1.0 / lat["ci_high"]
+        out["ci_high"] = 1.0 / lat["ci_low"]
+        out["estimate_beyond"] = out["ratio"] < 1.0 / (1.0 + threshold)
+    return out
+
+
+def compare_memory(current_bytes: float | None, baseline_bytes: float | None,
+                   threshold: float = 0.05, alpha: float = 0.05) -> dict[str, Any]:  # fmt: skip
+    """Peak memory: a single number per run, so a plain ratio against the tolerance, ignoring
+    differences under 1 MiB."""
+    if current_bytes is None or baseline_bytes is None:
+        return _result(INCONCLUSIVE, None, None, None, None, threshold, alpha, "memory", 1, 1,
+                       reason="no memory figure on one side")  # fmt: skip
+    diff = current_bytes - baseline_bytes
+    ratio = current_bytes / baseline_bytes if baseline_bytes > 0 else None
+    if abs(diff) < MEMORY_FLOOR_BYTES:
+        verdict = UNCHANGED
+    elif ratio is None or ratio > 1.0 + threshold:
+        verdict = REGRESSION if diff > 0 else IMPROVEMENT
+    elif ratio < 1.0 / (1.0 + threshold):
+        verdict = IMPROVEMENT
+    else:
+        verdict = UNCHANGED
+    return _result(verdict, ratio, ratio, ratio, None, threshold, alpha, "memory", 1, 1,
+                   current_bytes=current_bytes, baseline_bytes=baseline_bytes)  # fmt: skip
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values (same order as given)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
