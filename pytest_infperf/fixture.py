@@ -12,7 +12,7 @@ import pytest
 
 from . import options as _options
 from .backends import BackendError, Prepared, find_nan, prepare
-from .results import BenchmarkResult, bench_key
+from .results import BenchmarkResult
 from .stats import summarize, throughput
 from .timing import Measurement, measure
 
@@ -33,6 +33,19 @@ def _params(item: pytest.Item) -> dict[str, Any]:
         out[key] = value if isinstance(value, (str, int, float, bool)) or value is None \
             else repr(value)  # fmt: skip
     return out
+
+
+def _device_domain(prepared: Prepared) -> str:
+    """Which device a measurement occupies, for the timing lock: 'cpu' or 'gpu-<id>'."""
+    env = prepared.env
+    on_gpu = env.get("device_type") == "cuda" or "CUDA" in str(env.get("provider", "")) \
+        or "Tensorrt" in str(env.get("provider", ""))  # fmt: skip
+    if not on_gpu:
+        return "cpu"
+    import os
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "all"
+    return f"gpu-{visible}"
 
 
 class InferBench:
@@ -76,8 +89,6 @@ class InferBench:
         except _options.OptionError as exc:
             raise _options.OptionError(str(exc)) from None  # the user's line, not ours
         self._names.add(name)
-        nodeid = self._item.nodeid
-        key = bench_key(nodeid, name)
         try:
             prepared = prepare(model, inputs, opts)
         except BackendError as exc:
@@ -87,7 +98,7 @@ class InferBench:
                 with prepared.sampler.context():
                     prepared.sampler.call()
                 return self._disabled_result(name, prepared, opts)
-            with self._session.timing_lock(key):
+            with self._session.timing_lock(_device_domain(prepared)):
                 result = self._measure(name, prepared, opts)
                 self._session.judge(self._item, result, lambda: self._remeasure(prepared, opts))
         finally:
@@ -114,11 +125,12 @@ class InferBench:
     def _measure(self, name: str | None, prepared: Prepared,
                  opts: dict[str, Any]) -> BenchmarkResult:  # fmt: skip
         __tracebackhide__ = True
-        m = measure(prepared.sampler, opts, check_output=self._check_output(opts))
+        m = measure(prepared.sampler, opts, check_output=self._check_output(opts),
+                    probe=self._session.probe)  # fmt: skip
         return self._result(name, prepared, opts, m)
 
     def _remeasure(self, prepared: Prepared, opts: dict[str, Any]) -> Measurement:
-        return measure(prepared.sampler, opts, first=False)
+        return measure(prepared.sampler, opts, first=False, probe=self._session.probe)
 
     def _result(self, name: str | None, prepared: Prepared, opts: dict[str, Any],
                 m: Measurement) -> BenchmarkResult:  # fmt: skip
@@ -138,11 +150,6 @@ class InferBench:
                 f"torch.compile recompiled {extra['recompiles']} time(s) during the timed "
                 "region, so samples include compilation: use fixed shapes, mark dynamic "
                 "dimensions (torch._dynamo.mark_dynamic), or warm up with every shape"
-            )
-        if stats["noise"] != "ok":
-            warnings.append(
-                f"noisy measurement: IQR/median = {stats['iqr'] / stats['median']:.0%} "
-                f"({stats['noise']}); results may not be repeatable"
             )
         path, lineno, _ = self._item.location
         params = _params(self._item)
@@ -167,6 +174,7 @@ class InferBench:
             env=prepared.env,
             extra=extra,
             warnings=warnings,
+            reference=m.reference,
             path=path,
             lineno=(lineno + 1) if lineno is not None else None,
         )

@@ -167,6 +167,10 @@ _SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("max_time", _float(0.0, low_open=True), 3.0,
                "seconds of timed sampling after which sampling stops once `rounds` samples "
                "exist (default 3)"),
+    OptionSpec("min_time", _float(0.0), 1.0,
+               "seconds the timed samples must span before the precision stop may end "
+               "sampling; fast calls are grouped so max_rounds samples still span it. Machine "
+               "speed drifts over seconds: a snapshot of a few ms compares badly (default 1)"),
     OptionSpec("precision", _float(0.0, 1.0, low_open=True), 0.01,
                "stop sampling once the 95% CI of the median has this relative half-width "
                "(default 0.01)"),

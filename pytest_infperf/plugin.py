@@ -88,6 +88,10 @@ def pytest_configure(config: pytest.Config) -> None:
     session = InfperfSession(config, settings)
     config.stash[session_key] = session
     config.pluginmanager.register(session, "infperf-session")
+    if config.pluginmanager.hasplugin("xdist"):
+        from .xdist import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(session), "infperf-xdist")
     session.configure()
 
 
@@ -95,6 +99,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None:
         config.pluginmanager.unregister(session)
+        hooks = config.pluginmanager.get_plugin("infperf-xdist")
+        if hooks is not None:
+            config.pluginmanager.unregister(hooks)
         del config.stash[session_key]
 
 

@@ -42,6 +42,8 @@ class BenchmarkResult:
     env: dict[str, Any] = dataclasses.field(default_factory=dict)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: Machine-speed probes taken while sampling (the drift guard), or None.
+    reference: dict[str, Any] | None = None
     comparison: dict[str, Any] | None = None
     path: str | None = None
     lineno: int | None = None

@@ -24,6 +24,10 @@ SESSION_INI: dict[str, tuple[str, str]] = {
                               "base worker, e.g. 'src'", ""),
     "infperf_max_baseline_mb": ("refuse to read baseline files larger than this (default "
                                 "256)", "256"),
+    "infperf_drift_guard": ("adjust (default): probe machine speed while sampling and raise "
+                            "the bar for a verdict by how much slower/faster the machine ran "
+                            "than at the baseline; warn: only report drift; off: no probes",
+                            "adjust"),
 }  # fmt: skip
 
 #: Command-line flags that set a benchmark option (they beat ini, lose to the marker).
@@ -68,6 +72,7 @@ class Settings:
     max_baseline_bytes: int
     gpus: tuple[int, ...] | None
     ab_pythonpath: tuple[str, ...]
+    drift_guard: str
     bench_layer: dict[str, Any]
 
     @property
@@ -138,6 +143,11 @@ def from_config(config: pytest.Config) -> Settings:
             raise pytest.UsageError(
                 f"infperf_gpus = {gpus_text!r}: expected GPU indices such as '0,1'"
             ) from None
+    drift_guard = (_ini(config, "infperf_drift_guard") or "adjust").lower()
+    if drift_guard not in ("adjust", "warn", "off"):
+        raise pytest.UsageError(
+            f"infperf_drift_guard = {drift_guard!r}: expected one of adjust, warn, off"
+        )
     compare = config.getoption("perf_compare")
     ab = config.getoption("perf_ab")
     if compare is not None and not compare.strip():
@@ -164,5 +174,6 @@ def from_config(config: pytest.Config) -> Settings:
         max_baseline_bytes=_int_ini(config, "infperf_max_baseline_mb", 1) * 1024 * 1024,
         gpus=gpus,
         ab_pythonpath=tuple(_ini(config, "infperf_ab_pythonpath").replace(",", " ").split()),
+        drift_guard=drift_guard,
         bench_layer=layer,
     )

@@ -119,6 +119,8 @@ class Measurement:
     memory: dict[str, Any]
     backend_extra: dict[str, Any]
     first_output: Any = None
+    #: Machine-speed probes taken during sampling (drift guard), or None.
+    reference: dict[str, Any] | None = None
 
 
 @contextlib.contextmanager
@@ -165,11 +167,14 @@ def calibrate(sampler: Sampler, min_sample_time: float, per_call_s: float,
 
 
 def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
-            check_output: Callable[[Any], None] | None = None) -> Measurement:  # fmt: skip
+            check_output: Callable[[Any], None] | None = None,
+            probe: Callable[[], tuple[float, float]] | None = None) -> Measurement:  # fmt: skip
     """Warm up, calibrate and sample ``sampler`` as ``opts`` say.
 
     With ``first=False`` (a re-measurement) the cold first call is skipped and the warmup
-    minimum is shortened: the model is already warm, only the timing is fresh.
+    minimum is shortened: the model is already warm, only the timing is fresh. ``probe``,
+    when given, is timed at every checkpoint (outside the timed blocks) to record how fast
+    the machine itself ran meanwhile (the drift guard).
     """
     __tracebackhide__ = True  # a model's exception should point at the model, not here
     pc = time.perf_counter_ns
@@ -198,7 +203,12 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
             per_call = first_call_s
         else:
             per_call = _time_block(sampler, 1) / 1e9
-        block, warm_calls = calibrate(sampler, opts["min_sample_time"], per_call, warm_ns)
+        min_time = min(opts["min_time"], opts["max_time"])
+        # A sample lasts at least min_sample_time, and long enough that half of max_rounds
+        # samples span min_time: the median then averages over the machine's slow drift
+        # instead of being a snapshot of a few milliseconds.
+        target = max(opts["min_sample_time"], 2.0 * min_time / opts["max_rounds"])
+        block, warm_calls = calibrate(sampler, target, per_call, warm_ns)
         warm_calls += min_warm
         # Stability is judged on values of the final block size only.
         stable_vals = list(warm_ns) if block == 1 else []
@@ -222,12 +232,17 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
         # --- timed samples ----------------------------------------------------------------
         rounds, max_rounds = opts["rounds"], opts["max_rounds"]
         max_time_ns = opts["max_time"] * 1e9
+        min_time_ns = min_time * 1e9
         precision = opts["precision"]
         out = [0] * max_rounds  # preallocated: the loop only stores
         n = 0
         target = rounds
         reason = "max_rounds"
         rel = math.inf
+        probes: list[tuple[float, float]] = []
+        probe_ns = 0
+        if probe is not None:
+            probes.append(probe())
         # Run the checkpoint code once outside the memory window: its first-use imports and
         # allocations are the plugin's, not the model's.
         ci_rel_halfwidth([1.0] * 8)
@@ -238,24 +253,31 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
             while True:
                 sampler.run_blocks(out, n, target, block)
                 n = target
-                elapsed = pc() - start
+                elapsed = pc() - start - probe_ns
+                if probe is not None:
+                    t_probe = pc()
+                    probes.append(probe())
+                    probe_ns += pc() - t_probe
                 if n >= max_rounds:
                     reason = "max_rounds"
                     break
                 if n >= rounds:
                     rel = ci_rel_halfwidth(out[:n])
-                    if rel <= precision:
+                    if rel <= precision and elapsed >= min_time_ns:
                         reason = "precision"
                         break
                     if elapsed >= max_time_ns:
                         reason = "max_time"
                         break
-                # Next checkpoint: grow by a quarter, but not past the time budget.
+                # Next checkpoint: grow by a quarter, but not past the time budget, and land
+                # on min_time when precision is already there.
                 per_sample = elapsed / n
                 by_time = int((max_time_ns - elapsed) / per_sample) if per_sample > 0 else n
                 step = max(1, min(max(n // 4, 5), by_time)) if n >= rounds else rounds - n
+                if n >= rounds and rel <= precision and per_sample > 0:
+                    step = max(1, min(step, int((min_time_ns - elapsed) / per_sample) + 1))
                 target = min(max_rounds, n + step)
-        elapsed = pc() - start
+        elapsed = pc() - start - probe_ns
         backend_extra = sampler.end_timed(out[:n])
         mem = _memory.after_timed()
     if n >= rounds and rel == math.inf:
@@ -267,6 +289,8 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
         ci_rel_halfwidth=None if rel == math.inf else round(rel, 6),
     )
     scale = 1e9 * block
+    from .drift import summarize_probes
+
     return Measurement(
         samples=[v / scale for v in out[:n]],
         warmup_samples=[v / 1e9 for v in warm_ns],
@@ -276,6 +300,7 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
         memory=mem,
         backend_extra=backend_extra,
         first_output=first_output,
+        reference=summarize_probes(probes),
     )
 
 

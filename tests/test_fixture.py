@@ -47,7 +47,7 @@ def test_result_and_decisions(ourtester: pytest.Pytester) -> None:
                 pass
 
         def test_a(infer_bench):
-            r = infer_bench(busy, rounds=15, max_rounds=40)
+            r = infer_bench(busy, rounds=15, max_rounds=40, min_time=0)
             assert r.backend == "callable"
             assert 15 <= len(r.samples) <= 40 == r.options["max_rounds"]
             assert r.first_call is not None and r.first_call > 0
@@ -74,6 +74,25 @@ def test_fast_calls_are_timed_in_blocks(ourtester: pytest.Pytester) -> None:
         """
     )
     ourtester.runpytest().assert_outcomes(passed=1)
+
+
+def test_samples_span_min_time(ourtester: pytest.Pytester) -> None:
+    """Machine speed drifts over seconds: sampling must not stop on a tight CI after a few
+    milliseconds. Fast calls are grouped so max_rounds samples still span min_time."""
+    ourtester.makepyfile(
+        """
+        def test_a(infer_bench):
+            r = infer_bench(lambda: None, min_time=0.3, max_time=1.0, max_rounds=100)
+            assert r.decisions["timed_s"] >= 0.3
+            assert r.decisions["stop_reason"] in ("precision", "max_rounds")
+            assert r.block_size > 1000  # ~6 ms per sample for a ~30 ns call
+
+        def test_min_time_clamped_by_max_time(infer_bench):
+            r = infer_bench(lambda: None, min_time=5, max_time=0.1)
+            assert r.decisions["timed_s"] < 1.0
+        """
+    )
+    ourtester.runpytest().assert_outcomes(passed=2)
 
 
 def test_named_measurements(ourtester: pytest.Pytester, tmp_path: object) -> None:

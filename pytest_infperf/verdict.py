@@ -1,0 +1,233 @@
+"""Finding the baseline a run compares against, and judging one benchmark against it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from . import compare as _cmp
+from .baseline import BaselineFileError, BaselineStore, Location, iter_entries
+from .drift import speed_factors
+from .gitinfo import SHALLOW_FIX, GitError
+from .report import fmt_time, memory_figure
+
+
+class CompareError(Exception):
+    """``--perf-compare`` cannot be carried out; the message says why and what to do."""
+
+
+@dataclasses.dataclass
+class BaselineSource:
+    """What ``--perf-compare=REF`` resolved to."""
+
+    ref: str
+    origin: str  # "file", "commit", or "none" (nothing found)
+    path: str | None = None
+    sha: str | None = None
+    distance: int | None = None
+    merge_base: str | None = None
+    env_key: str | None = None
+    env_diff: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+    note: str | None = None
+    reference: dict[str, Any] | None = None
+    entries: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    searched: int = 0
+
+    def describe(self) -> str:
+        if self.origin == "file":
+            return f"file {self.path}"
+        if self.origin == "commit" and self.sha:
+            n = self.distance or 0
+            back = "the merge-base" if n == 0 else \
+                f"{n} commit{'s' * (n != 1)} before the merge-base"  # fmt: skip
+            return f"commit {self.sha[:10]} ({back} of {self.ref} and HEAD)"
+        return f"nothing ({self.note})"
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("entries")
+        return data
+
+    def to_worker(self) -> dict[str, Any]:
+        """What an xdist worker needs to rebuild this source (it re-reads the file)."""
+        return self.to_json()
+
+    @classmethod
+    def from_worker(cls, data: dict[str, Any], max_bytes: int) -> BaselineSource:
+        source = cls(**{k: v for k, v in data.items() if k != "entries"})
+        if source.path:
+            doc = BaselineStore(Path(source.path).parent, max_bytes).load(Path(source.path))
+            source.entries = dict(iter_entries(doc))
+        return source
+
+
+def _looks_like_file(ref: str) -> bool:
+    return ref.endswith(".json")
+
+
+def resolve(ref: str, *, rootdir: Path, store: BaselineStore, env_key: str,
+            hard: dict[str, Any], depth: int) -> BaselineSource:  # fmt: skip
+    """Turn ``--perf-compare=REF`` into a :class:`BaselineSource`.
+
+    REF is a results/baseline JSON file, or a git ref: then the merge-base of REF and HEAD
+    is found and its first-parent ancestors are walked (at most ``depth`` back) to the
+    nearest commit with a baseline for this environment.
+    """
+    from . import gitinfo
+
+    as_path = Path(ref).expanduser()
+    if _looks_like_file(ref):
+        return _from_file(ref, as_path, store, hard)
+    try:
+        repo = gitinfo.open_repo(rootdir)
+    except GitError as exc:
+        if as_path.is_file():
+            return _from_file(ref, as_path, store, hard)
+        raise CompareError(f"--perf-compare={ref}: {exc}") from None
+    try:
+        head = gitinfo.head_sha(repo)
+        target = gitinfo.resolve(repo, ref)
+    except GitError as exc:
+        if as_path.is_file():
+            return _from_file(ref, as_path, store, hard)
+        raise CompareError(f"--perf-compare={ref}: {exc}") from None
+    if as_path.is_file():
+        raise CompareError(
+            f"--perf-compare={ref} is ambiguous: it is both a git ref and a file. Write "
+            f"./{ref} for the file, or refs/heads/{ref} (or the sha) for the commit"
+        )
+    try:
+        base = gitinfo.merge_base(repo, target, head)
+        shas = gitinfo.first_parents(repo, base, depth)
+    except GitError as exc:
+        raise CompareError(f"--perf-compare={ref}: {exc}") from None
+    loc = store.find(shas, env_key)
+    source = BaselineSource(ref=ref, origin="commit", merge_base=base, env_key=env_key,
+                            searched=len(shas))  # fmt: skip
+    if loc is None:
+        other = store.find_other_env(shas, env_key)
+        if other is None:
+            shallow = gitinfo.is_shallow(repo) and len(shas) < depth + 1
+            if shallow:
+                raise CompareError(
+                    f"--perf-compare={ref}: no baseline for this environment in the "
+                    f"{len(shas)} commit(s) of history this shallow clone has below "
+                    f"{base[:10]}; older baselines cannot be reached. {SHALLOW_FIX}"
+                )
+            source.origin = "none"
+            source.note = (
+                f"no baseline for environment {env_key} in {store.root} for the "
+                f"{len(shas)} first-parent commit(s) from {base[:10]} (the merge-base of "
+                f"{ref} and HEAD); save one on {ref} with --perf-save"
+            )
+            known = store.env_keys()
+            if known:
+                source.note += f" (baselines exist for: {', '.join(known)})"
+            return source
+        loc = other
+    _load_into(source, loc, store, hard)
+    return source
+
+
+def _from_file(ref: str, path: Path, store: BaselineStore, hard: dict[str, Any]) -> BaselineSource:
+    source = BaselineSource(ref=ref, origin="file", path=str(path.resolve()))
+    try:
+        doc = store.load(path)
+    except BaselineFileError as exc:
+        raise CompareError(f"--perf-compare: {exc}") from None
+    _fill(source, doc, hard)
+    commit = doc.get("commit") or {}
+    source.sha = commit.get("sha")
+    return source
+
+
+def _load_into(source: BaselineSource, loc: Location, store: BaselineStore,
+               hard: dict[str, Any]) -> None:  # fmt: skip
+    try:
+        doc = store.load(loc.path)
+    except BaselineFileError as exc:
+        raise CompareError(f"--perf-compare={source.ref}: baseline {exc}") from None
+    source.path = str(loc.path)
+    source.sha = loc.sha
+    source.distance = loc.distance
+    source.env_key = loc.env_key
+    _fill(source, doc, hard)
+
+
+def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> None:
+    from . import environment
+
+    source.entries = dict(iter_entries(doc))
+    source.env_diff = environment.diff(hard, doc["environment"].get("hard", {}))
+    source.reference = doc.get("reference")
+
+
+# --- one benchmark ----------------------------------------------------------------------
+
+
+def decide(samples: list[float], memory: dict[str, Any], batch: int | None,
+           entry: dict[str, Any], opts: dict[str, Any],
+           reference: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Apply the configured metric's test to a measurement and a stored entry; with
+    ``reference`` (this measurement's machine-speed probes), the drift guard raises the bar
+    by how much slower or faster the machine ran than during the baseline's measurement."""
+    metric, d, alpha = opts["metric"], opts["threshold"], opts["alpha"]
+    base = entry["samples"]
+    if metric == "median":
+        out = _cmp.compare_latency(samples, base, d, alpha)
+    elif metric in ("p90", "p99"):
+        out = _cmp.compare_tail(samples, base, metric, d, alpha)
+    elif metric == "throughput":
+        out = _cmp.compare_throughput(samples, base, batch or 1, entry.get("batch_size") or 1,
+                                      d, alpha)  # fmt: skip
+    else:
+        out = _cmp.compare_memory(memory_figure(memory), memory_figure(entry.get("memory", {})),
+                                  d, alpha)  # fmt: skip
+    out["baseline_median"] = entry["stats"].get("median")
+    factors = speed_factors(reference, entry.get("reference"))
+    if factors is not None and metric != "memory" and out.get("ci_low") is not None:
+        slower, faster = factors
+        out["machine_speed"] = {"slower": round(slower, 4), "faster": round(faster, 4)}
+        low, high = out["ci_low"], out["ci_high"]
+        if metric == "throughput":  # judge on the latency orientation
+            low, high = 1.0 / high, 1.0 / low
+        plain = out["verdict"]
+        out["verdict"] = _cmp.classify(low, high, d, slower, faster)
+        if out["verdict"] != plain:
+            out["note"] = (
+                f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
+                f"x{faster:.3f} faster than at the baseline (reference probes), which "
+                "explains the change"
+            )
+    return out
+
+
+def failure_message(key: str, comparison: dict[str, Any], source: BaselineSource,
+                    current_median: float) -> str:  # fmt: skip
+    """What a reviewer reads when a benchmark regressed: the numbers and where they come from."""
+    c = comparison
+    metric = c["metric"]
+    lines = [
+        f"PERFORMANCE REGRESSION in {key}",
+        f"  {metric}: now {fmt_time(current_median)}, baseline {fmt_time(c.get('baseline_median'))}"
+        if metric in ("median", "p90", "p99") else f"  metric: {metric}",
+        f"  ratio now/baseline {c['ratio']:.3f}, {round((1 - c['alpha']) * 100)}% one-sided"
+        f" confidence bound {c['ci_low']:.3f} > 1 + threshold = {1 + c['threshold']:.3f}"
+        if metric != "throughput" else
+        f"  throughput ratio now/baseline {c['ratio']:.3f}, upper bound {c['ci_high']:.3f} "
+        f"< 1 / (1 + threshold) = {1 / (1 + c['threshold']):.3f}",
+    ]  # fmt: skip
+    if c.get("p_value") is not None:
+        lines.append(f"  p = {c['p_value']:.2g} for H0 'slower by at most "
+                     f"{c['threshold']:.0%}' (alpha {c['alpha']:g}); n = {c['n']} now, "
+                     f"{c['n_baseline']} in the baseline")  # fmt: skip
+    if c.get("remeasured"):
+        first = c.get("first_pass", {})
+        lines.append(
+            f"  confirmed on fresh samples (first pass: ratio {first.get('ratio', 0):.3f}, "
+            f"verdict {first.get('verdict')}); Holm over {c.get('family_size', 1)} flagged "
+            f"benchmark(s)"
+        )
+    lines.append(f"  baseline: {source.describe()}")
+    return "\n".join(lines)

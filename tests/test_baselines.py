@@ -1,0 +1,408 @@
+"""--perf-save and --perf-compare in real git repositories."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import FAST_INI, git, load_json
+
+# Busy-waits are immune to the machine's speed, so verdicts here are deterministic: these
+# tests check behaviour; benchmarks/decision_quality.py checks the statistics.
+SUITE = """
+import time
+from pathlib import Path
+
+FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
+
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
+
+def test_slowed(infer_bench):
+    infer_bench(lambda: busy(200 * FACTOR))
+
+def test_steady(infer_bench):
+    infer_bench(lambda: busy(150))
+
+def test_named(infer_bench):
+    infer_bench(lambda: busy(100))
+    infer_bench(lambda: busy(120), name="second")
+"""
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
+    """A git repository with a perf suite committed on main."""
+    # The drift guard only reports here: busy-waits do not slow down with the machine, and
+    # its adjustments are tested on their own below.
+    pytester.makefile(".ini", pytest=FAST_INI + "infperf_remeasure = 1\n"
+                      "infperf_drift_guard = warn\n")
+    pytester.makepyfile(test_suite=SUITE)
+    (pytester.path / "factor.txt").write_text("1.0")
+    (pytester.path / ".gitignore").write_text("__pycache__/\n*.json.out\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-qm", "suite")
+    return pytester
+
+
+def baseline_files(root: Path) -> list[Path]:
+    return sorted((root / "baselines").glob("*/*.json"))
+
+
+def commit_all(path: Path, message: str) -> str:
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", message)
+    return git(path, "rev-parse", "HEAD")
+
+
+def slow_down(path: Path, factor: float = 1.3) -> None:
+    (path / "factor.txt").write_text(str(factor))
+
+
+def test_save_then_compare_from_a_branch_two_commits_later(repo: pytest.Pytester,
+                                                             validate: Any) -> None:  # fmt: skip
+    head = git(repo.path, "rev-parse", "HEAD")
+    result = repo.runpytest("--perf-save")
+    result.assert_outcomes(passed=3)
+    files = baseline_files(repo.path)
+    assert [f.stem for f in files] == [head]
+    result.stdout.fnmatch_lines([f"infperf: wrote baseline of {head[:10]}: baselines/*/{head}.json"
+                                 " (4 benchmarks saved, 4 stored)"])  # fmt: skip
+    doc = json.loads(files[0].read_text())
+    validate(doc)
+    assert doc["mode"] == "baseline" and doc["commit"]["sha"] == head
+    assert doc["commit"]["dirty"] is False
+    assert doc["reference"]["gemm_s"] > 0 and doc["reference"]["python_s"] > 0
+    assert files[0].parent.name == doc["environment"]["key"]
+    assert not list((repo.path / "baselines").rglob("*.lock"))
+
+    # Baselines committed on main (the simple setup), then a feature branch two commits on.
+    commit_all(repo.path, "add baselines")
+    git(repo.path, "checkout", "-q", "-b", "feature")
+    (repo.path / "notes.txt").write_text("x")
+    commit_all(repo.path, "unrelated change")
+    slow_down(repo.path)
+    commit_all(repo.path, "make it slower")
+
+    result = repo.runpytest("--perf-compare=main", "--perf-json=cmp.json", "--junitxml=j.xml")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "PERFORMANCE REGRESSION in test_suite.py::test_slowed",
+        "*median: now 2?? us, baseline 2?? us",
+        "*ratio now/baseline 1.*, 95% one-sided confidence bound 1.* > 1 + threshold = 1.050",
+        "*p = * for H0 'slower by at most 5%' (alpha 0.05); n = * now, * in the baseline",
+        "*confirmed on fresh samples*",
+        f"*baseline: commit {head[:10]} (1 commit before the merge-base of main and HEAD)",
+    ])  # fmt: skip
+    result.stdout.fnmatch_lines(["*infperf: 4 benchmarks (1 regression, 3 unchanged)*"])
+    cmp = load_json(repo.path / "cmp.json")
+    validate(cmp)
+    by_key = {b["key"].split("::")[1]: b for b in cmp["benchmarks"]}
+    slowed = by_key["test_slowed"]["comparison"]
+    assert slowed["verdict"] == "regression"
+    assert slowed["baseline_commit"] == head and slowed["baseline_distance"] == 1
+    assert 1.2 < slowed["ratio"] < 1.4 and slowed["ci_low"] > 1.05
+    for key in ("ratio", "ci_low", "ci_high", "p_value", "threshold", "alpha", "metric",
+                "baseline_commit", "baseline_distance", "env_diff"):  # fmt: skip
+        assert key in slowed, key
+    assert by_key["test_steady"]["comparison"]["verdict"] == "unchanged"
+    assert by_key["test_named#second"]["comparison"]["verdict"] == "unchanged"
+    assert cmp["comparison"]["sha"] == head and cmp["comparison"]["distance"] == 1
+    props = {(c.get("name"), p.get("name")): p.get("value")
+             for c in ET.parse(repo.path / "j.xml").getroot().iter("testcase")
+             for p in c.iter("property")}  # fmt: skip
+    assert props[("test_slowed", "infperf.verdict")] == "regression"
+    assert float(props[("test_slowed", "infperf.ratio")]) > 1.2
+    assert props[("test_steady", "infperf.verdict")] == "unchanged"
+
+
+def test_warn_only_reports_without_failing(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    slow_down(repo.path)
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-warn-only")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*1 regression*", "*test_slowed*REGRESSION*"])
+
+
+def test_improvement_is_reported_and_passes(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    slow_down(repo.path, 0.7)
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    result.assert_outcomes(passed=3)
+    doc = load_json(repo.path / "out.json")
+    verdicts = {b["key"].split("::")[1]: b["comparison"]["verdict"] for b in doc["benchmarks"]}
+    assert verdicts["test_slowed"] == "improvement"
+
+
+def test_compare_against_a_json_file(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-json=before.json").assert_outcomes(passed=3)
+    slow_down(repo.path)
+    result = repo.runpytest("--perf-compare=before.json")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*baseline: file */before.json",
+                                 "compared with file */before.json"])
+
+
+def test_no_baseline_and_new_benchmarks(repo: pytest.Pytester) -> None:
+    result = repo.runpytest("--perf-compare=main", "--perf-json=out.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*warning: no baseline for environment * first-parent commit(s)"
+                                 " from *save one on main with --perf-save*"])  # fmt: skip
+    doc = load_json(repo.path / "out.json")
+    assert {b["comparison"]["verdict"] for b in doc["benchmarks"]} == {"no-baseline"}
+    # A benchmark added after the baseline is 'no-baseline'; the others are compared.
+    repo.runpytest("--perf-save", "-k", "steady").assert_outcomes(passed=1, deselected=2)
+    result = repo.runpytest("--perf-compare=main", "--perf-json=out.json")
+    result.assert_outcomes(passed=3)
+    verdicts = {b["key"].split("::")[1]: b["comparison"]["verdict"]
+                for b in load_json(repo.path / "out.json")["benchmarks"]}  # fmt: skip
+    assert verdicts["test_steady"] == "unchanged"
+    assert verdicts["test_slowed"] == "no-baseline"
+
+
+def test_resave_merges(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    (path,) = baseline_files(repo.path)
+    before = {b["key"]: b for b in json.loads(path.read_text())["benchmarks"]}
+    result = repo.runpytest("--perf-save", "-k", "steady")
+    result.stdout.fnmatch_lines(["*(1 benchmark saved, 4 stored)*"])
+    after = {b["key"]: b for b in json.loads(path.read_text())["benchmarks"]}
+    assert set(after) == set(before)
+    steady = next(k for k in after if k.endswith("test_steady"))
+    slowed = next(k for k in after if k.endswith("test_slowed"))
+    assert after[slowed] == before[slowed]  # not re-run: kept as stored
+    assert after[steady]["samples"] != before[steady]["samples"]  # re-run: replaced
+
+
+def test_dirty_tree_is_recorded_and_warned(repo: pytest.Pytester) -> None:
+    slow_down(repo.path, 1.0001)
+    result = repo.runpytest("--perf-save")
+    result.stdout.fnmatch_lines(["*warning: the working tree has uncommitted changes*dirty: true*"])
+    (path,) = baseline_files(repo.path)
+    assert json.loads(path.read_text())["commit"]["dirty"] is True
+
+
+def test_baselines_dir_option_and_ini(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save", "--perf-baselines=elsewhere/bl").assert_outcomes(passed=3)
+    assert list((repo.path / "elsewhere" / "bl").glob("*/*.json"))
+    assert not (repo.path / "baselines").exists()
+    slow_down(repo.path)
+    result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_baselines=elsewhere/bl")
+    result.assert_outcomes(passed=2, failed=1)
+
+
+def test_search_depth_bounds_the_walk(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    for i in range(3):
+        (repo.path / "notes.txt").write_text(str(i))
+        commit_all(repo.path, f"c{i}")
+    result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_search_depth=2")
+    result.stdout.fnmatch_lines(["*no baseline for environment*3 first-parent commit(s)*"])
+    result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_search_depth=3")
+    result.stdout.fnmatch_lines(["compared with commit * (3 commits before the merge-base*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--perf-compare=nope"], "ERROR: --perf-compare=nope: 'nope' is not a commit, branch "
+                                  "or tag in *"),
+        (["--perf-compare=missing.json"], "ERROR: --perf-compare: *missing.json: does not exist*"),
+        (["--perf-compare="], "ERROR: --perf-compare needs a value*"),
+        (["--perf-compare=main", "--perf-ab=main"], "ERROR: --perf-compare and --perf-ab are two"
+                                                    " ways of comparing*"),
+    ],
+)  # fmt: skip
+def test_bad_refs_are_usage_errors(repo: pytest.Pytester, args: list[str], message: str) -> None:
+    result = repo.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_remote_branch_hint(repo: pytest.Pytester, tmp_path: Path) -> None:
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo.path, "remote", "add", "origin", str(bare))
+    result = repo.runpytest("--perf-compare=develop")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*If it is a remote branch, try origin/develop*"])
+
+
+def test_ambiguous_ref_and_file(repo: pytest.Pytester) -> None:
+    (repo.path / "main").write_text("{}")
+    result = repo.runpytest("--perf-compare=main")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-compare=main is ambiguous: it is both a git ref "
+                                 "and a file. Write ./main for the file, or refs/heads/main*"])
+
+
+def test_not_a_repository(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile("def test_a(infer_bench):\n    infer_bench(lambda: None)\n")
+    result = pytester.runpytest("--perf-save")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-save: * is not inside a git repository*git init*"])
+    result = pytester.runpytest("--perf-compare=main")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-compare=main: * is not inside a git repository*"])
+
+
+def test_no_commits_yet(pytester: pytest.Pytester, git_env: None) -> None:
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile("def test_a(infer_bench):\n    infer_bench(lambda: None)\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    result = pytester.runpytest("--perf-save")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-save: the repository at * has no commits yet*"])
+
+
+def test_detached_head_saves_by_sha(repo: pytest.Pytester) -> None:
+    head = git(repo.path, "rev-parse", "HEAD")
+    git(repo.path, "checkout", "-q", "--detach", head)
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    (path,) = baseline_files(repo.path)
+    doc = json.loads(path.read_text())
+    assert path.stem == head and doc["commit"]["branch"] is None
+
+
+def test_tag_ref(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    git(repo.path, "tag", "v1.0")
+    (repo.path / "notes.txt").write_text("x")
+    commit_all(repo.path, "after the tag")
+    result = repo.runpytest("--perf-compare=v1.0")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["compared with commit * (the merge-base of v1.0 and HEAD)"])
+
+
+def test_shallow_clone_names_the_fix(repo: pytest.Pytester, tmp_path: Path) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    for i in range(3):
+        (repo.path / "notes.txt").write_text(str(i))
+        commit_all(repo.path, f"c{i}")
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth=1", f"file://{repo.path}", str(clone)],
+                   check=True)  # fmt: skip
+    shutil.copytree(repo.path / "baselines", clone / "baselines", dirs_exist_ok=True)
+    result = repo.runpytest("--perf-compare=HEAD", f"--rootdir={clone}", "-c",
+                            str(clone / "pytest.ini"), str(clone))  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*this shallow clone has*fetch-depth: 0*git fetch --unshallow*"])
+
+
+def _other_environment(root: Path) -> Path:
+    """Copy the saved baseline into another environment's folder, as if measured elsewhere."""
+    (path,) = baseline_files(root)
+    doc = json.loads(path.read_text())
+    doc["environment"]["hard"]["cpu_model"] = "Some Other CPU @ 3.0GHz"
+    doc["environment"]["key"] = "linux-x86-64-cpu-py3.11-0123456789"
+    target = root / "baselines" / doc["environment"]["key"] / path.name
+    target.parent.mkdir()
+    target.write_text(json.dumps(doc))
+    path.unlink()
+    return target
+
+
+def test_other_environment_is_incomparable(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    _other_environment(repo.path)
+    slow_down(repo.path)
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*warning: the baseline (*) was measured in a different "
+                                 "environment (cpu_model differ): verdicts are 'incomparable'"])
+    doc = load_json(repo.path / "out.json")
+    comparison = doc["benchmarks"][0]["comparison"]
+    assert comparison["verdict"] == "incomparable"
+    assert comparison["env_diff"]["cpu_model"][0] == "Some Other CPU @ 3.0GHz"
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-strict-env")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*comes from a different environment: cpu_model: 'Some Other "
+                                 "CPU @ 3.0GHz' -> *(--perf-strict-env)"])
+
+
+def test_per_benchmark_environment_is_compared(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    (path,) = baseline_files(repo.path)
+    doc = json.loads(path.read_text())
+    doc["benchmarks"][0]["env"]["backend"] = "onnxruntime"
+    path.write_text(json.dumps(doc))
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    verdicts = [b["comparison"]["verdict"] for b in load_json(repo.path / "out.json")["benchmarks"]]
+    assert sorted(verdicts) == ["incomparable", "unchanged", "unchanged", "unchanged"]
+    result.assert_outcomes(passed=3)
+
+
+def test_drift_guard_warns(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    (path,) = baseline_files(repo.path)
+    doc = json.loads(path.read_text())
+    doc["reference"] = {k: v / 2 for k, v in doc["reference"].items()}  # a machine twice as fast
+    path.write_text(json.dumps(doc))
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    result.stdout.fnmatch_lines(["*warning: environment drift: the fixed reference workload runs "
+                                 "gemm x*, python x* relative to the baseline's run*unreliable*"])
+    drift = load_json(repo.path / "out.json")["comparison"]["environment_drift"]
+    assert drift["drifted"] is True and drift["python_ratio"] > 1.5
+
+
+def test_interrupted_run_keeps_the_stored_baseline(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    (path,) = baseline_files(repo.path)
+    before = path.read_bytes()
+    repo.makepyfile(test_zz_interrupt="def test_z(infer_bench):\n"
+                                      "    infer_bench(lambda: None)\n"
+                                      "    raise KeyboardInterrupt\n")  # fmt: skip
+    result = repo.runpytest_subprocess("--perf-save")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_corrupt_baseline_is_named(repo: pytest.Pytester) -> None:
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    (path,) = baseline_files(repo.path)
+    path.write_text(path.read_text()[:200])
+    result = repo.runpytest("--perf-compare=HEAD")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --perf-compare=HEAD: baseline {path}: is not valid JSON"
+                                 " (* at line * column *; truncated or edited by hand?)*restore "
+                                 "it with `git checkout -- <file>`*"])  # fmt: skip
+    result = repo.runpytest("--perf-save")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-save would replace a damaged baseline: *"])
+    assert path.read_text().startswith("{")  # not replaced
+
+
+def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
+    """Probes say the machine runs twice as slow as during the baseline: a +30% change is
+    then explained by the machine, and is not blamed on the code."""
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    (path,) = baseline_files(repo.path)
+    doc = json.loads(path.read_text())
+    for bench in doc["benchmarks"]:
+        bench["reference"] = {k: v / 2 for k, v in bench["reference"].items() if k != "probes"}
+    path.write_text(json.dumps(doc))
+    slow_down(repo.path)
+    result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_drift_guard=adjust",
+                            "--perf-json=out.json")  # fmt: skip
+    result.assert_outcomes(passed=3)
+    slowed = next(b for b in load_json(repo.path / "out.json")["benchmarks"]
+                  if b["key"].endswith("test_slowed"))  # fmt: skip
+    c = slowed["comparison"]
+    assert c["verdict"] == "inconclusive"
+    assert c["machine_speed"]["slower"] > 1.5
+    assert "regression without the drift guard" in c["note"]
+    # With the guard only warning, the same comparison is a regression.
+    result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_drift_guard=warn")
+    result.assert_outcomes(passed=2, failed=1)
