@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The main job: run the example benchmarks (sigmoid MLP, DistilBERT, BERT-base in torch and
-# onnxruntime), print the summary table and write the results JSON to results/.
-# Extra arguments go to pytest (e.g. scripts/main-job.sh --sweep=full).
+# onnxruntime), save them as the baseline of the current commit, then run them again and
+# compare against that baseline, as CI does on a pull request. Writes results/.
+# Extra arguments go to both pytest runs (e.g. scripts/main-job.sh --sweep=full).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 PY="${INFPERF_VENV:-.venv}/bin/python"
 mkdir -p results
-"$PY" -m pytest examples -p no:cacheprovider --perf-json=results/examples.json "$@"
-echo "results JSON: results/examples.json"
+echo "== 1/2: measure and save the baseline of $(git rev-parse --short HEAD) =="
+"$PY" -m pytest examples -p no:cacheprovider --perf-save --perf-json=results/baseline-run.json "$@"
+echo "== 2/2: measure again and compare with the saved baseline =="
+"$PY" -m pytest examples -p no:cacheprovider --perf-compare=HEAD \
+    --perf-json=results/compare.json --junitxml=results/junit.xml "$@"
+echo "results: results/baseline-run.json, results/compare.json, results/junit.xml; baselines/ holds the baseline"

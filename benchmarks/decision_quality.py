@@ -1,0 +1,213 @@
+"""False-alarm and detection rates of the stored-baseline gate, through the real plugin.
+
+    python benchmarks/decision_quality.py [--reps 9] [--workloads 12]
+
+A temporary git repository holds a perf suite of CPU workloads (Python loops, json, sort,
+numpy GEMMs, a torch MLP), each doing ``round(20 * factor)`` units of work, with the factor
+in ``factor.txt``. Per repetition: the baseline is saved on ``main`` with ``--perf-save``,
+then for each scenario a branch changes the factor (A/A: a commit that changes nothing) and
+``pytest --perf-compare=main`` runs in a subprocess; verdicts are read from its JSON.
+
+Prints, per scenario, the share of benchmarks judged regression / improvement / unchanged
+/ inconclusive, the median within-run CV, and the reference-workload drift seen.
+With ``--mode ab`` the same scenarios run through ``--perf-ab=main`` instead (issue 7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SUITE = '''
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
+UNITS = round(20 * FACTOR)
+
+
+def pyloop(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+A32 = np.random.default_rng(0).standard_normal((32, 32))
+A64 = np.random.default_rng(1).standard_normal((64, 64))
+DOC = {"k%d" % i: list(range(10)) for i in range(10)}
+
+
+def units(fn):
+    def work():
+        for _ in range(UNITS):
+            fn()
+    return work
+
+
+WORKLOADS = {
+    "pyloop_50": units(lambda: pyloop(50)),
+    "pyloop_500": units(lambda: pyloop(500)),
+    "pyloop_5000": units(lambda: pyloop(5000)),
+    "json": units(lambda: json.dumps(DOC)),
+    "sort": units(lambda: sorted(range(300, 0, -1))),
+    "gemm32": units(lambda: A32 @ A32),
+    "gemm64": units(lambda: A64 @ A64),
+    "strjoin": units(lambda: ",".join(str(i) for i in range(100))),
+    "dictbuild": units(lambda: {i: i * 2 for i in range(200)}),
+    "listcomp": units(lambda: [i * i for i in range(1000)]),
+}
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS)[:NWORK])
+def test_workload(infer_bench, name):
+    infer_bench(WORKLOADS[name], intra_op_threads=None)
+
+
+@pytest.mark.skipif(NWORK <= len(WORKLOADS), reason="workload count")
+def test_torch_mlp(infer_bench):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    sizes = [200, 128, 64, 32, 16, 8, 1]
+    layers = []
+    for a, b in zip(sizes, sizes[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.Sigmoid()]
+    mlp = torch.nn.Sequential(*layers).eval()
+    x = torch.randn(1, 200)
+
+    def work():
+        for _ in range(UNITS):
+            mlp(x)
+
+    with torch.inference_mode():
+        infer_bench(work)
+
+
+@pytest.mark.skipif(NWORK <= len(WORKLOADS) + 1, reason="workload count")
+def test_numpy_conv(infer_bench):
+    img = np.random.default_rng(2).standard_normal(4096)
+    k = np.ones(31) / 31
+    infer_bench(units(lambda: np.convolve(img, k, mode="same")))
+'''
+
+SCENARIOS = {"A/A": 1.0, "+5%": 1.05, "+10%": 1.10, "+20%": 1.20, "+30%": 1.30, "-30%": 0.70}
+ENV = {
+    "GIT_AUTHOR_NAME": "dq", "GIT_AUTHOR_EMAIL": "dq@invalid", "GIT_COMMITTER_NAME": "dq",
+    "GIT_COMMITTER_EMAIL": "dq@invalid", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}  # fmt: skip
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                   env={**os.environ, **ENV})  # fmt: skip
+
+
+def pytest_run(repo: Path, *args: str) -> dict | None:
+    out = repo / "out.json"
+    if out.exists():
+        out.unlink()
+    # Exit codes are not checked: a regression exits 1, and verdicts come from the JSON.
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    f"--perf-json={out}", *args], cwd=repo, capture_output=True, check=False,
+                   env={**os.environ, **ENV})  # fmt: skip
+    return json.loads(out.read_text()) if out.exists() else None
+
+
+def make_repo(root: Path, nwork: int) -> Path:
+    repo = root / "repo"
+    repo.mkdir()
+    (repo / "test_dq.py").write_text(SUITE.replace("NWORK", str(nwork)))
+    (repo / "factor.txt").write_text("1.0")
+    (repo / "pytest.ini").write_text("[pytest]\n")
+    (repo / ".gitignore").write_text("baselines/\nout.json\n__pycache__/\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "suite")
+    return repo
+
+
+def scenario_branch(repo: Path, label: str, factor: float) -> str:
+    branch = "s-" + label.replace("/", "").replace("%", "").replace("+", "p").replace("-", "m")
+    git(repo, "checkout", "-q", "-B", branch, "main")
+    (repo / "factor.txt").write_text(str(factor))
+    git(repo, "commit", "-q", "--allow-empty", "-am", f"factor {factor}")
+    return branch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (9 gives >= 100 A/A)")
+    parser.add_argument("--workloads", type=int, default=12)
+    parser.add_argument("--mode", choices=("stored", "ab"), default="stored")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--json", help="also write the raw verdicts here")
+    args = parser.parse_args()
+    wanted = [s for s in args.scenarios.split(",") if s in SCENARIOS]
+    verdicts: dict[str, list[str]] = {s: [] for s in wanted}
+    ratios: dict[str, list[float]] = {s: [] for s in wanted}
+    cvs: dict[str, list[float]] = {s: [] for s in wanted}
+    drift: list[float] = []
+    raw: list[dict] = []
+    started = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = make_repo(Path(tmp), args.workloads)
+        for rep in range(args.reps):
+            if args.mode == "stored":
+                git(repo, "checkout", "-q", "main")
+                pytest_run(repo, "--perf-save")
+            for label in wanted:
+                scenario_branch(repo, label, SCENARIOS[label])
+                flag = "--perf-compare=main" if args.mode == "stored" else "--perf-ab=main"
+                doc = pytest_run(repo, flag)
+                if doc is None:
+                    print(f"rep {rep} {label}: no JSON (pytest crashed?)", file=sys.stderr)
+                    continue
+                for b in doc["benchmarks"]:
+                    c = b.get("comparison") or {}
+                    raw.append({"scenario": label, "rep": rep, "key": b["key"],
+                                "comparison": c, "reference": b.get("reference"),
+                                "cv": b["stats"]["cv"]})  # fmt: skip
+                    verdicts[label].append(c.get("verdict", "none"))
+                    if c.get("ratio"):
+                        ratios[label].append(c["ratio"])
+                    cvs[label].append(b["stats"]["cv"])
+                d = ((doc.get("comparison") or {}).get("environment_drift") or {})
+                if d.get("python_ratio"):
+                    drift.append(d["python_ratio"])
+            print(f"rep {rep + 1}/{args.reps} done ({time.time() - started:.0f} s)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+    names = ("regression", "improvement", "unchanged", "inconclusive")
+    print(f"\nmode {args.mode}; {args.reps} repetitions x {args.workloads} workloads; "
+          f"threshold 5%, alpha 0.05; {time.time() - started:.0f} s")
+    print(f"| scenario | n | {' | '.join(names)} | median ratio | median CV |")
+    print("|---|---|" + "---|" * (len(names) + 2))
+    for label in wanted:
+        v = verdicts[label]
+        n = len(v)
+        if not n:
+            continue
+        shares = " | ".join(f"{100 * v.count(k) / n:.1f}%" for k in names)
+        med_ratio = statistics.median(ratios[label]) if ratios[label] else float("nan")
+        med_cv = statistics.median(cvs[label]) if cvs[label] else float("nan")
+        print(f"| {label} | {n} | {shares} | {med_ratio:.3f} | {med_cv:.1%} |")
+    if drift:
+        print(f"reference drift (python part, current/baseline): median "
+              f"{statistics.median(drift):.3f}, range {min(drift):.3f}-{max(drift):.3f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"verdicts": verdicts, "ratios": ratios,
+                                               "raw": raw}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
