@@ -15,10 +15,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="small (default, a few minutes on 2 cores) or the full seed sweep")
     group.addoption("--threads", type=int, default=1,
                     help="intra-op threads for torch and onnxruntime (default 1: least noise)")
+    group.addoption("--backends", default=None,
+                    help="comma-separated: torch-eager, torch-compile, torch-cuda, ort-cpu, "
+                         "ort-cuda (default: eager and ort-cpu, plus torch-compile in the "
+                         "full sweep, plus the CUDA ones on a GPU machine)")
+
+
+def _backends(config: pytest.Config) -> list[str]:
+    chosen = config.getoption("backends")
+    if chosen:
+        return [b.strip() for b in chosen.split(",") if b.strip()]
+    backends = ["torch-eager", "ort-cpu", "torch-cuda", "ort-cuda"]
+    if config.getoption("sweep") == "full":
+        backends.insert(1, "torch-compile")
+    return backends
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     sweep = FULL if metafunc.config.getoption("sweep") == "full" else SMALL
+    backends = _backends(metafunc.config)
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", [b for b in backends if b.startswith("torch")])
+    if "ort_backend" in metafunc.fixturenames:
+        metafunc.parametrize("ort_backend", [b for b in backends if b.startswith("ort")])
     if "batch" in metafunc.fixturenames:
         metafunc.parametrize("batch", sweep["batch"], ids=lambda b: f"b{b}")
     if "seq" in metafunc.fixturenames:

@@ -73,6 +73,14 @@ def visible_indices() -> list[int] | None:
     return out
 
 
+def nvml_index(cuda_index: int) -> int:
+    """The NVML index of a CUDA device index (CUDA numbers only the visible devices)."""
+    visible = visible_indices()
+    if visible and 0 <= cuda_index < len(visible):
+        return visible[cuda_index]
+    return cuda_index
+
+
 def device_state(index: int) -> dict[str, Any] | None:
     """Clocks, temperature, power and throttle reasons of one device, now."""
     nv = _init()
