@@ -1,0 +1,7 @@
+"""``python -m pytest_infperf``: the ``infperf`` command line."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""Baselines on a dedicated branch: `python -m pytest_infperf baselines pull|push`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_infperf.baseline import BaselineStore
+from pytest_infperf.results import BenchmarkResult
+
+from .conftest import GIT_ENV, git
+
+ENV_KEY = "linux-x86-64-cpu-py3.11-0123456789"
+
+
+def _doc_entries(names: list[str]) -> list[dict[str, Any]]:
+    return [
+        BenchmarkResult(nodeid=f"test_m.py::{n}", name=None, backend="callable",
+                        samples=[1e-3, 1.1e-3, 0.9e-3],
+                        stats={"n": 3, "mean": 1e-3, "median": 1e-3, "stdev": 1e-4,
+                               "min": 9e-4, "max": 1.1e-3, "p50": 1e-3, "p90": 1.1e-3,
+                               "p95": 1.1e-3, "p99": 1.1e-3, "ci_low": 9e-4,
+                               "ci_high": 1.1e-3, "cv": 0.1}).to_json()
+        for n in names
+    ]
+
+
+def save(clone: Path, sha: str, names: list[str]) -> None:
+    env = {"key": ENV_KEY, "hard": {}, "soft": {}}
+    BaselineStore(clone / "baselines").save(ENV_KEY, sha, _doc_entries(names), env,
+                                            {"sha": sha, "dirty": False})  # fmt: skip
+
+
+def cli(clone: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_infperf", "baselines", *args],
+                          cwd=clone, capture_output=True, text=True, check=False,
+                          env={**os.environ, **GIT_ENV})  # fmt: skip
+
+
+@pytest.fixture
+def remote(tmp_path: Path, git_env: None) -> tuple[Path, Path, Path]:
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    seed = tmp_path / "seed"
+    git(tmp_path, "clone", "-q", str(bare), str(seed))
+    (seed / "README").write_text("project\n")
+    git(seed, "add", ".")
+    git(seed, "commit", "-qm", "init")
+    git(seed, "push", "-q", "origin", "HEAD:main")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for clone in (a, b):
+        git(tmp_path, "clone", "-q", str(bare), str(clone))
+    return bare, a, b
+
+
+def branch_files(bare: Path, branch: str = "infperf-baselines") -> dict[str, dict[str, Any]]:
+    names = git(bare, "ls-tree", "-r", "--name-only", branch).splitlines()
+    return {n: json.loads(git(bare, "show", f"{branch}:{n}")) for n in names}
+
+
+def test_pull_before_the_branch_exists(remote: tuple[Path, Path, Path]) -> None:
+    _, a, _ = remote
+    out = cli(a, "pull")
+    assert out.returncode == 0, out.stderr
+    assert "origin/infperf-baselines does not exist yet" in out.stdout
+
+
+def test_push_then_pull(remote: tuple[Path, Path, Path]) -> None:
+    bare, a, b = remote
+    sha = git(a, "rev-parse", "HEAD")
+    save(a, sha, ["test_x", "test_y"])
+    head_before = git(a, "rev-parse", "--abbrev-ref", "HEAD")
+    out = cli(a, "push")
+    assert out.returncode == 0, out.stderr
+    assert "pushed 1 baseline file(s) to origin/infperf-baselines" in out.stdout
+    # the working tree and the checked-out branch are untouched
+    assert git(a, "rev-parse", "--abbrev-ref", "HEAD") == head_before
+    assert git(a, "status", "--porcelain", "--untracked-files=no") == ""
+    files = branch_files(bare)
+    assert list(files) == [f"baselines/{ENV_KEY}/{sha}.json"]
+    # the branch holds baselines only (orphan history)
+    assert git(bare, "log", "--format=%P", "infperf-baselines") == ""
+    assert cli(a, "push").stdout.strip().endswith("nothing to push")
+    out = cli(b, "pull")
+    assert out.returncode == 0 and "pulled 1 baseline file(s)" in out.stdout
+    assert (b / "baselines" / ENV_KEY / f"{sha}.json").is_file()
+
+
+def test_two_concurrent_pushers_lose_nothing(remote: tuple[Path, Path, Path]) -> None:
+    bare, a, b = remote
+    # Make the server slow, so both pushers fetch the same tip and one must retry.
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ncat > /dev/null\nsleep 0.6\n")
+    hook.chmod(0o755)
+    shared = "f" * 40
+    save(a, "a" * 40, ["test_a"])
+    save(b, "b" * 40, ["test_b"])
+    save(a, shared, ["test_from_a", "test_both"])
+    save(b, shared, ["test_from_b", "test_both"])
+    env = {**os.environ, **GIT_ENV}
+    procs = [subprocess.Popen([sys.executable, "-m", "pytest_infperf", "baselines", "push"],
+                              cwd=c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for c in (a, b)]  # fmt: skip
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert any("retrying" in out for out, _ in outs), outs  # the race really happened
+    files = branch_files(bare)
+    assert sorted(Path(n).stem for n in files) == ["a" * 40, "b" * 40, shared]
+    merged = files[f"baselines/{ENV_KEY}/{shared}.json"]
+    keys = sorted(b["key"] for b in merged["benchmarks"])
+    assert keys == ["test_m.py::test_both", "test_m.py::test_from_a", "test_m.py::test_from_b"]
+
+
+def test_bad_remote_is_a_clear_error(remote: tuple[Path, Path, Path]) -> None:
+    _, a, _ = remote
+    out = cli(a, "pull", "--remote", "nowhere")
+    assert out.returncode == 2
+    assert out.stderr.startswith("infperf: error: cannot reach remote 'nowhere'")
+
+
+def test_corrupt_local_baseline_is_not_pushed(remote: tuple[Path, Path, Path]) -> None:
+    bare, a, _ = remote
+    path = a / "baselines" / ENV_KEY / ("c" * 40 + ".json")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"schema_version": 1, "benchm')
+    out = cli(a, "push")
+    assert out.returncode == 2
+    assert "is not valid JSON" in out.stderr and str(path) in out.stderr
+    assert git(bare, "branch", "--list", "infperf-baselines") == ""

