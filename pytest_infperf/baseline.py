@@ -120,20 +120,26 @@ def read_document(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, A
     try:
         with path.open("rb") as fh:
             raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise BaselineFileError(path, f"cannot be read ({exc.strerror})",
+                                "Check its permissions") from None  # fmt: skip
+    return parse_bytes(raw, path)
+
+
+def parse_bytes(raw: bytes, path: Path | str) -> dict[str, Any]:
+    """Decode, parse and validate a document's bytes; ``path`` names it in errors."""
+    try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BaselineFileError(path, f"is not UTF-8 text (byte {exc.start})",
                                 _FIX_RESTORE) from None  # fmt: skip
-    except OSError as exc:
-        raise BaselineFileError(path, f"cannot be read ({exc.strerror})",
-                                "Check its permissions") from None  # fmt: skip
     if "<<<<<<<" in text and ">>>>>>>" in text:
         raise BaselineFileError(
             path, "contains git merge-conflict markers",
             "Resolve the conflict (keep one side: git checkout --ours/--theirs -- <file>)",
         )  # fmt: skip
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise BaselineFileError(
             path, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
@@ -149,6 +155,13 @@ def read_document(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, A
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"contains the non-standard JSON number {name}")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"contains the number {text[:40]}, which overflows to infinity")
+    return value
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,8 +3,9 @@
 A write goes to a temporary file in the destination's own directory (same filesystem, so
 ``os.replace`` is atomic), is flushed and fsynced, then replaces the destination; the
 directory is fsynced too so the rename survives a power cut. A process killed mid-write
-leaves the old file intact and at worst a ``.tmp-infperf-*`` file, which readers ignore
-and :func:`clean_stale_temps` removes.
+leaves the old file intact and at worst a ``.tmp-infperf-<pid>-*`` file, which readers
+ignore (it is not named like a baseline) and :func:`clean_stale_temps` removes as soon as
+its writer is gone.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ STALE_AFTER_S = 3600.0
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".json", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".tmp",
+                               dir=path.parent)  # fmt: skip
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
@@ -50,8 +52,25 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _writer_alive(name: str) -> bool:
+    pid_text = name[len(TEMP_PREFIX):].split("-", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
 def clean_stale_temps(directory: Path, older_than_s: float = STALE_AFTER_S) -> int:
-    """Remove temp files that killed writers left behind; returns how many."""
+    """Remove temp files that killed writers left behind (their process is gone, or they
+    are older than an hour); returns how many."""
     removed = 0
     now = time.time()
     try:
@@ -60,7 +79,7 @@ def clean_stale_temps(directory: Path, older_than_s: float = STALE_AFTER_S) -> i
         return 0
     for entry in entries:
         try:
-            if now - entry.stat().st_mtime > older_than_s:
+            if not _writer_alive(entry.name) or now - entry.stat().st_mtime > older_than_s:
                 entry.unlink()
                 removed += 1
         except OSError:
