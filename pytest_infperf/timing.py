@@ -166,6 +166,88 @@ def calibrate(sampler: Sampler, min_sample_time: float, per_call_s: float,
     return min(block, MAX_BLOCK), calls
 
 
+@dataclasses.dataclass
+class Warm:
+    """What warming up decided: the block size, and the cold-start and warmup times."""
+
+    block: int
+    first_call_s: float | None
+    first_output: Any
+    warm_ns: list[float]
+    decisions: dict[str, Any]
+
+
+def warm_up(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
+            check_output: Callable[[Any], None] | None = None,
+            target: float | None = None) -> Warm:  # fmt: skip
+    """First call (kept apart), minimum warmup, block calibration, then warmup until stable.
+    Call inside ``sampler.context()``. ``target`` overrides the sample duration to calibrate
+    for (default: ``min_sample_time``, stretched so half of ``max_rounds`` span ``min_time``).
+    """
+    __tracebackhide__ = True
+    pc = time.perf_counter_ns
+    # --- cold start: kept apart, never a sample -----------------------------------------
+    first_call_s: float | None = None
+    first_output: Any = None
+    if first:
+        t0 = pc()
+        first_output = sampler.call()
+        first_call_s = (pc() - t0) / 1e9
+        if check_output is not None:
+            check_output(first_output)
+
+    # --- warmup: a minimum of single calls, then blocks until stable --------------------
+    warm_ns: list[float] = []
+    min_warm = opts["warmup"] if first else min(opts["warmup"], 3)
+    one = [0]
+    for _ in range(min_warm):
+        sampler.run_blocks(one, 0, 1, 1)
+        warm_ns.append(float(one[0]))
+    if warm_ns:
+        per_call = sorted(warm_ns)[len(warm_ns) // 2] / 1e9
+    elif first_call_s is not None:
+        per_call = first_call_s
+    else:
+        per_call = _time_block(sampler, 1) / 1e9
+    if target is None:
+        min_time = min(opts["min_time"], opts["max_time"])
+        # A sample lasts at least min_sample_time, and long enough that half of max_rounds
+        # samples span min_time: the median then averages over the machine's slow drift
+        # instead of being a snapshot of a few milliseconds.
+        target = max(opts["min_sample_time"], 2.0 * min_time / opts["max_rounds"])
+    block, warm_calls = calibrate(sampler, target, per_call, warm_ns)
+    warm_calls += min_warm
+    # Stability is judged on values of the final block size only.
+    stable_vals = list(warm_ns) if block == 1 else []
+    deadline = pc() + int(opts["warmup_time"] * 1e9)
+    stable = False
+    tol = opts["warmup_tolerance"]
+    blk = [0]
+    while True:
+        if is_stable_ns(stable_vals, tol):
+            stable = True
+            break
+        if opts["warmup_time"] <= 0 or pc() >= deadline:
+            break
+        sampler.run_blocks(blk, 0, 1, block)
+        value = blk[0] / block
+        stable_vals.append(value)
+        warm_ns.append(value)
+        warm_calls += block
+    decisions = {"warmup_calls": warm_calls, "warmup_stable": stable, "block_size": block}
+    return Warm(block, first_call_s, first_output, warm_ns, decisions)
+
+
+def take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool = True) -> list[float]:
+    """``count`` samples of ``block`` calls each, in seconds per call (A/B blocks)."""
+    __tracebackhide__ = True
+    out = [0] * count
+    with _gc_disabled(disable_gc):
+        sampler.run_blocks(out, 0, count, block)
+    scale = 1e9 * block
+    return [v / scale for v in out]
+
+
 def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
             check_output: Callable[[Any], None] | None = None,
             probe: Callable[[], tuple[float, float]] | None = None) -> Measurement:  # fmt: skip
@@ -178,56 +260,11 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
     """
     __tracebackhide__ = True  # a model's exception should point at the model, not here
     pc = time.perf_counter_ns
-    decisions: dict[str, Any] = {}
     with sampler.context():
-        # --- cold start: kept apart, never a sample -------------------------------------
-        first_call_s: float | None = None
-        first_output: Any = None
-        if first:
-            t0 = pc()
-            first_output = sampler.call()
-            first_call_s = (pc() - t0) / 1e9
-            if check_output is not None:
-                check_output(first_output)
-
-        # --- warmup: a minimum of single calls, then blocks until stable ----------------
-        warm_ns: list[float] = []
-        min_warm = opts["warmup"] if first else min(opts["warmup"], 3)
-        one = [0]
-        for _ in range(min_warm):
-            sampler.run_blocks(one, 0, 1, 1)
-            warm_ns.append(float(one[0]))
-        if warm_ns:
-            per_call = sorted(warm_ns)[len(warm_ns) // 2] / 1e9
-        elif first_call_s is not None:
-            per_call = first_call_s
-        else:
-            per_call = _time_block(sampler, 1) / 1e9
+        w = warm_up(sampler, opts, first=first, check_output=check_output)
+        block, warm_ns, decisions = w.block, w.warm_ns, dict(w.decisions)
+        first_call_s, first_output = w.first_call_s, w.first_output
         min_time = min(opts["min_time"], opts["max_time"])
-        # A sample lasts at least min_sample_time, and long enough that half of max_rounds
-        # samples span min_time: the median then averages over the machine's slow drift
-        # instead of being a snapshot of a few milliseconds.
-        target = max(opts["min_sample_time"], 2.0 * min_time / opts["max_rounds"])
-        block, warm_calls = calibrate(sampler, target, per_call, warm_ns)
-        warm_calls += min_warm
-        # Stability is judged on values of the final block size only.
-        stable_vals = list(warm_ns) if block == 1 else []
-        deadline = pc() + int(opts["warmup_time"] * 1e9)
-        stable = False
-        tol = opts["warmup_tolerance"]
-        blk = [0]
-        while True:
-            if is_stable_ns(stable_vals, tol):
-                stable = True
-                break
-            if opts["warmup_time"] <= 0 or pc() >= deadline:
-                break
-            sampler.run_blocks(blk, 0, 1, block)
-            value = blk[0] / block
-            stable_vals.append(value)
-            warm_ns.append(value)
-            warm_calls += block
-        decisions.update(warmup_calls=warm_calls, warmup_stable=stable, block_size=block)
 
         # --- timed samples ----------------------------------------------------------------
         rounds, max_rounds = opts["rounds"], opts["max_rounds"]

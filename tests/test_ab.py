@@ -1,0 +1,221 @@
+"""--perf-ab: base and head measured in the same job, interleaved, in real git repositories."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from .conftest import FAST_INI, git, load_json
+
+SUITE = """
+import time
+from pathlib import Path
+
+FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
+
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
+
+def test_slowed(infer_bench):
+    infer_bench(lambda: busy(300 * FACTOR))
+
+def test_steady(infer_bench):
+    infer_bench(lambda: busy(200))
+    infer_bench(lambda: busy(100), name="second")
+"""
+
+AB_INI = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
+
+
+def commit(path: Path, message: str) -> None:
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", message)
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
+    pytester.makefile(".ini", pytest=AB_INI)
+    pytester.makepyfile(test_suite=SUITE)
+    (pytester.path / "factor.txt").write_text("1.0")
+    (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    commit(pytester.path, "suite")
+    git(pytester.path, "checkout", "-q", "-b", "feature")
+    return pytester
+
+
+def worktrees(path: Path) -> list[str]:
+    return [line for line in git(path, "worktree", "list", "--porcelain").splitlines()
+            if line.startswith("worktree ")]  # fmt: skip
+
+
+def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) -> None:
+    (repo.path / "factor.txt").write_text("1.3")
+    (repo.path / "test_new.py").write_text("def test_new(infer_bench):\n"
+                                           "    infer_bench(lambda: None)\n")  # fmt: skip
+    commit(repo.path, "slower, and a new benchmark")
+    base = git(repo.path, "rev-parse", "main")
+    result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
+    result.assert_outcomes(passed=2, failed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "PERFORMANCE REGRESSION in test_suite.py::test_slowed",
+        "*ratio now/baseline 1.*",
+        f"*baseline: the merge-base {base[:10]} of main and HEAD, measured in this job, "
+        "interleaved with it (A/B)",
+    ])  # fmt: skip
+    doc = load_json(repo.path / "ab.json")
+    validate(doc)  # type: ignore[operator]
+    assert doc["mode"] == "ab" and doc["base_commit"] == base
+    verdicts = {b["key"].split("::", 1)[1]: b["comparison"] for b in doc["benchmarks"]}
+    slowed = verdicts["test_slowed"]
+    assert slowed["verdict"] == "regression" and slowed["mode"] == "ab"
+    assert 1.2 < slowed["ratio"] < 1.4 and slowed["pairs"] >= 8
+    assert verdicts["test_steady"]["verdict"] in ("unchanged", "inconclusive")
+    assert verdicts["test_steady#second"]["verdict"] in ("unchanged", "inconclusive")
+    assert verdicts["test_new"]["verdict"] == "no-baseline"
+    bench = next(b for b in doc["benchmarks"] if b["key"].endswith("test_slowed"))
+    assert bench["extra"]["base_samples"] and len(bench["extra"]["ab_log_ratios"]) >= 8
+    assert worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
+def test_removed_tests_are_listed(repo: pytest.Pytester) -> None:
+    (repo.path / "test_suite.py").write_text(SUITE.replace("def test_steady", "def _gone"))
+    commit(repo.path, "drop a benchmark")
+    result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*1 perf test(s) of the base are gone in HEAD: "
+                                 "test_suite.py::test_steady*"])  # fmt: skip
+    assert load_json(repo.path / "ab.json")["comparison"]["removed"] == [
+        "test_suite.py::test_steady"]
+
+
+def test_cleanup_after_failure_and_ctrl_c(repo: pytest.Pytester) -> None:
+    (repo.path / "test_zz.py").write_text(
+        "def test_interrupt(infer_bench):\n"
+        "    infer_bench(lambda: None)\n"
+        "    raise KeyboardInterrupt\n"
+    )
+    commit(repo.path, "interrupting test")
+    result = repo.runpytest_subprocess("--perf-ab=main")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert worktrees(repo.path) == [f"worktree {repo.path}"]
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("infperf-ab-*/base"))
+
+
+def test_a_crashing_base_worker_fails_the_affected_test(pytester: pytest.Pytester,
+                                                         git_env: None) -> None:  # fmt: skip
+    pytester.makefile(".ini", pytest=AB_INI)
+    crashing = SUITE.replace("infer_bench(lambda: busy(300 * FACTOR))",
+                             "import os\n    infer_bench(lambda: os._exit(3))")
+    pytester.makepyfile(test_suite=crashing)  # on main the model kills its process
+    (pytester.path / "factor.txt").write_text("1.0")
+    git(pytester.path, "init", "-q", "-b", "main")
+    commit(pytester.path, "a base that crashes")
+    git(pytester.path, "checkout", "-q", "-b", "feature")
+    (pytester.path / "test_suite.py").write_text(textwrap.dedent(SUITE))
+    commit(pytester.path, "fixed")
+    repo = pytester
+    result = repo.runpytest_subprocess("--perf-ab=main")
+    # test_slowed fails with the worker's crash; the worker is restarted for test_steady
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*BenchmarkError: the A/B base worker (merge-base *) crashed "
+                                 "(exit code 3)*"])  # fmt: skip
+    assert worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
+def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    pytester.makefile(".ini", pytest=AB_INI)
+    pytester.makepyfile(test_models=textwrap.dedent(
+        """
+        import warnings
+        import numpy as np
+        import pytest
+        import torch
+
+        WIDTH = 64
+
+        def model():
+            torch.manual_seed(0)
+            return torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()).eval()
+
+        def test_torch(infer_bench):
+            infer_bench(model(), (torch.randn(4, WIDTH),), intra_op_threads=1)
+
+        def test_ort(infer_bench, tmp_path):
+            path = tmp_path / "m.onnx"
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(model(), (torch.randn(4, WIDTH),), str(path),
+                                  input_names=["x"], dynamic_axes={"x": {0: "b"}},
+                                  dynamo=False)
+            x = np.ones((4, WIDTH), np.float32)
+            infer_bench(path, {"x": x}, providers=["CPUExecutionProvider"],
+                        intra_op_threads=1)
+        """
+    ))  # fmt: skip
+    (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    commit(pytester.path, "models")
+    git(pytester.path, "checkout", "-q", "-b", "feature")
+    test = pytester.path / "test_models.py"
+    test.write_text(test.read_text().replace("WIDTH = 64", "WIDTH = 256"))  # 16x the work
+    commit(pytester.path, "bigger")
+    result = pytester.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
+    result.assert_outcomes(failed=2)
+    doc = load_json(pytester.path / "ab.json")
+    assert {b["backend"] for b in doc["benchmarks"]} == {"torch", "onnxruntime"}
+    assert all(b["comparison"]["verdict"] == "regression" for b in doc["benchmarks"])
+
+
+def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester,
+                                                git_env: None) -> None:  # fmt: skip
+    """With the user's package on PYTHONPATH (as an editable install puts it), the base
+    side must still import the base's copy: ini infperf_ab_pythonpath = src."""
+    pytester.makefile(".ini", pytest=AB_INI + "infperf_ab_pythonpath = src\n")
+    pkg = pytester.path / "src" / "mypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("VERSION = 'base'\n")
+    pytester.makepyfile(test_pkg=textwrap.dedent(
+        """
+        import os
+        import mypkg
+
+        def test_version(infer_bench):
+            with open(os.environ["VERSIONS_LOG"], "a") as fh:
+                fh.write(mypkg.VERSION + "\\n")
+            infer_bench(lambda: None)
+        """
+    ))  # fmt: skip
+    (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    commit(pytester.path, "package")
+    git(pytester.path, "checkout", "-q", "-b", "feature")
+    (pkg / "__init__.py").write_text("VERSION = 'head'\n")
+    commit(pytester.path, "new version")
+    log = pytester.path.parent / "versions.log"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", str(pytester.path / "src"))
+        mp.setenv("VERSIONS_LOG", str(log))
+        result = pytester.runpytest_subprocess("--perf-ab=main")
+    result.assert_outcomes(passed=1)
+    # the head process and the base worker each ran the test once, with their own package
+    assert sorted(log.read_text().split()) == ["base", "head"]
+
+
+def test_ab_usage_errors(repo: pytest.Pytester) -> None:
+    result = repo.runpytest("--perf-ab=nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-ab=nope: 'nope' is not a commit, branch or tag*"])
+    pytest.importorskip("xdist")
+    result = repo.runpytest("--perf-ab=main", "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perf-ab measures one benchmark at a time*without*-n"])
+    assert worktrees(repo.path) == [f"worktree {repo.path}"]
