@@ -1,0 +1,365 @@
+"""The ``infperf`` command (also ``python -m pytest_infperf``).
+
+Exit codes: 0 success, 1 a regression (``compare``), 2 bad usage or an error that names
+its cause (missing file, not a repository, push rejected...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .backends import BackendError
+from .baseline import BaselineFileError, BaselineStore
+from .gitinfo import GitError
+
+
+class CLIError(Exception):
+    """A problem with the command's arguments; printed, exit code 2."""
+
+
+def _root(args: argparse.Namespace) -> Path:
+    return Path(args.repo).resolve()
+
+
+def _store(args: argparse.Namespace) -> BaselineStore:
+    folder = Path(args.dir)
+    return BaselineStore(folder if folder.is_absolute() else _root(args) / folder)
+
+
+def _current_env() -> str:
+    from . import environment, gpu
+
+    return environment.env_key(environment.hard_fields(gpu.snapshot()))
+
+
+def _load(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """A document from a JSON path, or the baseline of a commit (sha, prefix or ref)."""
+    from .baseline import read_document
+
+    path = Path(spec)
+    if spec.endswith(".json") or path.is_file():
+        return read_document(path)
+    store = _store(args)
+    env = args.env or _pick_env(store, spec, args)
+    sha = _resolve_commit(spec, store, env, args)
+    return store.load(store.path_for(env, sha))
+
+
+def _pick_env(store: BaselineStore, spec: str, args: argparse.Namespace) -> str:
+    from .history import choose_env
+
+    env = choose_env(store, None, _current_env())
+    if env is None:
+        raise CLIError(f"no baselines in {store.root}")
+    return env
+
+
+def _resolve_commit(spec: str, store: BaselineStore, env: str, args: argparse.Namespace) -> str:
+    from . import gitinfo
+
+    try:
+        return gitinfo.resolve(gitinfo.open_repo(_root(args)), spec)
+    except GitError:
+        pass
+    matches = [c for c in store.commits(env) if c.startswith(spec.lower())]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CLIError(f"{spec!r} is neither a JSON file, a git ref, nor a stored commit of "
+                       f"environment {env}")  # fmt: skip
+    raise CLIError(f"{spec!r} matches {len(matches)} stored commits; give more of the sha")
+
+
+def _results(doc: dict[str, Any]) -> list[Any]:
+    from .results import BenchmarkResult
+
+    return [BenchmarkResult.from_json(e) for e in doc["benchmarks"]]
+
+
+def _list(args: argparse.Namespace) -> int:
+    store = _store(args)
+    keys = store.env_keys()
+    if not keys:
+        print(f"no baselines in {store.root}")
+        return 0
+    current = _current_env()
+    for key in keys:
+        commits = store.commits(key)
+        mark = "  (this machine)" if key == current else ""
+        print(f"{key}{mark}: {len(commits)} commit(s)")
+        for sha in commits:
+            try:
+                doc = store.load(store.path_for(key, sha))
+            except BaselineFileError as exc:
+                print(f"  {sha[:10]}  DAMAGED: {exc.problem}")
+                continue
+            commit = doc.get("commit") or {}
+            dirty = " (dirty)" if commit.get("dirty") else ""
+            print(f"  {sha[:10]}  {len(doc['benchmarks']):4d} benchmarks  "
+                  f"{str(commit.get('time') or doc['created'])[:19]}  "
+                  f"{str(commit.get('subject') or '')[:50]}{dirty}")  # fmt: skip
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from .report import summary_lines
+
+    doc = _load(args.commit, args)
+    commit = doc.get("commit") or {}
+    print(f"commit {commit.get('sha')}  environment {doc['environment'].get('key')}")
+    for line in summary_lines(_results(doc)):
+        print(line)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """B against A (A is the baseline), with the plugin's verdict engine."""
+    from . import environment
+    from .compare import INCOMPARABLE, NO_BASELINE, REGRESSION
+    from .markdown import render
+    from .options import DEFAULTS
+    from .report import summary_lines
+    from .verdict import decide
+
+    base, head = _load(args.a, args), _load(args.b, args)
+    base_entries = {r.key: r.to_json() for r in _results(base)}
+    env_diff = environment.diff(head["environment"].get("hard", {}),
+                                base["environment"].get("hard", {}))  # fmt: skip
+    results = _results(head)
+    opts = dict(DEFAULTS)
+    opts.update(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
+    for r in results:
+        entry = base_entries.get(r.key)
+        if entry is None:
+            r.comparison = {"verdict": NO_BASELINE}
+            continue
+        diff = {**env_diff, **environment.diff(r.env, entry.get("env") or {})}
+        if diff:
+            r.comparison = {"verdict": INCOMPARABLE, "env_diff": diff,
+                            "baseline_median": entry["stats"].get("median")}  # fmt: skip
+            continue
+        r.comparison = decide(r.samples, r.memory, r.batch_size, entry, opts)
+    for line in summary_lines(results):
+        print(line)
+    if env_diff:
+        print("environments differ: " + ", ".join(sorted(env_diff)))
+    if args.markdown:
+        source = {"ref": args.a, "origin": "file", "path": args.a}
+        Path(args.markdown).write_text(render(results, source=source))
+    regressions = [r.key for r in results if r.verdict == REGRESSION]
+    if regressions:
+        print(f"{len(regressions)} regression(s): " + ", ".join(regressions))
+        return 1
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    from .history import choose_env, first_parent_history, load_series, with_changes
+    from .report import fmt_time
+
+    store = _store(args)
+    env = choose_env(store, args.env, _current_env())
+    if env is None:
+        raise CLIError(f"no baselines in {store.root}" + (f" for {args.env}" if args.env else ""))
+    shas = first_parent_history(_root(args), args.ref, args.depth)
+    problems: list[str] = []
+    series = with_changes(load_series(store, env, shas, args.k, problems), args.p,
+                          args.min_change)  # fmt: skip
+    print(f"environment {env}; {len(shas)} first-parent commits of {args.ref}")
+    for key, s in sorted(series.items()):
+        print(f"\n{key}")
+        change_at = {c.index: c for c in s.changes}
+        for i, p in enumerate(s.points):
+            mark = ""
+            if i in change_at:
+                c = change_at[i]
+                mark = f"  <-- change {c.ratio - 1:+.1%} (p={c.p_value:.1e})"
+            print(f"  {p.sha[:10]}  {fmt_time(p.median):>9}  n={p.n:<5} "
+                  f"{str(p.subject or '')[:40]}{mark}")  # fmt: skip
+    for problem in problems:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .history import choose_env, first_parent_history, load_series, with_changes
+    from .htmlreport import build
+
+    results = _load(args.results, args) if args.results else None
+    baseline = _load(args.compare, args) if args.compare else None
+    history: dict[str, Any] = {}
+    store = _store(args)
+    env = choose_env(store, args.env, (results or {}).get("environment", {}).get("key")
+                     or _current_env())  # fmt: skip
+    if env is not None and not args.no_history:
+        try:
+            shas = first_parent_history(_root(args), args.ref, args.depth)
+        except GitError as exc:
+            print(f"warning: no history ({exc})", file=sys.stderr)
+            shas = []
+        history = with_changes(load_series(store, env, shas, args.k))
+    text = build(results, baseline, history, Path(args.png) if args.png else None)
+    if args.html:
+        Path(args.html).write_text(text, encoding="utf-8")
+        print(f"wrote {args.html}")
+    if args.png:
+        print(f"wrote PNGs to {args.png}")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from . import gitinfo
+
+    store = _store(args)
+    keys = [args.env] if args.env else store.env_keys()
+    try:
+        repo = gitinfo.open_repo(_root(args))
+        order = {sha: i for i, sha in enumerate(gitinfo.first_parents(
+            repo, gitinfo.head_sha(repo), 100_000))}  # fmt: skip
+    except GitError:
+        order = {}
+    removed = 0
+    for key in keys:
+        # Newest first: by position in HEAD's history, then (commits not in it) by file age.
+        ranked = sorted(store.commits(key), key=functools.partial(_age, store, key,
+                                                                   order=order))  # fmt: skip
+        for sha in ranked[args.keep:]:
+            path = store.path_for(key, sha)
+            print(f"{'would remove' if args.dry_run else 'removed'} {path}")
+            if not args.dry_run:
+                path.unlink()
+            removed += 1
+    print(f"{removed} baseline file(s) {'to remove' if args.dry_run else 'removed'}; "
+          f"kept the newest {args.keep} per environment")
+    return 0
+
+
+def _age(store: BaselineStore, key: str, sha: str, *,
+         order: dict[str, int]) -> tuple[int, float]:  # fmt: skip
+    if sha in order:
+        return (order[sha], 0.0)
+    try:
+        return (len(order) + 1, -store.path_for(key, sha).stat().st_mtime)
+    except OSError:
+        return (len(order) + 2, 0.0)
+
+
+def _export(args: argparse.Namespace) -> int:
+    import json
+
+    from .exports import export
+
+    data = export(_load(args.results, args), args.format)
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _baselines(args: argparse.Namespace) -> int:
+    from . import branch
+
+    root = Path(args.repo).resolve()
+    folder = Path(args.dir) if Path(args.dir).is_absolute() else root / args.dir
+    if args.action == "pull":
+        branch.pull(root, folder, args.remote, args.branch)
+    else:
+        branch.push(root, folder, args.remote, args.branch, attempts=args.attempts)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infperf", description="pytest-infperf: baselines, comparisons and reports."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    from . import branch
+
+    bl = sub.add_parser("baselines", help="keep baselines on a dedicated git branch",
+                        description=branch.__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    bl.add_argument("action", choices=("pull", "push"),
+                    help="pull: branch -> baselines folder; push: folder -> branch")
+    bl.add_argument("--branch", default="infperf-baselines", help="(default infperf-baselines)")
+    bl.add_argument("--remote", default="origin", help="(default origin)")
+    bl.add_argument("--dir", default="baselines",
+                    help="baselines folder, relative to the repository (default baselines)")
+    bl.add_argument("--repo", default=".", help="path inside the repository (default .)")
+    bl.add_argument("--attempts", type=int, default=6,
+                    help="push: tries when another job pushes first (default 6)")
+    bl.set_defaults(func=_baselines)
+
+    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--dir", default="baselines",
+                       help="baselines folder, relative to the repository (default baselines)")
+        p.add_argument("--repo", default=".", help="path inside the repository (default .)")
+        p.add_argument("--env", default=None,
+                       help="environment key (default: this machine's, else the most used)")
+        return p
+
+    common(sub.add_parser("list", help="stored baselines by environment and commit")
+           ).set_defaults(func=_list)  # fmt: skip
+    show = common(sub.add_parser("show", help="one commit's (or JSON file's) benchmarks"))
+    show.add_argument("commit", help="sha, prefix, ref, or a results/baseline JSON file")
+    show.set_defaults(func=_show)
+    cmp = common(sub.add_parser("compare", help="B against baseline A; exit 1 on regression"))
+    cmp.add_argument("a", help="baseline: commit, ref or JSON file")
+    cmp.add_argument("b", help="current: commit, ref or JSON file")
+    cmp.add_argument("--threshold", type=float, default=0.05)
+    cmp.add_argument("--alpha", type=float, default=0.05)
+    cmp.add_argument("--metric", default="median", choices=("median", "p90", "p99",
+                                                            "throughput", "memory"))
+    cmp.add_argument("--markdown", help="also write a Markdown report here")
+    cmp.set_defaults(func=_compare)
+    hist = common(sub.add_parser("history", help="benchmarks along first-parent history, "
+                                                 "with change points"))  # fmt: skip
+    hist.add_argument("-k", default=None, help="only benchmarks matching (substring or glob)")
+    hist.add_argument("--ref", default="HEAD", help="branch whose history to walk (HEAD)")
+    hist.add_argument("--depth", type=int, default=200, help="commits to walk (200)")
+    hist.add_argument("--p", type=float, default=0.001, help="change-point p-value (0.001)")
+    hist.add_argument("--min-change", type=float, default=0.05,
+                      help="smallest change point reported, as a fraction (0.05)")
+    hist.set_defaults(func=_history)
+    rep = common(sub.add_parser("report", help="self-contained HTML report with plots"))
+    rep.add_argument("--html", default="infperf-report.html")
+    rep.add_argument("--png", default=None, help="also write the figures as PNGs here")
+    rep.add_argument("--results", default=None, help="a --perf-json file (the current run)")
+    rep.add_argument("--compare", default=None, help="baseline: commit, ref or JSON file")
+    rep.add_argument("--ref", default="HEAD")
+    rep.add_argument("--depth", type=int, default=200)
+    rep.add_argument("-k", default=None)
+    rep.add_argument("--no-history", action="store_true")
+    rep.set_defaults(func=_report)
+    prune = common(sub.add_parser("prune", help="remove old baselines safely"))
+    prune.add_argument("--keep", type=int, required=True,
+                       help="newest commits to keep per environment")
+    prune.add_argument("--dry-run", action="store_true")
+    prune.set_defaults(func=_prune)
+    exp = common(sub.add_parser("export", help="results for github-action-benchmark or Bencher"))
+    exp.add_argument("results", help="commit, ref or JSON file")
+    exp.add_argument("--format", required=True, choices=("github-action-benchmark", "bencher"))
+    exp.add_argument("-o", "--output", default=None)
+    exp.set_defaults(func=_export)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (GitError, BaselineFileError, CLIError) as exc:
+        print(f"infperf: error: {exc}", file=sys.stderr)
+        return 2
+    except BackendError as exc:  # an optional dependency (matplotlib) is missing
+        print(f"infperf: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,302 @@
+"""``infperf report``: one self-contained HTML file of plots (and the same plots as PNGs).
+
+- distributions now vs baseline for each compared benchmark;
+- the history of each benchmark along main, with detected change points marked;
+- scaling curves of parametrized sweeps: latency vs sequence length and throughput vs
+  batch size, per model and backend (the seed report's figures);
+- the framework-tax view of batch sweeps: where latency stays flat as the batch grows
+  (framework-bound: the time is Python and dispatch, not compute) and where it grows
+  (compute-bound), with ``host_bound_ratio`` where the backend recorded it.
+
+matplotlib (extra ``report``) is imported here only; the Agg backend needs no display.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .backends import MissingBackendError
+from .history import Series
+from .report import fmt_time
+
+BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
+SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
+#: Scaling exponent of latency in batch size below which a step is framework-bound (flat)
+#: and above which it is compute-bound.
+FLAT_EXPONENT = 0.3
+COMPUTE_EXPONENT = 0.7
+
+
+def _plt() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise MissingBackendError(
+            "matplotlib is not installed, and the HTML report needs it. Install it with: "
+            "pip install 'pytest-infperf[report]'"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    _plt().close(fig)
+    return buf.getvalue()
+
+
+def _param(entry: dict[str, Any], names: Sequence[str]) -> Any:
+    params = entry.get("params") or {}
+    for name in names:
+        if name in params:
+            return params[name]
+    return None
+
+
+def _label(key: str) -> str:
+    path, _, rest = key.partition("::")
+    return f"{path.rsplit('/', 1)[-1]}::{rest}" if rest else path
+
+
+# --- figures -----------------------------------------------------------------------------
+
+
+def distribution_figure(key: str, now: list[float], base: list[float],
+                        comparison: dict[str, Any] | None) -> bytes:  # fmt: skip
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.6, 2.6))
+    data = [[v * 1e3 for v in base], [v * 1e3 for v in now]]
+    parts = ax.violinplot(data, vert=False, showmedians=True)
+    for body, color in zip(parts["bodies"], ("#7f8c8d", "#c0392b"), strict=True):
+        body.set_facecolor(color)
+        body.set_alpha(0.55)
+    ax.set_yticks([1, 2], labels=["baseline", "now"])
+    import numpy as np
+
+    # Tails of a few stalls would squash the bodies: show the 1st-99th percentiles.
+    both = np.concatenate([np.asarray(d) for d in data])
+    lo, hi = np.percentile(both, [1, 99])
+    pad = (hi - lo) * 0.05 or hi * 0.05
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_xlabel("latency per call (ms), 1st-99th percentile range")
+    title = _label(key)
+    if comparison and comparison.get("ratio"):
+        title += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
+    ax.set_title(title, fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def history_figure(series: Series) -> bytes:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    xs = list(range(len(series.points)))
+    med = [p.median * 1e3 for p in series.points]
+    lo = [(p.ci_low or p.median) * 1e3 for p in series.points]
+    hi = [(p.ci_high or p.median) * 1e3 for p in series.points]
+    ax.fill_between(xs, lo, hi, color="#2980b9", alpha=0.2, linewidth=0)
+    ax.plot(xs, med, marker="o", markersize=3, color="#2980b9")
+    for change in series.changes:
+        ax.axvline(change.index - 0.5, color="#c0392b", linestyle="--", linewidth=1)
+        sha = series.points[change.index].sha[:8]
+        ax.annotate(f"{change.ratio - 1:+.1%} at {sha}", (change.index - 0.5, max(med)),
+                    fontsize=7, color="#c0392b", ha="left", va="top")  # fmt: skip
+    step = max(1, len(xs) // 10)
+    ax.set_xticks(xs[::step], labels=[p.sha[:7] for p in series.points][::step], rotation=45,
+                  fontsize=6)  # fmt: skip
+    ax.set_ylabel("median (ms)")
+    ax.set_title(_label(series.key), fontsize=8)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Benchmarks of one parametrized sweep: same test function and same parameters apart
+    from batch and sequence length."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in entries:
+        params = e.get("params") or {}
+        if _param(e, BATCH_KEYS) is None and _param(e, SEQ_KEYS) is None:
+            continue
+        others = {k: v for k, v in sorted(params.items()) if k not in BATCH_KEYS + SEQ_KEYS}
+        func = e["nodeid"].split("[")[0]
+        label = func.rsplit("::", 1)[-1] + "".join(f" {v}" for v in others.values())
+        if e.get("name"):
+            label += f" #{e['name']}"
+        groups[label].append(e)
+    return {k: v for k, v in groups.items() if len(v) >= 2}
+
+
+def scaling_figure(label: str, entries: list[dict[str, Any]]) -> bytes:
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.6, 3.0))
+    by_batch: dict[Any, list[tuple[float, float]]] = defaultdict(list)
+    by_seq: dict[Any, list[tuple[float, float, dict[str, Any]]]] = defaultdict(list)
+    for e in entries:
+        batch = _param(e, BATCH_KEYS) or e.get("batch_size") or 1
+        seq = _param(e, SEQ_KEYS)
+        median = e["stats"]["median"]
+        if seq is not None:
+            by_batch[batch].append((float(seq), median * 1e3))
+        throughput = e.get("throughput") or float(batch) / median
+        by_seq[seq].append((float(batch), throughput, e))
+    if by_batch:
+        for batch, pts in sorted(by_batch.items(), key=lambda kv: float(kv[0])):
+            pts.sort()
+            ax1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                     label=f"batch {batch}")  # fmt: skip
+        ax1.set_xlabel("sequence length")
+        ax1.set_title("latency vs sequence length", fontsize=8)
+        ax1.legend(fontsize=6)
+    else:  # no sequence dimension: latency against batch size instead
+        pts2 = sorted((float(_param(e, BATCH_KEYS) or e.get("batch_size") or 1),
+                       e["stats"]["median"] * 1e3) for e in entries)  # fmt: skip
+        ax1.plot([p[0] for p in pts2], [p[1] for p in pts2], marker="o")
+        ax1.set_xscale("log", base=2)
+        ax1.set_xlabel("batch size")
+        ax1.set_title("latency vs batch size", fontsize=8)
+    ax1.set_ylabel("median latency (ms)")
+    ax1.grid(alpha=0.3)
+    for seq, pts3 in sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0)):
+        pts3.sort(key=lambda p: p[0])
+        xs = [p[0] for p in pts3]
+        ax2.plot(xs, [p[1] for p in pts3], marker="o",
+                 label=f"seq {seq}" if seq is not None else "throughput")  # fmt: skip
+        for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
+            regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
+            color = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}.get(regime)
+            if color:
+                ax2.axvspan(b0, b1, color=color, alpha=0.08)
+        for b, t, e in pts3:
+            ratio = (e.get("extra") or {}).get("host_bound_ratio")
+            if ratio is not None:
+                ax2.annotate(f"host {ratio:.2f}", (b, t), fontsize=6)
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("batch size (orange: framework-bound, green: compute-bound)")
+    ax2.set_ylabel("throughput (items/s)")
+    ax2.set_title("throughput vs batch size", fontsize=8)
+    ax2.legend(fontsize=6)
+    ax2.grid(alpha=0.3)
+    fig.suptitle(label, fontsize=9)
+    return _png(fig)
+
+
+def tax_regime(b0: float, lat0: float, b1: float, lat1: float) -> str:
+    """How latency grows from batch b0 to b1: exponent e of lat ~ batch^e. Near 0 (flat) the
+    call is framework-bound; near 1 it is compute-bound."""
+    if b1 <= b0 or lat0 <= 0 or lat1 <= 0:
+        return "unknown"
+    exponent = math.log(lat1 / lat0) / math.log(b1 / b0)
+    if exponent < FLAT_EXPONENT:
+        return "framework-bound"
+    if exponent > COMPUTE_EXPONENT:
+        return "compute-bound"
+    return "transition"
+
+
+# --- the document ------------------------------------------------------------------------
+
+
+def build(results: dict[str, Any] | None, baseline: dict[str, Any] | None,
+          history: dict[str, Series], png_dir: Path | None = None,
+          title: str = "pytest-infperf report") -> str:  # fmt: skip
+    """The HTML text; with ``png_dir``, every figure is also written there as a PNG."""
+    from .baseline import iter_entries
+
+    sections: list[tuple[str, list[tuple[str, bytes]]]] = []
+    entries = dict(iter_entries(results)) if results else {}
+    base_entries = dict(iter_entries(baseline)) if baseline else {}
+    dist = []
+    for key, e in sorted(entries.items()):
+        base = base_entries.get(key)
+        base_samples = base["samples"] if base else (e.get("extra") or {}).get("base_samples")
+        if base_samples:
+            dist.append((key, distribution_figure(key, e["samples"], base_samples,
+                                                  e.get("comparison"))))  # fmt: skip
+    if dist:
+        sections.append(("Latency now vs baseline", dist))
+    trends = [(k, history_figure(s)) for k, s in sorted(history.items()) if len(s.points) >= 2]
+    if trends:
+        sections.append(("History along main (dashed: detected change points)", trends))
+    sweeps = [(label, scaling_figure(label, group))
+              for label, group in sorted(sweep_groups(list(entries.values())).items())]  # fmt: skip
+    if sweeps:
+        sections.append(("Scaling: latency vs sequence length, throughput vs batch size "
+                         "(framework tax)", sweeps))  # fmt: skip
+    if png_dir is not None:
+        png_dir.mkdir(parents=True, exist_ok=True)
+        for s_index, (_, figures) in enumerate(sections):
+            for f_index, (label, data) in enumerate(figures):
+                safe = "".join(c if c.isalnum() else "_" for c in _label(label))[:80]
+                (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(data)
+    return _html(title, results, sections, history)
+
+
+def _html(title: str, results: dict[str, Any] | None,
+          sections: list[tuple[str, list[tuple[str, bytes]]]],
+          history: dict[str, Series]) -> str:  # fmt: skip
+    from .baseline import iter_entries
+
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}"
+        "h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
+        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;"
+        "padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+        ".grid{display:flex;flex-wrap:wrap;gap:12px}.grid figure{margin:0}"
+        "figcaption{font-size:11px;color:#555;max-width:600px;word-break:break-all}"
+        ".regression{color:#c0392b;font-weight:600}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
+    if results:
+        commit = (results.get("commit") or {}).get("sha") or "?"
+        env = (results.get("environment") or {}).get("key", "?")
+        parts.append(f"<p>Commit <code>{html.escape(str(commit)[:10])}</code>, environment "
+                     f"<code>{html.escape(str(env))}</code>.</p>")  # fmt: skip
+        parts.append("<table><tr><th>benchmark</th><th>backend</th><th>median</th><th>p90</th>"
+                     "<th>n</th><th>verdict</th><th>ratio</th></tr>")  # fmt: skip
+        for key, e in sorted(iter_entries(results)):
+            c = e.get("comparison") or {}
+            verdict = c.get("verdict", "")
+            ratio = f"{c['ratio']:.3f}" if c.get("ratio") else ""
+            cls = " class='regression'" if verdict == "regression" else ""
+            parts.append(
+                f"<tr><td>{html.escape(_label(key))}</td><td>{html.escape(e['backend'])}</td>"
+                f"<td>{fmt_time(e['stats']['median'])}</td><td>{fmt_time(e['stats']['p90'])}"
+                f"</td><td>{e['stats']['n']}</td><td{cls}>{html.escape(verdict)}</td>"
+                f"<td>{ratio}</td></tr>"
+            )
+        parts.append("</table>")
+    changes = [(k, c, s) for k, s in sorted(history.items()) for c in s.changes]
+    if changes:
+        parts.append("<h2>Change points</h2><table><tr><th>benchmark</th><th>commit</th>"
+                     "<th>change</th><th>p</th></tr>")  # fmt: skip
+        for key, c, s in changes:
+            point = s.points[c.index]
+            parts.append(f"<tr><td>{html.escape(_label(key))}</td><td><code>{point.sha[:10]}"
+                         f"</code> {html.escape(point.subject or '')}</td><td>"
+                         f"{c.ratio - 1:+.1%}</td><td>{c.p_value:.1e}</td></tr>")  # fmt: skip
+        parts.append("</table>")
+    for heading, figures in sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2><div class='grid'>")
+        for label, data in figures:
+            b64 = base64.b64encode(data).decode("ascii")
+            parts.append(f"<figure><img alt='{html.escape(label)}' src='data:image/png;base64,"
+                         f"{b64}'><figcaption>{html.escape(label)}</figcaption></figure>")
+        parts.append("</div>")
+    if not sections:
+        parts.append("<p>No figures: give --results (and --compare) or store baselines.</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

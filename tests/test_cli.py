@@ -1,0 +1,220 @@
+"""The `infperf` command on real baselines made by the plugin in temp git repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_infperf.baseline import BaselineStore
+from pytest_infperf.changepoint import detect
+from pytest_infperf.results import BenchmarkResult
+from pytest_infperf.stats import summarize
+
+from .conftest import FAST_INI, GIT_ENV, git
+
+SUITE = """
+import time
+from pathlib import Path
+import pytest
+
+FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
+
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
+
+def test_slowed(infer_bench):
+    infer_bench(lambda: busy(200 * FACTOR))
+
+@pytest.mark.parametrize("batch", [1, 4, 16])
+@pytest.mark.parametrize("seq", [32, 64])
+def test_sweep(infer_bench, batch, seq):
+    infer_bench(lambda: busy(20 + 0.5 * batch * seq / 16), batch_size=batch)
+"""
+
+
+def infperf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_infperf", *args], cwd=cwd,
+                          capture_output=True, text=True, check=False,
+                          env={**os.environ, **GIT_ENV})  # fmt: skip
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester, git_env: None) -> Path:
+    """main with a saved baseline; HEAD one commit later, 30% slower, also saved."""
+    pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
+    pytester.makepyfile(test_suite=SUITE)
+    (pytester.path / "factor.txt").write_text("1.0")
+    (pytester.path / ".gitignore").write_text("baselines/\n*.json\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-qm", "suite")
+    pytester.runpytest("--perf-save", "--perf-json=old.json").assert_outcomes(passed=7)
+    (pytester.path / "factor.txt").write_text("1.3")
+    git(pytester.path, "commit", "-qam", "slower")
+    pytester.runpytest("--perf-save", "--perf-json=new.json").assert_outcomes(passed=7)
+    return pytester.path
+
+
+def test_list_and_show(repo: Path) -> None:
+    out = infperf(repo, "list")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].endswith("(this machine): 2 commit(s)")
+    assert sum("   7 benchmarks" in line for line in lines) == 2
+    head = git(repo, "rev-parse", "HEAD")
+    out = infperf(repo, "show", head[:8])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"commit {head}")
+    assert "test_suite.py::test_slowed" in out.stdout
+    out = infperf(repo, "show", "HEAD~1")
+    assert out.returncode == 0 and "test_sweep[32-4]" in out.stdout
+
+
+def test_compare_exit_codes(repo: Path) -> None:
+    out = infperf(repo, "compare", "HEAD~1", "HEAD")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "1 regression(s): test_suite.py::test_slowed" in out.stdout
+    assert "REGRESSION" in out.stdout
+    out = infperf(repo, "compare", "HEAD", "HEAD~1")  # the other way round: faster
+    assert out.returncode == 0 and "improved" in out.stdout
+    out = infperf(repo, "compare", "old.json", "HEAD", "--markdown", "cmp.md")  # a mix
+    assert out.returncode == 1
+    assert (repo / "cmp.md").read_text().startswith("## pytest-infperf: 1 regression in 7")
+    out = infperf(repo, "compare", "nope", "HEAD")
+    assert out.returncode == 2
+    assert out.stderr.startswith("infperf: error: 'nope' is neither a JSON file, a git ref")
+
+
+def test_export_formats(repo: Path) -> None:
+    out = infperf(repo, "export", "new.json", "--format", "github-action-benchmark")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    slowed = next(d for d in data if d["name"].endswith("test_slowed"))
+    assert slowed["unit"] == "ms" and 0.2 < slowed["value"] < 0.4
+    assert set(slowed) == {"name", "unit", "value", "range", "extra"}
+    out = infperf(repo, "export", "HEAD", "--format", "bencher", "-o", "bmf.json")
+    assert out.returncode == 0, out.stderr
+    bmf = json.loads((repo / "bmf.json").read_text())
+    sweep = bmf["test_suite.py::test_sweep[32-4]"]
+    assert sweep["latency"]["lower_value"] <= sweep["latency"]["value"] <= \
+        sweep["latency"]["upper_value"]  # fmt: skip
+    assert sweep["throughput"]["value"] > 0
+
+
+def test_report_html_and_png(repo: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = infperf(repo, "report", "--html", "r.html", "--png", "figs", "--results", "new.json",
+                  "--compare", "old.json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    text = (repo / "r.html").read_text()
+    assert text.startswith("<!doctype html>") and "data:image/png;base64," in text
+    assert "Latency now vs baseline" in text and "Scaling" in text
+    assert "History along main" in text  # two saved commits make a two-point history
+    pngs = sorted((repo / "figs").glob("*.png"))
+    assert len(pngs) >= 7 + 1  # one distribution per benchmark, one sweep, history
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_prune_keeps_the_newest(repo: Path) -> None:
+    out = infperf(repo, "prune", "--keep", "1", "--dry-run")
+    assert out.returncode == 0 and "would remove" in out.stdout
+    assert len(list((repo / "baselines").glob("*/*.json"))) == 2
+    out = infperf(repo, "prune", "--keep", "1")
+    assert out.returncode == 0, out.stderr
+    (left,) = (repo / "baselines").glob("*/*.json")
+    assert left.stem == git(repo, "rev-parse", "HEAD")
+
+
+# --- history and change points ---------------------------------------------------------
+
+
+def _entry(name: str, median: float, rng: np.random.Generator) -> dict[str, Any]:
+    samples = list(median * np.exp(rng.normal(0, 0.01, 40)))
+    return BenchmarkResult(nodeid=f"test_h.py::{name}", name=None, backend="callable",
+                           samples=samples, stats=summarize(samples)).to_json()  # fmt: skip
+
+
+@pytest.fixture
+def history_repo(tmp_path: Path, git_env: None) -> tuple[Path, list[str]]:
+    """30 commits on main with baselines; test_step gets 10% slower at commit 17."""
+    repo = tmp_path / "h"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    store = BaselineStore(repo / "baselines")
+    rng = np.random.default_rng(11)
+    shas = []
+    env_key = "linux-x86-64-cpu-py3.11-0123456789"
+    for i in range(30):
+        (repo / "file.txt").write_text(str(i))
+        git(repo, "add", "file.txt")
+        git(repo, "commit", "-qm", f"commit {i}")
+        sha = git(repo, "rev-parse", "HEAD")
+        shas.append(sha)
+        noise = 1 + rng.normal(0, 0.015)
+        step = 1.10 if i >= 17 else 1.0
+        store.save(env_key, sha, [_entry("test_step", 1e-3 * step * noise, rng),
+                                  _entry("test_flat", 2e-3 * (1 + rng.normal(0, 0.015)), rng)],
+                   {"key": env_key, "hard": {}, "soft": {}},
+                   {"sha": sha, "subject": f"commit {i}"})  # fmt: skip
+    return repo, shas
+
+
+def test_history_names_the_commit_of_a_step(history_repo: tuple[Path, list[str]]) -> None:
+    repo, shas = history_repo
+    out = infperf(repo, "history", "-k", "step")
+    assert out.returncode == 0, out.stderr
+    marked = [line for line in out.stdout.splitlines() if "<-- change" in line]
+    assert len(marked) == 1, out.stdout
+    assert marked[0].strip().startswith(shas[17][:10])
+    assert "+10." in marked[0] or "+9." in marked[0]
+    out = infperf(repo, "history", "-k", "flat")
+    assert "<-- change" not in out.stdout
+
+
+def test_change_point_detection_unit() -> None:
+    rng = np.random.default_rng(3)
+    flat = list(np.exp(rng.normal(0, 0.01, 40)))
+    assert detect(flat) == []
+    step = flat[:25] + [v * 1.1 for v in flat[25:]]
+    (change,) = detect(step)
+    assert change.index == 25 and change.ratio == pytest.approx(1.1, rel=0.02)
+    assert change.p_value <= 0.001
+    small = flat[:25] + [v * 1.03 for v in flat[25:]]
+    assert detect(small) == []  # below the 5% minimum magnitude
+    two = flat[:15] + [v * 1.2 for v in flat[15:30]] + [v * 0.9 for v in flat[30:]]
+    assert [c.index for c in detect(two)] == [15, 30]
+
+
+def test_report_with_history_marks_change_points(history_repo: tuple[Path, list[str]]) -> None:
+    pytest.importorskip("matplotlib")
+    repo, shas = history_repo
+    out = infperf(repo, "report", "--html", "h.html")
+    assert out.returncode == 0, out.stderr
+    text = (repo / "h.html").read_text()
+    assert "Change points" in text and shas[17][:10] in text
+
+
+def test_progress_lines(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile(
+        "def test_a(infer_bench):\n    infer_bench(lambda: None)\n"
+        "def test_b(infer_bench):\n    infer_bench(lambda: None)\n"
+        "    infer_bench(lambda: None, name='again')\n"
+    )
+    result = pytester.runpytest("--perf-progress=lines")
+    result.stdout.fnmatch_lines([
+        "infperf [[]1/2[]] test_progress_lines.py::test_a: median * (n=*)",
+        "infperf [[]2/2[]] test_progress_lines.py::test_b: median * (n=*)",
+        "infperf [[]2/2[]] test_progress_lines.py::test_b#again: median * (n=*)",
+    ])  # fmt: skip
+    result = pytester.runpytest("--perf-progress=off")
+    assert "infperf [" not in result.stdout.str()
