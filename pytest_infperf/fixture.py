@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import memory as _memory
 from . import options as _options
-from .backends import BackendError, Prepared, find_nan, prepare
+from .backends import BackendError, Prepared, find_nan, prepare, runs_on_gpu
 from .results import BenchmarkResult
 from .stats import summarize, throughput
-from .timing import Measurement, measure
+from .timing import Measurement, Warm, measure, warm_up
 
 if TYPE_CHECKING:
     from .session import InfperfSession
@@ -35,17 +36,51 @@ def _params(item: pytest.Item) -> dict[str, Any]:
     return out
 
 
+def _from_warm(samples: list[float], warm: Warm) -> Measurement:
+    """A Measurement from block samples taken after ``warm`` (A/B mode)."""
+    return Measurement(
+        samples=list(samples), warmup_samples=[v / 1e9 for v in warm.warm_ns],
+        first_call=warm.first_call_s, block_size=warm.block,
+        decisions={**warm.decisions, "rounds": len(samples), "stop_reason": "ab"},
+        memory={}, backend_extra={}, first_output=warm.first_output,
+    )  # fmt: skip
+
+
 def _device_domain(prepared: Prepared) -> str:
     """Which device a measurement occupies, for the timing lock: 'cpu' or 'gpu-<id>'."""
-    env = prepared.env
-    on_gpu = env.get("device_type") == "cuda" or "CUDA" in str(env.get("provider", "")) \
-        or "Tensorrt" in str(env.get("provider", ""))  # fmt: skip
-    if not on_gpu:
+    if not runs_on_gpu(prepared.env):
         return "cpu"
     import os
 
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "all"
     return f"gpu-{visible}"
+
+
+def _gpu_state(prepared: Prepared) -> dict[str, Any] | None:
+    """NVML state of the GPU a benchmark runs on (clocks, temperature, throttling, memory)."""
+    from . import gpu
+
+    device = str(prepared.info.get("device") or "cuda:0")
+    index = int(device.split(":")[1]) if ":" in device else 0
+    return gpu.device_state(gpu.nvml_index(index))
+
+
+def _record_gpu_state(result: BenchmarkResult, before: dict[str, Any],
+                      after: dict[str, Any] | None) -> None:  # fmt: skip
+    result.extra["gpu_state"] = {"before": before, "after": after}
+    if after is not None and before.get("memory_used_bytes") is not None \
+            and after.get("memory_used_bytes") is not None:  # fmt: skip
+        result.memory["nvml_used_bytes"] = after["memory_used_bytes"]
+        result.memory["nvml_growth_bytes"] = after["memory_used_bytes"] - before[
+            "memory_used_bytes"]
+    throttled = sorted(set(before.get("throttle_reasons") or []) |
+                       set((after or {}).get("throttle_reasons") or []))  # fmt: skip
+    if throttled:
+        result.warnings.append(
+            f"the GPU was throttled around the timed region ({', '.join(throttled)}): "
+            "clocks were below their maximum, so latency is higher than the GPU can do; "
+            "check cooling, power limits and other jobs on the GPU"
+        )
 
 
 class InferBench:
@@ -98,8 +133,24 @@ class InferBench:
                 with prepared.sampler.context():
                     prepared.sampler.call()
                 return self._disabled_result(name, prepared, opts)
-            with self._session.timing_lock(_device_domain(prepared)):
+            if self._session.ab_server is not None:  # the base side of --perf-ab
+                return self._session.ab_server.serve(
+                    name, prepared, opts, self._check_output(opts),
+                    lambda samples, warm: self._result(name, prepared, opts, _from_warm(
+                        samples, warm)),
+                )  # fmt: skip
+            if self._session.ab is not None:
+                with self._session.timing_lock("cpu"):
+                    result = self._measure_ab(name, prepared, opts)
+                self._session.record(self._item, result)
+                self.results.append(result)
+                return result
+            domain = _device_domain(prepared)
+            with self._session.timing_lock(domain):
+                before = _gpu_state(prepared) if domain != "cpu" else None
                 result = self._measure(name, prepared, opts)
+                if before is not None:
+                    _record_gpu_state(result, before, _gpu_state(prepared))
                 self._session.judge(self._item, result, lambda: self._remeasure(prepared, opts))
         finally:
             if prepared.close is not None:
@@ -114,8 +165,9 @@ class InferBench:
                 return
             where = find_nan(output)
             if where is not None:
+                part = "output" if where == "output" else f"output {where}"
                 raise BenchmarkError(
-                    f"the model's output {where} contains NaN: timing a model that computes "
+                    f"the model's {part} contains NaN: timing a model that computes "
                     "NaN measures nothing useful (check the inputs and weights, or pass "
                     "check_nan=False)"
                 )
@@ -128,6 +180,65 @@ class InferBench:
         m = measure(prepared.sampler, opts, check_output=self._check_output(opts),
                     probe=self._session.probe)  # fmt: skip
         return self._result(name, prepared, opts, m)
+
+    def _measure_ab(self, name: str | None, prepared: Prepared,
+                    opts: dict[str, Any]) -> BenchmarkResult:  # fmt: skip
+        """The head side of --perf-ab: the base is brought to the same call in its own
+        process, then blocks alternate (ABBA) until the paired verdict is decided."""
+        __tracebackhide__ = True
+        from . import environment
+        from .ab import AB_SAMPLE_TIME_S, ABError, interleave
+        from .compare import INCOMPARABLE, NO_BASELINE, REGRESSION
+        from .verdict import failure_message
+
+        session = self._session
+        ab = session.ab
+        assert ab is not None
+        where = {"mode": "ab", "baseline_commit": ab.base_sha, "baseline_distance": None,
+                 "threshold": opts["threshold"], "alpha": opts["alpha"], "metric": "median"}
+        try:
+            base = ab.begin(self._item.nodeid, name)
+        except ABError as exc:
+            raise BenchmarkError(str(exc)) from None
+        if base is None:
+            result = self._measure(name, prepared, opts)
+            result.comparison = {"verdict": NO_BASELINE, **where, "env_diff": None,
+                                 "note": "not in the base commit"}  # fmt: skip
+            return result
+        env_diff = environment.diff(prepared.env, base.get("env") or {})
+        sampler = prepared.sampler
+        with sampler.context():
+            warm = warm_up(sampler, opts, check_output=self._check_output(opts),
+                           target=max(opts["min_sample_time"], AB_SAMPLE_TIME_S))  # fmt: skip
+            per_call = sorted(warm.warm_ns[-5:])[len(warm.warm_ns[-5:]) // 2] / 1e9
+            _memory.before_timed()
+            try:
+                data = interleave(ab, sampler, warm.block, per_call * warm.block, opts)
+                base_done = ab.finish_call()
+            except ABError as exc:
+                raise BenchmarkError(str(exc)) from None
+            mem = _memory.after_timed()
+        m = _from_warm(data["head"], warm)
+        m.memory = mem
+        result = self._result(name, prepared, opts, m)
+        base_samples = data["base"]
+        result.extra.update(base_samples=base_samples, ab_log_ratios=data["ratios"])
+        c = data["decision"]
+        c.update(where)
+        c.update(baseline_median=sorted(base_samples)[len(base_samples) // 2],
+                 n=len(data["head"]), n_baseline=len(base_samples), env_diff=None,
+                 base_measured_median=base_done.get("median"))  # fmt: skip
+        if env_diff:
+            c.update(verdict=INCOMPARABLE, env_diff=env_diff)
+            if session.settings.strict_env:
+                session.fail_item(self._item, f"{result.key}: the base side runs in a "
+                                  f"different environment: {env_diff} (--perf-strict-env)")
+        result.comparison = c
+        if c["verdict"] == REGRESSION:
+            assert session.source is not None
+            c["message"] = failure_message(result.key, c, session.source, result.median)
+            session.fail_item(self._item, c["message"])
+        return result
 
     def _remeasure(self, prepared: Prepared, opts: dict[str, Any]) -> Measurement:
         return measure(prepared.sampler, opts, first=False, probe=self._session.probe)

@@ -70,6 +70,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="do not append the Markdown report to $GITHUB_STEP_SUMMARY")
     add("--perf-disable", action="store_true", dest="perf_disable", default=False,
         help="call each model once without timing (run perf tests as plain tests)")
+    add("--perf-progress", dest="perf_progress", default="auto",
+        choices=("auto", "lines", "off"),
+        help="a line per benchmark as it completes: auto (when the output is not a terminal, "
+             "as in CI logs, or with -v), lines, off (default auto)")
     for spec in _options.INI_OPTIONS:
         parser.addini(_options.ini_name(spec.name), spec.help, type="string", default="")
     for name, (text, _default) in _settings.SESSION_INI.items():
@@ -98,6 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None:
+        session.unconfigure()
         config.pluginmanager.unregister(session)
         hooks = config.pluginmanager.get_plugin("infperf-xdist")
         if hooks is not None:

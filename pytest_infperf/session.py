@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +19,8 @@ from . import options as _options
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from .ab import ABController
+    from .abworker import ABWorkerPlugin
     from .baseline import BaselineStore
     from .gitinfo import CommitInfo
     from .results import BenchmarkResult
@@ -55,11 +58,23 @@ class InfperfSession:
         #: xdist workers whose results reached this controller.
         self.workers: list[str] = []
         self.gpu_pinned: int | None = None
+        #: --perf-ab: the base side's controller (head process), or the worker's server.
+        self.ab: ABController | None = None
+        self.ab_server: ABWorkerPlugin | None = None
+        self.removed: list[str] = []
+        #: Filled at the end of the session (controller).
+        self.environment: dict[str, Any] | None = None
+        self.drift: dict[str, Any] | None = None
+        #: Progress lines: perf tests collected and finished.
+        self.perf_total = 0
+        self.perf_done = 0
 
     # --- setup -------------------------------------------------------------------------
     def configure(self) -> None:
         """Resolve what the run needs before any test runs (bad input: exit 4 now)."""
         settings = self.settings
+        if settings.ab:
+            self._configure_ab()
         if not (settings.save or settings.compare):
             return
         from . import environment, gitinfo
@@ -115,6 +130,64 @@ class InfperfSession:
         from .drift import measure_reference
 
         self.reference = measure_reference()
+
+    def _configure_ab(self) -> None:
+        from .ab import ABController
+        from .gitinfo import GitError
+        from .verdict import BaselineSource
+
+        if self.is_worker or self.config.getoption("numprocesses", None):
+            raise pytest.UsageError(
+                "--perf-ab measures one benchmark at a time, interleaved with its base: run "
+                "it without pytest-xdist's -n"
+            )
+        config = self.config
+        controller = ABController(
+            self.settings.ab or "", self.settings.rootdir,
+            [str(Path(config.invocation_params.dir) / a) for a in config.args],
+            self.settings.ab_pythonpath,
+            keyword=str(config.getoption("keyword", "") or ""),
+            markexpr=str(config.getoption("markexpr", "") or ""),
+        )  # fmt: skip
+        try:
+            controller.setup()
+        except GitError as exc:
+            raise pytest.UsageError(f"--perf-ab={self.settings.ab}: {exc}") from None
+        self.ab = controller
+        self.source = BaselineSource(ref=self.settings.ab or "", origin="ab",
+                                     sha=controller.base_sha,
+                                     merge_base=controller.base_sha)  # fmt: skip
+
+    def unconfigure(self) -> None:
+        if self.ab is not None:
+            self.ab.close()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.ab is None:
+            return
+        from .ab import ABError
+
+        head = {i.nodeid for i in session.items if "infer_bench" in getattr(i, "fixturenames", ())}
+        try:
+            base = self.ab.base_tests()
+        except ABError as exc:
+            self.warnings.append(str(exc))
+            return
+        self.removed = sorted(base - head)
+        if self.removed:
+            self.warnings.append(
+                f"{len(self.removed)} perf test(s) of the base are gone in HEAD: "
+                + ", ".join(self.removed[:10]) + (" ..." if len(self.removed) > 10 else "")
+            )
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        if self.ab is not None and self.ab.current == nodeid:
+            from .ab import ABError
+
+            try:
+                self.ab.end_test()
+            except ABError as exc:
+                self.warnings.append(str(exc))
 
     def worker_payload(self) -> dict[str, Any]:
         """What each xdist worker needs from the controller (JSON-safe)."""
@@ -239,9 +312,13 @@ class InfperfSession:
                                    f"{k}: {v[0]!r} -> {v[1]!r}" for k, v in env_diff.items()
                                ) + " (--perf-strict-env)")  # fmt: skip
             return
-        adjust = self.settings.drift_guard == "adjust"
+        from .backends import runs_on_gpu
+
+        # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
+        adjust = self.settings.drift_guard == "adjust" and not runs_on_gpu(result.env)
+        limit = self.settings.drift_limit
         c = decide(result.samples, result.memory, result.batch_size, entry, opts,
-                   result.reference if adjust else None)  # fmt: skip
+                   result.reference if adjust else None, limit)  # fmt: skip
         flagged = c["verdict"] in (_cmp.REGRESSION, _cmp.INCONCLUSIVE)
         if flagged and opts["remeasure"] > 0 and opts["metric"] != "memory":
             first = {k: c.get(k) for k in ("verdict", "ratio", "ci_low", "ci_high", "p_value")}
@@ -250,7 +327,7 @@ class InfperfSession:
                 m = remeasure()
                 fresh = m.samples
                 c = decide(m.samples, m.memory, result.batch_size, entry, opts,
-                           m.reference if adjust else None)  # fmt: skip
+                           m.reference if adjust else None, limit)  # fmt: skip
                 if c["verdict"] not in (_cmp.REGRESSION, _cmp.INCONCLUSIVE):
                     break
             c.update(remeasured=True, first_pass=first)
@@ -260,7 +337,8 @@ class InfperfSession:
         c["env_diff"] = None
         result.comparison = c
         if c["verdict"] == _cmp.REGRESSION:
-            self.fail_item(item, failure_message(result.key, c, source, result.median))
+            c["message"] = failure_message(result.key, c, source, result.median)
+            self.fail_item(item, c["message"])
         elif c["verdict"] == _cmp.INCONCLUSIVE and c.get("estimate_beyond"):
             result.warnings.append(
                 f"inconclusive: the estimated ratio {c['ratio']:.3f} is beyond the "
@@ -310,6 +388,7 @@ class InfperfSession:
 
     # --- hooks ---------------------------------------------------------------------------
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self._count_perf_items(items)
         # Marker typos are usage errors, reported before anything is measured.
         for item in items:
             if item.get_closest_marker("infperf") is None:
@@ -318,6 +397,47 @@ class InfperfSession:
                 _options.marker_layer(item)
             except _options.OptionError as exc:
                 raise pytest.UsageError(str(exc)) from None
+
+    def _count_perf_items(self, items: list[pytest.Item]) -> None:
+        self.perf_total = sum("infer_bench" in getattr(i, "fixturenames", ()) for i in items)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Progress: one line per benchmark as it completes, after pytest's own status."""
+        if report.when != "call" or self.is_worker or not self._progress():
+            return
+        props = dict(report.user_properties)
+        names = sorted({k.rsplit(".", 1)[0] for k in props if str(k).endswith("median_s")})
+        if not names:
+            return
+        from .report import fmt_time
+
+        self.perf_done += 1
+        total = self.perf_total or "?"
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        for prefix in names:
+            label = report.nodeid + ("" if prefix == "infperf" else "#" + prefix[8:])
+            line = (f"infperf [{self.perf_done}/{total}] {label}: median "
+                    f"{fmt_time(float(props[prefix + '.median_s']))} "  # type: ignore[arg-type]
+                    f"(n={props.get(prefix + '.n')})")
+            verdict = props.get(prefix + ".verdict")
+            if verdict:
+                line += f", {verdict}"
+                if props.get(prefix + ".ratio") is not None:
+                    line += f" x{float(props[prefix + '.ratio']):.3f}"  # type: ignore[arg-type]
+            tr.write_line(line)
+
+    def _progress(self) -> bool:
+        mode = self.config.getoption("perf_progress")
+        if mode == "off" or self.config.get_verbosity() < 0:
+            return False
+        if mode == "lines":
+            return True
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        tty = bool(getattr(tr, "isatty", False)) if tr is not None else False
+        return not tty or self.config.get_verbosity() > 0
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
@@ -362,12 +482,43 @@ class InfperfSession:
             new_status = self._save(exitstatus)
         if self.settings.json_path is not None:
             self.write_json(self.settings.json_path)
+        self._write_markdown()
         return new_status
+
+    def markdown(self) -> str:
+        from .markdown import render
+
+        return render(
+            self.results,
+            source=self.source.to_json() if self.source is not None else None,
+            drift=self.drift,
+            warnings=self.warnings,
+            environment=self.environment,
+            mode="ab" if self.settings.ab else "stored",
+        )
+
+    def _write_markdown(self) -> None:
+        """--perf-markdown, and the GitHub job summary when running in Actions."""
+        from .fsutil import atomic_write_text
+
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        want_summary = bool(summary) and self.settings.summary
+        if self.settings.markdown is None and not want_summary:
+            return
+        text = self.markdown()
+        if self.settings.markdown is not None:
+            atomic_write_text(self.settings.markdown, text)
+            self.written.append(f"Markdown report: {self.settings.markdown}")
+        if want_summary:
+            try:
+                with Path(str(summary)).open("a", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as exc:
+                self.warnings.append(f"could not append to GITHUB_STEP_SUMMARY: {exc}")
 
     def _drift(self) -> None:
         from .drift import drift
 
-        self.drift = None
         if self.source is None:
             return
         threshold = self.bench_layer.get("threshold", _options.DEFAULTS["threshold"])
@@ -389,6 +540,7 @@ class InfperfSession:
             self.warnings.append("not saving the baseline: the run was interrupted")
             return None
         assert self.store is not None and self.commit is not None and self.env_key
+        assert self.environment is not None
         try:
             path, n, total = self.store.save(
                 self.env_key, self.commit.sha, [r.to_json() for r in self.results],
@@ -411,7 +563,7 @@ class InfperfSession:
         from . import environment, gitinfo
         from .results import document
 
-        env = getattr(self, "environment", None) or environment.collect()
+        env = self.environment or environment.collect()
         extra: dict[str, Any] = {
             "mode": "stored" if not self.settings.ab else "ab",
             "warnings": self.warnings,
@@ -419,16 +571,16 @@ class InfperfSession:
         if self.reference is not None:
             extra["reference"] = self.reference
         if self.source is not None:
-            extra["comparison"] = {**self.source.to_json(),
-                                   "environment_drift": getattr(self, "drift", None)}  # fmt: skip
+            extra["comparison"] = {**self.source.to_json(), "environment_drift": self.drift}
+        if self.ab is not None:
+            extra["comparison"]["removed"] = self.removed
+            extra["base_commit"] = self.ab.base_sha
         commit = self.commit.to_json() if self.commit is not None else gitinfo.describe(
             self.settings.rootdir, self.settings.baselines
         )
         return document(self.results, env, commit, **extra)
 
     def write_json(self, path: os.PathLike[str] | str) -> None:
-        from pathlib import Path
-
         from .fsutil import atomic_write_text
         from .results import dumps
 
@@ -470,11 +622,28 @@ class InfperfSession:
             terminalreporter.write_line(f"error: {error}", red=True)
         for line in self.written:
             terminalreporter.write_line(f"infperf: wrote {line}")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            self._annotate(terminalreporter)
+
+    def _annotate(self, terminalreporter: Any) -> None:
+        """GitHub workflow commands: regressions become error annotations on the test."""
+        from .markdown import github_annotations
+
+        workspace = os.environ.get("GITHUB_WORKSPACE")
+        messages = {r.key: str(r.comparison.get("message", "")) for r in self.results
+                    if r.comparison}  # fmt: skip
+        for line in github_annotations(self.results, messages, self.settings.rootdir,
+                                       Path(workspace) if workspace else None):  # fmt: skip
+            terminalreporter.write_line(line)
+        if self.drift and self.drift.get("drifted"):
+            terminalreporter.write_line(
+                "::warning title=pytest-infperf machine drift::The reference workload moved "
+                "by more than half the threshold since the baseline's run: verdicts against "
+                "the stored baseline are unreliable."
+            )
 
 
 def _relative(path: Any, root: Any) -> str:
-    from pathlib import Path
-
     try:
         return str(Path(path).relative_to(root))
     except ValueError:

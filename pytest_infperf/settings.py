@@ -24,6 +24,9 @@ SESSION_INI: dict[str, tuple[str, str]] = {
                               "base worker, e.g. 'src'", ""),
     "infperf_max_baseline_mb": ("refuse to read baseline files larger than this (default "
                                 "256)", "256"),
+    "infperf_drift_limit": ("drift guard: when the machine itself ran more than this "
+                            "fraction slower or faster than during a benchmark's baseline, "
+                            "its stored-baseline verdict is withheld (default 0.25)", "0.25"),
     "infperf_drift_guard": ("adjust (default): probe machine speed while sampling and raise "
                             "the bar for a verdict by how much slower/faster the machine ran "
                             "than at the baseline; warn: only report drift; off: no probes",
@@ -73,6 +76,7 @@ class Settings:
     gpus: tuple[int, ...] | None
     ab_pythonpath: tuple[str, ...]
     drift_guard: str
+    drift_limit: float
     bench_layer: dict[str, Any]
 
     @property
@@ -148,6 +152,15 @@ def from_config(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"infperf_drift_guard = {drift_guard!r}: expected one of adjust, warn, off"
         )
+    limit_text = _ini(config, "infperf_drift_limit") or SESSION_INI["infperf_drift_limit"][1]
+    try:
+        drift_limit = float(limit_text)
+        if not drift_limit > 0:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(
+            f"infperf_drift_limit = {limit_text!r}: expected a positive fraction, e.g. 0.25"
+        ) from None
     compare = config.getoption("perf_compare")
     ab = config.getoption("perf_ab")
     if compare is not None and not compare.strip():
@@ -175,5 +188,6 @@ def from_config(config: pytest.Config) -> Settings:
         gpus=gpus,
         ab_pythonpath=tuple(_ini(config, "infperf_ab_pythonpath").replace(",", " ").split()),
         drift_guard=drift_guard,
+        drift_limit=drift_limit,
         bench_layer=layer,
     )

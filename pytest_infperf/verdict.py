@@ -35,6 +35,9 @@ class BaselineSource:
     searched: int = 0
 
     def describe(self) -> str:
+        if self.origin == "ab":
+            return (f"the merge-base {str(self.sha)[:10]} of {self.ref} and HEAD, measured "
+                    "in this job, interleaved with it (A/B)")
         if self.origin == "file":
             return f"file {self.path}"
         if self.origin == "commit" and self.sha:
@@ -168,7 +171,8 @@ def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> 
 
 def decide(samples: list[float], memory: dict[str, Any], batch: int | None,
            entry: dict[str, Any], opts: dict[str, Any],
-           reference: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+           reference: dict[str, Any] | None = None,
+           drift_limit: float | None = None) -> dict[str, Any]:  # fmt: skip
     """Apply the configured metric's test to a measurement and a stored entry; with
     ``reference`` (this measurement's machine-speed probes), the drift guard raises the bar
     by how much slower or faster the machine ran than during the baseline's measurement."""
@@ -194,7 +198,18 @@ def decide(samples: list[float], memory: dict[str, Any], batch: int | None,
             low, high = 1.0 / high, 1.0 / low
         plain = out["verdict"]
         out["verdict"] = _cmp.classify(low, high, d, slower, faster)
-        if out["verdict"] != plain:
+        moved = max(slower, faster)
+        decided = (_cmp.REGRESSION, _cmp.IMPROVEMENT)
+        if drift_limit is not None and moved > 1.0 + drift_limit and (
+                plain in decided or out["verdict"] in decided):  # fmt: skip
+            out["verdict"] = _cmp.INCONCLUSIVE
+            out["note"] = (
+                f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
+                f"{'slower' if slower >= faster else 'faster'} than during the baseline's "
+                f"measurement (reference probes), beyond infperf_drift_limit={drift_limit:g}: "
+                "a stored baseline cannot be trusted now; --perf-ab measures both sides now"
+            )
+        elif out["verdict"] != plain:
             out["note"] = (
                 f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
                 f"x{faster:.3f} faster than at the baseline (reference probes), which "

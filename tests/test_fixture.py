@@ -83,8 +83,7 @@ def test_samples_span_min_time(ourtester: pytest.Pytester) -> None:
         """
         def test_a(infer_bench):
             r = infer_bench(lambda: None, min_time=0.3, max_time=1.0, max_rounds=100)
-            assert r.decisions["timed_s"] >= 0.3
-            assert r.decisions["stop_reason"] in ("precision", "max_rounds")
+            assert r.decisions["timed_s"] >= 0.3  # whatever ended sampling, it spanned min_time
             assert r.block_size > 1000  # ~6 ms per sample for a ~30 ns call
 
         def test_min_time_clamped_by_max_time(infer_bench):

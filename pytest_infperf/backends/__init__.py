@@ -56,6 +56,12 @@ class Prepared:
     close: Callable[[], None] | None = None
 
 
+def runs_on_gpu(env: Mapping[str, Any]) -> bool:
+    """Whether a benchmark's per-benchmark environment says it runs on an NVIDIA GPU."""
+    provider = str(env.get("provider", ""))
+    return env.get("device_type") == "cuda" or "CUDA" in provider or "Tensorrt" in provider
+
+
 def bind_call(model: Callable[..., Any], inputs: Any) -> Callable[[], Any]:
     """The calling convention: ``model()``, ``model(**inputs)``, ``model(*inputs)`` or
     ``model(inputs)``. ``functools.partial`` keeps the per-call overhead in C."""
