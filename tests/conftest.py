@@ -96,3 +96,26 @@ PYTHON = sys.executable
 def glob_escape(text: str) -> str:
     """Make literal text safe inside an fnmatch pattern (brackets are character classes)."""
     return text.replace("[", "[[]")
+
+
+#: The head of a test module whose benchmarks busy-wait: immune to the machine's speed, so
+#: verdicts in behaviour tests are deterministic (benchmarks/ checks the statistics).
+#: FACTOR scales the work and comes from factor.txt beside the module.
+BUSY_HEADER = """
+import time
+from pathlib import Path
+
+FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
+
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
+"""
+
+
+def init_repo(path: Path, message: str = "suite") -> None:
+    """`git init` on main and commit everything there."""
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", message)

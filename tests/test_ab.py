@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from .conftest import FAST_INI, git, load_json
+from .conftest import BUSY_HEADER, FAST_INI, git, init_repo, load_json
 
-SUITE = """
-import time
-from pathlib import Path
-
-FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
-
-def busy(us):
-    end = time.perf_counter_ns() + int(us * 1000)
-    while time.perf_counter_ns() < end:
-        pass
+SUITE = BUSY_HEADER + """
 
 def test_slowed(infer_bench):
     infer_bench(lambda: busy(300 * FACTOR))
@@ -43,8 +33,7 @@ def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    commit(pytester.path, "suite")
+    init_repo(pytester.path, "suite")
     git(pytester.path, "checkout", "-q", "-b", "feature")
     return pytester
 
@@ -105,7 +94,8 @@ def test_cleanup_after_failure_and_ctrl_c(repo: pytest.Pytester) -> None:
     result = repo.runpytest_subprocess("--perf-ab=main")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("infperf-ab-*/base"))
+    # nothing stale left for git to prune: the worktree's folder is gone too
+    assert git(repo.path, "worktree", "prune", "--dry-run", "--verbose") == ""
 
 
 def test_a_crashing_base_worker_fails_the_affected_test(pytester: pytest.Pytester,
@@ -115,8 +105,7 @@ def test_a_crashing_base_worker_fails_the_affected_test(pytester: pytest.Pyteste
                              "import os\n    infer_bench(lambda: os._exit(3))")
     pytester.makepyfile(test_suite=crashing)  # on main the model kills its process
     (pytester.path / "factor.txt").write_text("1.0")
-    git(pytester.path, "init", "-q", "-b", "main")
-    commit(pytester.path, "a base that crashes")
+    init_repo(pytester.path, "a base that crashes")
     git(pytester.path, "checkout", "-q", "-b", "feature")
     (pytester.path / "test_suite.py").write_text(textwrap.dedent(SUITE))
     commit(pytester.path, "fixed")
@@ -162,8 +151,7 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
         """
     ))  # fmt: skip
     (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    commit(pytester.path, "models")
+    init_repo(pytester.path, "models")
     git(pytester.path, "checkout", "-q", "-b", "feature")
     test = pytester.path / "test_models.py"
     test.write_text(test.read_text().replace("WIDTH = 64", "WIDTH = 256"))  # 16x the work
@@ -195,8 +183,7 @@ def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester,
         """
     ))  # fmt: skip
     (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    commit(pytester.path, "package")
+    init_repo(pytester.path, "package")
     git(pytester.path, "checkout", "-q", "-b", "feature")
     (pkg / "__init__.py").write_text("VERSION = 'head'\n")
     commit(pytester.path, "new version")

@@ -11,20 +11,11 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAST_INI, git, load_json
+from .conftest import BUSY_HEADER, FAST_INI, git, init_repo, load_json
 
 # Busy-waits are immune to the machine's speed, so verdicts here are deterministic: these
 # tests check behaviour; benchmarks/decision_quality.py checks the statistics.
-SUITE = """
-import time
-from pathlib import Path
-
-FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
-
-def busy(us):
-    end = time.perf_counter_ns() + int(us * 1000)
-    while time.perf_counter_ns() < end:
-        pass
+SUITE = BUSY_HEADER + """
 
 def test_slowed(infer_bench):
     infer_bench(lambda: busy(200 * FACTOR))
@@ -48,9 +39,7 @@ def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     (pytester.path / ".gitignore").write_text("__pycache__/\n*.json.out\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", ".")
-    git(pytester.path, "commit", "-qm", "suite")
+    init_repo(pytester.path, "suite")
     return pytester
 
 

@@ -11,22 +11,13 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAST_INI, ROOT, git, load_json
+from .conftest import BUSY_HEADER, FAST_INI, ROOT, init_repo, load_json
 
 yaml = pytest.importorskip("yaml")
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
-SUITE = """
-import time
-from pathlib import Path
-
-FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
-
-def busy(us):
-    end = time.perf_counter_ns() + int(us * 1000)
-    while time.perf_counter_ns() < end:
-        pass
+SUITE = BUSY_HEADER + """
 
 def test_slowed(infer_bench):
     infer_bench(lambda: busy(200 * FACTOR))
@@ -101,9 +92,7 @@ def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", ".")
-    git(pytester.path, "commit", "-qm", "suite")
+    init_repo(pytester.path, "suite")
     return pytester
 
 
@@ -145,7 +134,7 @@ def test_job_summary_and_annotations(repo: pytest.Pytester, monkeypatch: pytest.
     text = summary.read_text()
     assert text.startswith("# earlier step\n## pytest-infperf: 1 regression")
     result.stdout.fnmatch_lines([
-        "::error file=test_suite.py,line=11,title=Performance regression%3A "
+        "::error file=test_suite.py,line=12,title=Performance regression%3A "
         "test_suite.py%3A%3Atest_slowed::PERFORMANCE REGRESSION in test_suite.py::test_slowed"
         "%0A  median: now *"
     ])  # fmt: skip
@@ -209,9 +198,7 @@ def xrepo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
     pytester.makepyfile(test_x=XDIST_SUITE)
     (pytester.path / ".gitignore").write_text("calls.jsonl\n*.json\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", ".")
-    git(pytester.path, "commit", "-qm", "suite")
+    init_repo(pytester.path, "suite")
     return pytester
 
 

@@ -17,19 +17,10 @@ from pytest_infperf.changepoint import detect
 from pytest_infperf.results import BenchmarkResult
 from pytest_infperf.stats import summarize
 
-from .conftest import FAST_INI, GIT_ENV, git
+from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo
 
-SUITE = """
-import time
-from pathlib import Path
+SUITE = BUSY_HEADER + """
 import pytest
-
-FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
-
-def busy(us):
-    end = time.perf_counter_ns() + int(us * 1000)
-    while time.perf_counter_ns() < end:
-        pass
 
 def test_slowed(infer_bench):
     infer_bench(lambda: busy(200 * FACTOR))
@@ -54,9 +45,7 @@ def repo(pytester: pytest.Pytester, git_env: None) -> Path:
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     (pytester.path / ".gitignore").write_text("baselines/\n*.json\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", ".")
-    git(pytester.path, "commit", "-qm", "suite")
+    init_repo(pytester.path, "suite")
     pytester.runpytest("--perf-save", "--perf-json=old.json").assert_outcomes(passed=7)
     (pytester.path / "factor.txt").write_text("1.3")
     git(pytester.path, "commit", "-qam", "slower")

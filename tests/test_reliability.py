@@ -22,7 +22,7 @@ from pytest_infperf.baseline import BaselineFileError, BaselineStore, read_docum
 from pytest_infperf.fsutil import TEMP_PREFIX, atomic_write_text, clean_stale_temps
 from pytest_infperf.results import BenchmarkResult, document, dumps
 
-from .conftest import FAST_INI, git, load_json
+from .conftest import FAST_INI, init_repo, load_json
 
 SHA = "a" * 40
 KEY = "linux-x86-64-cpu-py3.11-0123456789"
@@ -260,9 +260,7 @@ def test_concurrent_pytest_savers_lose_nothing(pytester: pytest.Pytester, git_en
         """
     ))  # fmt: skip
     (pytester.path / ".gitignore").write_text("baselines/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", ".")
-    git(pytester.path, "commit", "-qm", "suite")
+    init_repo(pytester.path, "suite")
     procs = [subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                                "--perf-save", f"test_many.py::test_b[{i}]"], cwd=pytester.path,
                               stdout=subprocess.DEVNULL)
@@ -323,9 +321,7 @@ def test_odd_test_ids_never_become_paths(pytester: pytest.Pytester, git_env: Non
             infer_bench(lambda: None, name=name)
         """
     ))  # fmt: skip
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", ".")
-    git(pytester.path, "commit", "-qm", "suite")
+    init_repo(pytester.path, "suite")
     pytester.runpytest("--perf-save").assert_outcomes(passed=6)
     files = sorted(p for p in (pytester.path / "baselines").rglob("*") if p.is_file())
     assert len(files) == 1 and files[0].parent.parent == pytester.path / "baselines"
@@ -375,9 +371,7 @@ def test_failing_models_fail_alone(pytester: pytest.Pytester, git_env: None) -> 
         """
     ))  # fmt: skip
     (pytester.path / ".gitignore").write_text("*.json\n*.xml\nbaselines/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", ".")
-    git(pytester.path, "commit", "-qm", "suite")
+    init_repo(pytester.path, "suite")
     result = pytester.runpytest("--perf-save", "--perf-json=out.json", "--junitxml=j.xml")
     result.assert_outcomes(passed=2, failed=3)
     result.stdout.fnmatch_lines([
