@@ -75,14 +75,22 @@ def probe(repeats: int = 5) -> tuple[float, float]:
     return statistics.median(py) / 1e9, statistics.median(mm) / 1e9
 
 
-def summarize_probes(probes: list[tuple[float, float]]) -> dict[str, Any] | None:
+def summarize_probes(probes: list[tuple[float, float]],
+                     cpu_share: float | None = None) -> dict[str, Any] | None:  # fmt: skip
+    """The probes' medians, and the CPU share of the timed region: process CPU time over
+    wall time. Short probes fit in one scheduler time slice and cannot see a noisy
+    neighbour taking turns on the same core (or a hypervisor stealing time); the share
+    can: it falls when the process is runnable but not running."""
     if not probes:
         return None
-    return {
+    out: dict[str, Any] = {
         "python_s": statistics.median(p[0] for p in probes),
         "gemm_s": statistics.median(p[1] for p in probes),
         "probes": len(probes),
     }
+    if cpu_share is not None:
+        out["cpu_share"] = round(cpu_share, 4)
+    return out
 
 
 def speed_factors(current: dict[str, Any] | None,
@@ -93,6 +101,9 @@ def speed_factors(current: dict[str, Any] | None,
         return None
     ratios = [current[k] / baseline[k] for k in ("python_s", "gemm_s")
               if current.get(k) and baseline.get(k)]  # fmt: skip
+    if current.get("cpu_share") and baseline.get("cpu_share"):
+        # Half the CPU now means about twice the time for the same work.
+        ratios.append(baseline["cpu_share"] / current["cpu_share"])
     if not ratios:
         return None
     return max(1.0, *ratios), max(1.0, *(1.0 / r for r in ratios))

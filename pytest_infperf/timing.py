@@ -285,6 +285,7 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
         ci_rel_halfwidth([1.0] * 8)
         _memory.before_timed()
         sampler.begin_timed()
+        cpu_start = time.process_time()
         start = pc()
         with _gc_disabled(opts["disable_gc"]):
             while True:
@@ -314,7 +315,9 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
                 if n >= rounds and rel <= precision and per_sample > 0:
                     step = max(1, min(step, int((min_time_ns - elapsed) / per_sample) + 1))
                 target = min(max_rounds, n + step)
-        elapsed = pc() - start - probe_ns
+        wall = pc() - start
+        cpu = time.process_time() - cpu_start
+        elapsed = wall - probe_ns
         backend_extra = sampler.end_timed(out[:n])
         mem = _memory.after_timed()
     if n >= rounds and rel == math.inf:
@@ -337,7 +340,7 @@ def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
         memory=mem,
         backend_extra=backend_extra,
         first_output=first_output,
-        reference=summarize_probes(probes),
+        reference=summarize_probes(probes, cpu / (wall / 1e9) if wall > 0 else None),
     )
 
 

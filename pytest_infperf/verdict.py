@@ -239,10 +239,10 @@ def failure_message(key: str, comparison: dict[str, Any], source: BaselineSource
                      f"{c['n_baseline']} in the baseline")  # fmt: skip
     if c.get("remeasured"):
         first = c.get("first_pass", {})
-        lines.append(
-            f"  confirmed on fresh samples (first pass: ratio {first.get('ratio', 0):.3f}, "
-            f"verdict {first.get('verdict')}); Holm over {c.get('family_size', 1)} flagged "
-            f"benchmark(s)"
-        )
+        confirm = (f"  confirmed on fresh samples (first pass: ratio {first.get('ratio', 0):.3f}, "
+                   f"verdict {first.get('verdict')})")  # fmt: skip
+        if "family_size" in c:
+            confirm += f"; Holm over {c['family_size']} flagged benchmark(s)"
+        lines.append(confirm)
     lines.append(f"  baseline: {source.describe()}")
     return "\n".join(lines)
