@@ -11,6 +11,11 @@ mkdir -p results
 echo "== 1/2: measure and save the baseline of $(git rev-parse --short HEAD) =="
 "$PY" -m pytest examples -p no:cacheprovider --perf-save --perf-json=results/baseline-run.json "$@"
 echo "== 2/2: measure again and compare with the saved baseline =="
-"$PY" -m pytest examples -p no:cacheprovider --perf-compare=HEAD \
-    --perf-json=results/compare.json --junitxml=results/junit.xml "$@"
-echo "results: results/baseline-run.json, results/compare.json, results/junit.xml; baselines/ holds the baseline"
+# The demo compares a commit with itself, so any "regression" here is machine drift between
+# the two runs (large on shared VMs): it reports verdicts without failing the job
+# (--perf-warn-only). A real gate, like .github/workflows/perf.yml, leaves the flag out;
+# on a noisy runner, gate with --perf-ab instead.
+"$PY" -m pytest examples -p no:cacheprovider --perf-compare=HEAD --perf-warn-only \
+    --perf-json=results/compare.json --perf-markdown=results/report.md \
+    --junitxml=results/junit.xml "$@"
+echo "results: results/baseline-run.json, results/compare.json, results/report.md, results/junit.xml; baselines/ holds the baseline"
