@@ -75,7 +75,8 @@ def main() -> None:
     parser.add_argument("--workloads", type=int, default=12)
     parser.add_argument("--json", help="also write the raw verdicts here")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS),
-                        help="comma-separated subset of: " + ", ".join(SCENARIOS))
+                        help="comma-separated subset of: "
+                        + ", ".join(SCENARIOS).replace("%", "%%"))  # argparse %-formats help
     args = parser.parse_args()
     wanted = {s: f for s, f in SCENARIOS.items() if s in args.scenarios.split(",")}
     verdicts: dict[tuple[str, str], list[str]] = {}

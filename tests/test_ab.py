@@ -129,23 +129,24 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
         import pytest
         import torch
 
-        WIDTH = 64
+        WIDTH = 128
+        BATCH = 64
 
         def model():
             torch.manual_seed(0)
             return torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()).eval()
 
         def test_torch(infer_bench):
-            infer_bench(model(), (torch.randn(4, WIDTH),), intra_op_threads=1)
+            infer_bench(model(), (torch.randn(BATCH, WIDTH),), intra_op_threads=1)
 
         def test_ort(infer_bench, tmp_path):
             path = tmp_path / "m.onnx"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                torch.onnx.export(model(), (torch.randn(4, WIDTH),), str(path),
+                torch.onnx.export(model(), (torch.randn(BATCH, WIDTH),), str(path),
                                   input_names=["x"], dynamic_axes={"x": {0: "b"}},
                                   dynamo=False)
-            x = np.ones((4, WIDTH), np.float32)
+            x = np.ones((BATCH, WIDTH), np.float32)
             infer_bench(path, {"x": x}, providers=["CPUExecutionProvider"],
                         intra_op_threads=1)
         """
@@ -154,7 +155,9 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
     init_repo(pytester.path, "models")
     git(pytester.path, "checkout", "-q", "-b", "feature")
     test = pytester.path / "test_models.py"
-    test.write_text(test.read_text().replace("WIDTH = 64", "WIDTH = 256"))  # 16x the work
+    # 16x the arithmetic; batch 64 keeps both sides compute-bound (at batch 4 a 64-wide
+    # layer is all framework overhead and 16x the FLOPs costs only ~1.3x the time)
+    test.write_text(test.read_text().replace("WIDTH = 128", "WIDTH = 512"))
     commit(pytester.path, "bigger")
     result = pytester.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
     result.assert_outcomes(failed=2)
