@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 SUITE = '''
 import json
@@ -113,7 +114,7 @@ def git(repo: Path, *args: str) -> None:
                    env={**os.environ, **ENV})  # fmt: skip
 
 
-def pytest_run(repo: Path, *args: str) -> dict | None:
+def pytest_run(repo: Path, *args: str) -> dict[str, Any] | None:
     out = repo / "out.json"
     if out.exists():
         out.unlink()
@@ -158,7 +159,7 @@ def main() -> None:
     ratios: dict[str, list[float]] = {s: [] for s in wanted}
     cvs: dict[str, list[float]] = {s: [] for s in wanted}
     drift: list[float] = []
-    raw: list[dict] = []
+    raw: list[dict[str, Any]] = []
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp), args.workloads)

@@ -36,9 +36,13 @@ from typing import Any
 
 from .gitinfo import GitError
 
-#: Looks at the data after this many pairs; each look tests at alpha / len(LOOKS)
-#: (Bonferroni over the looks keeps the overall error rate at alpha).
-LOOKS = (8, 16, 32, 64)
+#: Looks at the data after this many pairs, and the share of alpha each look spends
+#: (Bonferroni over the looks: the shares sum to 1, so the overall error rate stays at
+#: alpha). Eight pairs cannot reach p < 1/256 (exact signed-rank), so the first look needs
+#: a quarter; the last look gets the most because the cases still open there are the
+#: close ones, where power matters. A look cut short by the time budget spends what is left.
+LOOKS = (8, 16, 32, 64, 128)
+LOOK_SHARES = (2 / 8, 1 / 8, 1 / 8, 1 / 8, 3 / 8)
 #: Target duration of one block of samples on each side.
 BLOCK_TIME_S = 0.05
 #: Target duration of one sample in A/B mode: about 16 samples make a block.
@@ -281,7 +285,8 @@ def interleave(controller: ABController, sampler: Any, block: int, per_sample_s:
 
     count = max(1, min(256, math.ceil(BLOCK_TIME_S / max(per_sample_s, 1e-9))))
     budget = opts["max_time"] * 4.0  # both sides, so about twice a stored-mode run each
-    alpha_look = opts["alpha"] / len(LOOKS)
+    spent = 0.0
+    alpha_look = 0.0
     head: list[float] = []
     base: list[float] = []
     ratios: list[float] = []
@@ -306,11 +311,14 @@ def interleave(controller: ABController, sampler: Any, block: int, per_sample_s:
         out_of_time = elapsed >= budget
         at_look = looks < len(LOOKS) and len(ratios) >= LOOKS[looks]
         if at_look or out_of_time:
+            share = 1.0 - spent if out_of_time else LOOK_SHARES[looks]
+            spent += share
+            alpha_look = opts["alpha"] * share
             looks += 1
             decision = compare_paired(ratios, opts["threshold"], alpha_look)
             if decision["verdict"] != INCONCLUSIVE or out_of_time or looks >= len(LOOKS):
                 break
     assert decision is not None
-    decision.update(alpha=opts["alpha"], alpha_per_look=alpha_look, looks=looks,
+    decision.update(alpha=opts["alpha"], alpha_at_last_look=alpha_look, looks=looks,
                     block_samples=count, ab_seconds=round(time.perf_counter() - start, 3))
     return {"head": head, "base": base, "ratios": ratios, "decision": decision}

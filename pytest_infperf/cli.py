@@ -213,7 +213,10 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
+    from filelock import FileLock
+
     from . import gitinfo
+    from .baseline import LOCK_TIMEOUT_S, lock_path
 
     store = _store(args)
     keys = [args.env] if args.env else store.env_keys()
@@ -232,7 +235,9 @@ def _prune(args: argparse.Namespace) -> int:
             path = store.path_for(key, sha)
             print(f"{'would remove' if args.dry_run else 'removed'} {path}")
             if not args.dry_run:
-                path.unlink()
+                # the savers' lock: a save of this commit running now finishes first
+                with FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT_S):
+                    path.unlink(missing_ok=True)
             removed += 1
     print(f"{removed} baseline file(s) {'to remove' if args.dry_run else 'removed'}; "
           f"kept the newest {args.keep} per environment")
