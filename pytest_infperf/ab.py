@@ -279,6 +279,7 @@ def interleave(controller: ABController, sampler: Any, block: int, per_sample_s:
     Returns the head samples, the base samples, the pairs' log-ratios and the decision.
     """
     import math
+    from statistics import median
 
     from .compare import INCONCLUSIVE, compare_paired
     from .timing import take_samples
@@ -293,11 +294,6 @@ def interleave(controller: ABController, sampler: Any, block: int, per_sample_s:
     decision: dict[str, Any] | None = None
     looks = 0
     start = time.perf_counter()
-
-    def median(values: list[float]) -> float:
-        srt = sorted(values)
-        mid = len(srt) // 2
-        return srt[mid] if len(srt) % 2 else (srt[mid - 1] + srt[mid]) / 2
 
     while True:
         a1 = controller.block(count, block)

@@ -166,3 +166,8 @@ def diff(current: dict[str, Any], baseline: dict[str, Any]) -> dict[str, list[An
     return {
         k: [baseline.get(k), current.get(k)] for k in keys if current.get(k) != baseline.get(k)
     }
+
+
+def describe_diff(differences: dict[str, list[Any]]) -> str:
+    """``diff``'s result for a message: ``field: 'baseline' -> 'current', ...``."""
+    return ", ".join(f"{k}: {v[0]!r} -> {v[1]!r}" for k, v in differences.items())

@@ -242,7 +242,8 @@ class InferBench:
             c.update(verdict=INCOMPARABLE, env_diff=env_diff)
             if session.settings.strict_env:
                 session.fail_item(self._item, f"{result.key}: the base side runs in a "
-                                  f"different environment: {env_diff} (--perf-strict-env)")
+                                  "different environment: "
+                                  f"{environment.describe_diff(env_diff)} (--perf-strict-env)")
         result.comparison = c
         if c["verdict"] == REGRESSION:
             assert session.source is not None

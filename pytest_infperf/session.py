@@ -308,9 +308,8 @@ class InfperfSession:
                                  "baseline_median": entry["stats"].get("median")}  # fmt: skip
             if self.settings.strict_env:
                 self.fail_item(item, f"{result.key}: the baseline ({source.describe()}) comes "
-                               f"from a different environment: " + ", ".join(
-                                   f"{k}: {v[0]!r} -> {v[1]!r}" for k, v in env_diff.items()
-                               ) + " (--perf-strict-env)")  # fmt: skip
+                               "from a different environment: "
+                               f"{environment.describe_diff(env_diff)} (--perf-strict-env)")
             return
         from .backends import runs_on_gpu
 
