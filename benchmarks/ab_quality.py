@@ -49,8 +49,9 @@ def hog_after(delay: float, stop: threading.Event) -> None:
     proc.wait()
 
 
-def run(repo: Path, args: list[str],
-        drift_after: float | None) -> tuple[dict[str, Any] | None, int, float]:
+def run(
+    repo: Path, args: list[str], drift_after: float | None
+) -> tuple[dict[str, Any] | None, int, float]:
     out = repo / "out.json"
     if out.exists():
         out.unlink()
@@ -60,9 +61,24 @@ def run(repo: Path, args: list[str],
         hog = threading.Thread(target=hog_after, args=(drift_after, stop))
         hog.start()
     started = time.time()
-    proc = subprocess.run(pinned([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                  f"--perf-json={out}", *args]), cwd=repo, capture_output=True,
-                          env={**os.environ, **ENV}, check=False)  # fmt: skip
+    proc = subprocess.run(
+        pinned(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--perf-json={out}",
+                *args,
+            ]
+        ),
+        cwd=repo,
+        capture_output=True,
+        env={**os.environ, **ENV},
+        check=False,
+    )
     took = time.time() - started
     stop.set()
     if hog is not None:
@@ -76,9 +92,11 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--workloads", type=int, default=12)
     parser.add_argument("--json", help="also write the raw verdicts here")
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
-                        help="comma-separated subset of: "
-                        + ", ".join(SCENARIOS).replace("%", "%%"))  # argparse %-formats help
+    parser.add_argument(
+        "--scenarios",
+        default=",".join(SCENARIOS),
+        help="comma-separated subset of: " + ", ".join(SCENARIOS).replace("%", "%%"),
+    )  # argparse %-formats help
     parser.add_argument("--modes", default="stored,ab", help="stored, ab or both")
     args = parser.parse_args()
     wanted = {s: f for s, f in SCENARIOS.items() if s in args.scenarios.split(",")}
@@ -111,16 +129,33 @@ def main() -> None:
                         (b.get("comparison") or {}).get("verdict", "none")
                         for b in doc["benchmarks"]
                     )
-                    raw.extend({"mode": mode, "scenario": label, "rep": rep, "key": b["key"],
-                                "comparison": {k: v for k, v in (b.get("comparison") or {})
-                                               .items() if k != "message"}}
-                               for b in doc["benchmarks"])  # fmt: skip
-            print(f"rep {rep + 1}/{args.reps} done ({time.time() - started:.0f} s)",
-                  file=sys.stderr, flush=True)  # fmt: skip
-    print(f"\n{args.reps} repetitions x {args.workloads} workloads, pinned to core {CORE}; "
-          f"threshold 5%, alpha 0.05; {time.time() - started:.0f} s")
-    print("| scenario | stored: regression | stored: runs exit 1 | stored: withheld by the drift "
-          "guard | A/B: regression | A/B: runs exit 1 | A/B: unchanged | A/B: inconclusive |")
+                    raw.extend(
+                        {
+                            "mode": mode,
+                            "scenario": label,
+                            "rep": rep,
+                            "key": b["key"],
+                            "comparison": {
+                                k: v
+                                for k, v in (b.get("comparison") or {}).items()
+                                if k != "message"
+                            },
+                        }
+                        for b in doc["benchmarks"]
+                    )
+            print(
+                f"rep {rep + 1}/{args.reps} done ({time.time() - started:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+    print(
+        f"\n{args.reps} repetitions x {args.workloads} workloads, pinned to core {CORE}; "
+        f"threshold 5%, alpha 0.05; {time.time() - started:.0f} s"
+    )
+    print(
+        "| scenario | stored: regression | stored: runs exit 1 | stored: withheld by the drift "
+        "guard | A/B: regression | A/B: runs exit 1 | A/B: unchanged | A/B: inconclusive |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for label in wanted:
         cells = [label]
@@ -128,21 +163,30 @@ def main() -> None:
             v = verdicts.get((mode, label), [])
             e = exits.get((mode, label), [])
             n = len(v)
-            share = f"{v.count('regression')}/{n} ({100 * v.count('regression') / n:.1f}%)" \
-                if n else "-"  # fmt: skip
+            share = (
+                f"{v.count('regression')}/{n} ({100 * v.count('regression') / n:.1f}%)"
+                if n
+                else "-"
+            )
             cells += [share, f"{sum(c == 1 for c in e)}/{len(e)}"]
             if mode == "stored":
                 # regressions the stored mode would have reported but for the drift guard
-                held = sum("withheld" in str(r["comparison"].get("note") or "") for r in raw
-                           if r["mode"] == mode and r["scenario"] == label)  # fmt: skip
+                held = sum(
+                    "withheld" in str(r["comparison"].get("note") or "")
+                    for r in raw
+                    if r["mode"] == mode and r["scenario"] == label
+                )
                 cells.append(f"{held}/{n}" if n else "-")
             if mode == "ab" and n:
-                cells += [f"{100 * v.count('unchanged') / n:.0f}%",
-                          f"{100 * v.count('inconclusive') / n:.0f}%"]  # fmt: skip
+                cells += [
+                    f"{100 * v.count('unchanged') / n:.0f}%",
+                    f"{100 * v.count('inconclusive') / n:.0f}%",
+                ]
         print("| " + " | ".join(cells) + " |")
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"verdicts": {f"{m}|{s}": v for (m, s), v in verdicts.items()}, "raw": raw}))
+        Path(args.json).write_text(
+            json.dumps({"verdicts": {f"{m}|{s}": v for (m, s), v in verdicts.items()}, "raw": raw})
+        )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-SUITE = '''
+SUITE = """
 import json
 from pathlib import Path
 
@@ -99,19 +99,24 @@ def test_numpy_conv(infer_bench):
     img = np.random.default_rng(2).standard_normal(4096)
     k = np.ones(31) / 31
     infer_bench(units(lambda: np.convolve(img, k, mode="same")))
-'''
+"""
 
 SCENARIOS = {"A/A": 1.0, "+5%": 1.05, "+10%": 1.10, "+20%": 1.20, "+30%": 1.30, "-30%": 0.70}
 ENV = {
-    "GIT_AUTHOR_NAME": "dq", "GIT_AUTHOR_EMAIL": "dq@invalid", "GIT_COMMITTER_NAME": "dq",
-    "GIT_COMMITTER_EMAIL": "dq@invalid", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "GIT_AUTHOR_NAME": "dq",
+    "GIT_AUTHOR_EMAIL": "dq@invalid",
+    "GIT_COMMITTER_NAME": "dq",
+    "GIT_COMMITTER_EMAIL": "dq@invalid",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
-}  # fmt: skip
+}
 
 
 def git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                   env={**os.environ, **ENV})  # fmt: skip
+    subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **ENV}
+    )
 
 
 def pytest_run(repo: Path, *args: str) -> dict[str, Any] | None:
@@ -119,9 +124,22 @@ def pytest_run(repo: Path, *args: str) -> dict[str, Any] | None:
     if out.exists():
         out.unlink()
     # Exit codes are not checked: a regression exits 1, and verdicts come from the JSON.
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    f"--perf-json={out}", *args], cwd=repo, capture_output=True, check=False,
-                   env={**os.environ, **ENV})  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--perf-json={out}",
+            *args,
+        ],
+        cwd=repo,
+        capture_output=True,
+        check=False,
+        env={**os.environ, **ENV},
+    )
     return json.loads(out.read_text()) if out.exists() else None
 
 
@@ -176,21 +194,33 @@ def main() -> None:
                     continue
                 for b in doc["benchmarks"]:
                     c = b.get("comparison") or {}
-                    raw.append({"scenario": label, "rep": rep, "key": b["key"],
-                                "comparison": c, "reference": b.get("reference"),
-                                "cv": b["stats"]["cv"]})  # fmt: skip
+                    raw.append(
+                        {
+                            "scenario": label,
+                            "rep": rep,
+                            "key": b["key"],
+                            "comparison": c,
+                            "reference": b.get("reference"),
+                            "cv": b["stats"]["cv"],
+                        }
+                    )
                     verdicts[label].append(c.get("verdict", "none"))
                     if c.get("ratio"):
                         ratios[label].append(c["ratio"])
                     cvs[label].append(b["stats"]["cv"])
-                d = ((doc.get("comparison") or {}).get("environment_drift") or {})
+                d = (doc.get("comparison") or {}).get("environment_drift") or {}
                 if d.get("python_ratio"):
                     drift.append(d["python_ratio"])
-            print(f"rep {rep + 1}/{args.reps} done ({time.time() - started:.0f} s)",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"rep {rep + 1}/{args.reps} done ({time.time() - started:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
     names = ("regression", "improvement", "unchanged", "inconclusive")
-    print(f"\nmode {args.mode}; {args.reps} repetitions x {args.workloads} workloads; "
-          f"threshold 5%, alpha 0.05; {time.time() - started:.0f} s")
+    print(
+        f"\nmode {args.mode}; {args.reps} repetitions x {args.workloads} workloads; "
+        f"threshold 5%, alpha 0.05; {time.time() - started:.0f} s"
+    )
     print(f"| scenario | n | {' | '.join(names)} | median ratio | median CV |")
     print("|---|---|" + "---|" * (len(names) + 2))
     for label in wanted:
@@ -203,11 +233,12 @@ def main() -> None:
         med_cv = statistics.median(cvs[label]) if cvs[label] else float("nan")
         print(f"| {label} | {n} | {shares} | {med_ratio:.3f} | {med_cv:.1%} |")
     if drift:
-        print(f"reference drift (python part, current/baseline): median "
-              f"{statistics.median(drift):.3f}, range {min(drift):.3f}-{max(drift):.3f}")
+        print(
+            f"reference drift (python part, current/baseline): median "
+            f"{statistics.median(drift):.3f}, range {min(drift):.3f}-{max(drift):.3f}"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"verdicts": verdicts, "ratios": ratios,
-                                               "raw": raw}))  # fmt: skip
+        Path(args.json).write_text(json.dumps({"verdicts": verdicts, "ratios": ratios, "raw": raw}))
 
 
 if __name__ == "__main__":

@@ -58,9 +58,21 @@ def measured_medians(workdir: Path, repeats: int) -> dict[str, list[float]]:
     got: dict[str, list[float]] = {"noop": [], "busy_50us": []}
     for i in range(repeats):
         out = workdir / f"r{i}.json"
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                        f"--perf-json={out}", "test_floor.py"], cwd=workdir, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--perf-json={out}",
+                "test_floor.py",
+            ],
+            cwd=workdir,
+            check=True,
+            capture_output=True,
+        )
         for bench in json.loads(out.read_text())["benchmarks"]:
             name = bench["nodeid"].split("::test_")[1]
             got[name].append(bench["stats"]["median"])
@@ -77,14 +89,27 @@ def startup_ms(workdir: Path, repeats: int) -> tuple[float, float, float, str]:
     for _ in range(repeats):
         for extra, sink in (((), with_t), (("-p", "no:infperf"), without_t)):
             t0 = time.perf_counter()
-            subprocess.run([*cmd, *extra, "test_plain.py"], cwd=workdir, check=True,
-                           capture_output=True)  # fmt: skip
+            subprocess.run(
+                [*cmd, *extra, "test_plain.py"], cwd=workdir, check=True, capture_output=True
+            )
             sink.append(time.perf_counter() - t0)
-    imp = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                          "import pytest; import pytest_infperf.plugin, pytest_infperf.session"],
-                         capture_output=True, text=True, check=True)  # fmt: skip
-    own_us = sum(int(line.split("|")[0].split(":")[1]) for line in imp.stderr.splitlines()
-                 if "pytest_infperf" in line and "__editable__" not in line)  # fmt: skip
+    imp = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            "import pytest; import pytest_infperf.plugin, pytest_infperf.session",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    own_us = sum(
+        int(line.split("|")[0].split(":")[1])
+        for line in imp.stderr.splitlines()
+        if "pytest_infperf" in line and "__editable__" not in line
+    )
     probe = textwrap.dedent(
         """
         import sys, pytest
@@ -93,11 +118,16 @@ def startup_ms(workdir: Path, repeats: int) -> tuple[float, float, float, str]:
         print(sorted(heavy & {m.split(".")[0] for m in sys.modules}))
         """
     )
-    out = subprocess.run([sys.executable, "-c", probe], cwd=workdir, capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=workdir, capture_output=True, text=True, check=True
+    )
     loaded = out.stdout.strip().splitlines()[-1]
-    return (statistics.median(with_t) * 1e3, statistics.median(without_t) * 1e3,
-            own_us / 1e3, loaded)  # fmt: skip
+    return (
+        statistics.median(with_t) * 1e3,
+        statistics.median(without_t) * 1e3,
+        own_us / 1e3,
+        loaded,
+    )
 
 
 def main() -> None:
@@ -113,13 +143,19 @@ def main() -> None:
     busy = [m * 1e6 for m in medians["busy_50us"]]
     print(f"python {sys.version.split()[0]}, {args.repeats} pytest runs each")
     print(f"bare perf_counter_ns pair:        {pair:.0f} ns (median of 200k, best of 5)")
-    print(f"no-op callable, reported median:  {statistics.median(noop):.1f} ns "
-          f"(runs: {', '.join(f'{v:.1f}' for v in noop)})")  # fmt: skip
+    print(
+        f"no-op callable, reported median:  {statistics.median(noop):.1f} ns "
+        f"(runs: {', '.join(f'{v:.1f}' for v in noop)})"
+    )
     errors = [abs(b / 50 - 1) * 100 for b in busy]
-    print(f"50 us busy-wait, reported median: {statistics.median(busy):.2f} us, error "
-          f"{statistics.median(errors):.2f}% (worst {max(errors):.2f}%)")  # fmt: skip
-    print(f"pytest --co start-up: {with_p:.0f} ms with the plugin, {without_p:.0f} ms "
-          f"with -p no:infperf: plugin adds {with_p - without_p:.1f} ms (interleaved medians)")
+    print(
+        f"50 us busy-wait, reported median: {statistics.median(busy):.2f} us, error "
+        f"{statistics.median(errors):.2f}% (worst {max(errors):.2f}%)"
+    )
+    print(
+        f"pytest --co start-up: {with_p:.0f} ms with the plugin, {without_p:.0f} ms "
+        f"with -p no:infperf: plugin adds {with_p - without_p:.1f} ms (interleaved medians)"
+    )
     print(f"plugin modules' own import time (-X importtime): {own_ms:.1f} ms")
     print(f"heavy modules loaded at start-up: {loaded}")
 

@@ -52,10 +52,21 @@ while True:
 """.replace("KEY", KEY).replace("SHA", SHA)
 
 
-def spawn(root: Path, names: list[str], barrier: Path, size: int = 50,
-          loop: bool = False) -> subprocess.Popen[bytes]:  # fmt: skip
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(root), ",".join(names),
-                             str(barrier), str(size), "1" if loop else "0"])  # fmt: skip
+def spawn(
+    root: Path, names: list[str], barrier: Path, size: int = 50, loop: bool = False
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WRITER,
+            str(root),
+            ",".join(names),
+            str(barrier),
+            str(size),
+            "1" if loop else "0",
+        ]
+    )
 
 
 def check(root: Path, expected: set[str]) -> tuple[bool, str]:
@@ -121,19 +132,27 @@ def kill_trials(kills: int) -> tuple[int, int, int]:
             os.kill(victim.pid, signal.SIGKILL)
             victim.wait()
             folder = root / KEY
-            stray = [p for p in folder.iterdir() if p.name.startswith(
-                f"{TEMP_PREFIX}{victim.pid}-")] if folder.is_dir() else []  # fmt: skip
+            stray = (
+                [p for p in folder.iterdir() if p.name.startswith(f"{TEMP_PREFIX}{victim.pid}-")]
+                if folder.is_dir()
+                else []
+            )
             mid_write += bool(stray)
             time.sleep(0.2)
             bystander.terminate()
             bystander.wait()
             # The next ordinary save cleans up after the dead writer.
             samples = [1e-3] * 5
-            entry = BenchmarkResult(nodeid="test_s.py::test_after", name=None,
-                                    backend="callable", samples=samples,
-                                    stats=summarize(samples)).to_json()  # fmt: skip
-            BaselineStore(root).save(KEY, SHA, [entry], {"key": KEY, "hard": {}, "soft": {}},
-                                     {"sha": SHA})  # fmt: skip
+            entry = BenchmarkResult(
+                nodeid="test_s.py::test_after",
+                name=None,
+                backend="callable",
+                samples=samples,
+                stats=summarize(samples),
+            ).to_json()
+            BaselineStore(root).save(
+                KEY, SHA, [entry], {"key": KEY, "hard": {}, "soft": {}}, {"sha": SHA}
+            )
             good, detail = check(root, {"test_small", "test_after"})
             ok += good
             after_save += "test_big_0" in _keys(root)
@@ -195,17 +214,23 @@ def main() -> None:
     parser.add_argument("--raw-kills", type=int, default=20)
     args = parser.parse_args()
     ok, took = concurrent_trials(args.trials, args.writers)
-    print(f"concurrent savers: {ok}/{args.trials} trials complete and valid "
-          f"({args.writers} writers x 5 entries each, same file; {took:.0f} s)")
+    print(
+        f"concurrent savers: {ok}/{args.trials} trials complete and valid "
+        f"({args.writers} writers x 5 entries each, same file; {took:.0f} s)"
+    )
     ok_k, mid_write, after_save = kill_trials(args.kills)
-    print(f"SIGKILL mid-save: {ok_k}/{args.kills} trials left a valid file holding every entry "
-          f"saved before the kill, and no temp file after the next save; {mid_write} kills "
-          f"landed while the victim's temp file was half-written, and in {after_save} the "
-          "victim had completed at least one ~2.5 MB save before it was killed")
+    print(
+        f"SIGKILL mid-save: {ok_k}/{args.kills} trials left a valid file holding every entry "
+        f"saved before the kill, and no temp file after the next save; {mid_write} kills "
+        f"landed while the victim's temp file was half-written, and in {after_save} the "
+        "victim had completed at least one ~2.5 MB save before it was killed"
+    )
     ok_r, mid_r = raw_kill_trials(args.raw_kills)
-    print(f"SIGKILL of a raw atomic writer (3 MB documents): {ok_r}/{args.raw_kills} left "
-          f"the previous or the new complete file and no temp file after cleanup; {mid_r} "
-          "kills landed mid-write")
+    print(
+        f"SIGKILL of a raw atomic writer (3 MB documents): {ok_r}/{args.raw_kills} left "
+        f"the previous or the new complete file and no temp file after cleanup; {mid_r} "
+        "kills landed mid-write"
+    )
 
 
 if __name__ == "__main__":

@@ -11,14 +11,25 @@ FULL = {"batch": [1, 4, 8, 32], "seq": [64, 128, 256, 384]}
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("infperf examples")
-    group.addoption("--sweep", choices=("small", "full"), default="small",
-                    help="small (default, a few minutes on 2 cores) or the full seed sweep")
-    group.addoption("--threads", type=int, default=1,
-                    help="intra-op threads for torch and onnxruntime (default 1: least noise)")
-    group.addoption("--backends", default=None,
-                    help="comma-separated: torch-eager, torch-compile, torch-cuda, ort-cpu, "
-                         "ort-cuda (default: eager and ort-cpu, plus torch-compile in the "
-                         "full sweep, plus the CUDA ones on a GPU machine)")
+    group.addoption(
+        "--sweep",
+        choices=("small", "full"),
+        default="small",
+        help="small (default, a few minutes on 2 cores) or the full seed sweep",
+    )
+    group.addoption(
+        "--threads",
+        type=int,
+        default=1,
+        help="intra-op threads for torch and onnxruntime (default 1: least noise)",
+    )
+    group.addoption(
+        "--backends",
+        default=None,
+        help="comma-separated: torch-eager, torch-compile, torch-cuda, ort-cpu, "
+        "ort-cuda (default: eager and ort-cpu, plus torch-compile in the "
+        "full sweep, plus the CUDA ones on a GPU machine)",
+    )
 
 
 def _backends(config: pytest.Config) -> list[str]:

@@ -31,9 +31,16 @@ def mlp_onnx(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("mlp") / "mlp.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch deprecates the TorchScript exporter
-        torch.onnx.export(make_mlp(), (torch.randn(1, 200),), str(path), input_names=["x"],
-                          output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            make_mlp(),
+            (torch.randn(1, 200),),
+            str(path),
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
     return str(path)
 
 
@@ -46,5 +53,10 @@ def test_mlp_torch(infer_bench, mlp_batch: int, threads: int) -> None:
 def test_mlp_onnxruntime(infer_bench, mlp_onnx: str, mlp_batch: int, threads: int) -> None:
     pytest.importorskip("onnxruntime")
     x = np.random.default_rng(0).standard_normal((mlp_batch, 200)).astype(np.float32)
-    infer_bench(mlp_onnx, {"x": x}, providers=["CPUExecutionProvider"],
-                intra_op_threads=threads, inter_op_threads=1)
+    infer_bench(
+        mlp_onnx,
+        {"x": x},
+        providers=["CPUExecutionProvider"],
+        intra_op_threads=threads,
+        inter_op_threads=1,
+    )

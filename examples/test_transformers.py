@@ -35,8 +35,9 @@ def test_model_sweep_is_offline(infperf_hf) -> None:
 
 
 @pytest.mark.parametrize("model_name", MODELS)
-def test_torch(infer_bench, infperf_hf, model_name: str, backend: str, batch: int, seq: int,
-               threads: int) -> None:
+def test_torch(
+    infer_bench, infperf_hf, model_name: str, backend: str, batch: int, seq: int, threads: int
+) -> None:
     import torch
 
     if backend == "torch-cuda" and not _cuda():
@@ -52,8 +53,9 @@ def test_torch(infer_bench, infperf_hf, model_name: str, backend: str, batch: in
 
 
 @pytest.mark.parametrize("model_name", MODELS)
-def test_onnxruntime(infer_bench, infperf_hf, model_name: str, ort_backend: str, batch: int,
-                     seq: int, threads: int) -> None:
+def test_onnxruntime(
+    infer_bench, infperf_hf, model_name: str, ort_backend: str, batch: int, seq: int, threads: int
+) -> None:
     ort = pytest.importorskip("onnxruntime")
     path = infperf_hf.onnx(model_name)
     inputs = infperf_hf.inputs(model_name, batch, seq, framework="np")
@@ -62,5 +64,10 @@ def test_onnxruntime(infer_bench, infperf_hf, model_name: str, ort_backend: str,
             pytest.skip("onnxruntime without CUDA (install onnxruntime-gpu)")
         infer_bench(path, inputs, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
         return
-    infer_bench(path, inputs, providers=["CPUExecutionProvider"], intra_op_threads=threads,
-                inter_op_threads=1)
+    infer_bench(
+        path,
+        inputs,
+        providers=["CPUExecutionProvider"],
+        intra_op_threads=threads,
+        inter_op_threads=1,
+    )

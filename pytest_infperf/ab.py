@@ -57,8 +57,15 @@ class ABError(Exception):
 class ABController:
     """Owns the base worktree and the worker process for one pytest session."""
 
-    def __init__(self, ref: str, rootdir: Path, args: list[str], pythonpath: tuple[str, ...],
-                 keyword: str = "", markexpr: str = "") -> None:  # fmt: skip
+    def __init__(
+        self,
+        ref: str,
+        rootdir: Path,
+        args: list[str],
+        pythonpath: tuple[str, ...],
+        keyword: str = "",
+        markexpr: str = "",
+    ) -> None:
         self.ref = ref
         self.rootdir = rootdir
         self.args = args
@@ -96,8 +103,9 @@ class ABController:
             repo.git.worktree("add", "--detach", "--force", str(self.worktree), self.base_sha)
         except git.GitCommandError as exc:
             shutil.rmtree(self.tmp, ignore_errors=True)
-            raise GitError(f"cannot check out {self.base_sha[:10]} as a worktree: "
-                           f"{exc.stderr.strip()}") from None  # fmt: skip
+            raise GitError(
+                f"cannot check out {self.base_sha[:10]} as a worktree: {exc.stderr.strip()}"
+            ) from None
         atexit.register(self.close)
 
     def _map(self, path: Path) -> Path:
@@ -134,10 +142,20 @@ class ABController:
         env.pop("PYTEST_ADDOPTS", None)
         env.pop("PYTEST_XDIST_WORKER", None)
         rootdir = self._map(self.rootdir)
-        cmd = [sys.executable, "-m", "pytest_infperf.abworker", address, str(self.worktree),
-               str(rootdir), os.pathsep.join(self.pythonpath), "--", *self._worker_args()]
-        self.proc = subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=log,
-                                     stderr=subprocess.STDOUT)  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest_infperf.abworker",
+            address,
+            str(self.worktree),
+            str(rootdir),
+            os.pathsep.join(self.pythonpath),
+            "--",
+            *self._worker_args(),
+        ]
+        self.proc = subprocess.Popen(
+            cmd, cwd=rootdir, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         log.close()
         # The worker listens; connect once it is up, unless it died first.
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
@@ -262,18 +280,24 @@ class ABController:
                 proc.kill()
                 proc.wait()
         if self.worktree is not None and self.toplevel is not None:
-            subprocess.run(["git", "worktree", "remove", "--force", str(self.worktree)],
-                           cwd=self.toplevel, capture_output=True, check=False)  # fmt: skip
-            subprocess.run(["git", "worktree", "prune"], cwd=self.toplevel,
-                           capture_output=True, check=False)  # fmt: skip
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(self.worktree)],
+                cwd=self.toplevel,
+                capture_output=True,
+                check=False,
+            )
+            subprocess.run(
+                ["git", "worktree", "prune"], cwd=self.toplevel, capture_output=True, check=False
+            )
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
 
 
-def interleave(controller: ABController, sampler: Any, block: int, per_sample_s: float,
-               opts: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def interleave(
+    controller: ABController, sampler: Any, block: int, per_sample_s: float, opts: dict[str, Any]
+) -> dict[str, Any]:
     """Alternate base (A) and head (B) blocks in ABBA order; decide at the looks.
 
     Returns the head samples, the base samples, the pairs' log-ratios and the decision.
@@ -315,6 +339,11 @@ def interleave(controller: ABController, sampler: Any, block: int, per_sample_s:
             if decision["verdict"] != INCONCLUSIVE or out_of_time or looks >= len(LOOKS):
                 break
     assert decision is not None
-    decision.update(alpha=opts["alpha"], alpha_at_last_look=alpha_look, looks=looks,
-                    block_samples=count, ab_seconds=round(time.perf_counter() - start, 3))
+    decision.update(
+        alpha=opts["alpha"],
+        alpha_at_last_look=alpha_look,
+        looks=looks,
+        block_samples=count,
+        ab_seconds=round(time.perf_counter() - start, 3),
+    )
     return {"head": head, "base": base, "ratios": ratios, "decision": decision}

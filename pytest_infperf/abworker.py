@@ -94,12 +94,19 @@ class ABWorkerPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            self.outcome = {"outcome": report.outcome,
-                            "longrepr": str(report.longrepr)[-2000:] if report.failed else ""}
+            self.outcome = {
+                "outcome": report.outcome,
+                "longrepr": str(report.longrepr)[-2000:] if report.failed else "",
+            }
 
-    def serve(self, name: str | None, prepared: Prepared, opts: dict[str, Any], check: Any,
-              build: Callable[[list[float], Warm], BenchmarkResult],
-              ) -> BenchmarkResult:  # fmt: skip
+    def serve(
+        self,
+        name: str | None,
+        prepared: Prepared,
+        opts: dict[str, Any],
+        check: Any,
+        build: Callable[[list[float], Warm], BenchmarkResult],
+    ) -> BenchmarkResult:
         """Inside the base test's ``infer_bench`` call: warm up, report ready, then time
         blocks on demand until told to finish (returns the result) or skip."""
         if self.ending:
@@ -108,10 +115,20 @@ class ABWorkerPlugin:
         with sampler.context():
             from .ab import AB_SAMPLE_TIME_S
 
-            warm = warm_up(sampler, opts, check_output=check,
-                           target=max(opts["min_sample_time"], AB_SAMPLE_TIME_S))  # fmt: skip
-            self.send(ev="ready", name=name, backend=prepared.backend, env=prepared.env,
-                      info=prepared.info, block=warm.block)  # fmt: skip
+            warm = warm_up(
+                sampler,
+                opts,
+                check_output=check,
+                target=max(opts["min_sample_time"], AB_SAMPLE_TIME_S),
+            )
+            self.send(
+                ev="ready",
+                name=name,
+                backend=prepared.backend,
+                env=prepared.env,
+                info=prepared.info,
+                block=warm.block,
+            )
             samples: list[float] = []
             while True:
                 message = self.recv()
@@ -120,8 +137,7 @@ class ABWorkerPlugin:
                     # The head's calls per sample: both sides must time identical blocks,
                     # or drift (preemption by a noisy neighbour) hits them unequally.
                     calls = int(message.get("calls") or warm.block)
-                    values = take_samples(sampler, int(message["n"]), calls,
-                                          opts["disable_gc"])  # fmt: skip
+                    values = take_samples(sampler, int(message["n"]), calls, opts["disable_gc"])
                     samples.extend(values)
                     self.send(ev="samples", values=values)
                 elif op == "finish":
@@ -141,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     address, worktree, rootdir, pythonpath = args[:4]
-    pytest_args = args[args.index("--") + 1:] if "--" in args else []
+    pytest_args = args[args.index("--") + 1 :] if "--" in args else []
     authkey = bytes.fromhex(os.environ.pop(AUTHKEY_ENV))
     # Listen on a socket only the controller knows (temp folder) and only it can
     # authenticate to (a fresh random key, passed in the environment).
@@ -153,8 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.path[:0] = [*extra, str(tree)]
         os.chdir(rootdir)
         plugin = ABWorkerPlugin(conn)
-        return int(pytest.main([*pytest_args, "--rootdir", rootdir, "-p", "no:cacheprovider",
-                                "-q", "--no-header"], plugins=[plugin]))  # fmt: skip
+        return int(
+            pytest.main(
+                [*pytest_args, "--rootdir", rootdir, "-p", "no:cacheprovider", "-q", "--no-header"],
+                plugins=[plugin],
+            )
+        )
     except BaseException:
         try:
             conn.send({"ev": "error", "traceback": traceback.format_exc()[-4000:]})

@@ -58,9 +58,11 @@ def validate(doc: Any, path: Path | str) -> dict[str, Any]:
     the schema. Returns the document or raises :class:`BaselineFileError`."""
     if not isinstance(doc, dict):
         raise BaselineFileError(
-            path, f"is not a pytest-infperf results document (top level is a "
-            f"{type(doc).__name__}, expected an object)", _FIX_RESTORE,
-        )  # fmt: skip
+            path,
+            f"is not a pytest-infperf results document (top level is a "
+            f"{type(doc).__name__}, expected an object)",
+            _FIX_RESTORE,
+        )
     version = doc.get("schema_version")
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise BaselineFileError(
@@ -84,9 +86,10 @@ def validate(doc: Any, path: Path | str) -> dict[str, Any]:
         where = "/".join(str(p) for p in first.absolute_path) or "(top level)"
         more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
         raise BaselineFileError(
-            path, f"does not match the results schema at {where}: {first.message[:200]}{more}",
+            path,
+            f"does not match the results schema at {where}: {first.message[:200]}{more}",
             _FIX_RESTORE,
-        )  # fmt: skip
+        )
     keys = [b.get("key") or bench_key(b["nodeid"], b.get("name")) for b in doc["benchmarks"]]
     if len(set(keys)) != len(keys):
         raise BaselineFileError(path, "lists the same benchmark twice", _FIX_RESTORE)
@@ -103,13 +106,15 @@ def read_document(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, A
             path, "does not exist", "Check the path, or save a baseline first with --perf-save"
         ) from None
     except OSError as exc:
-        raise BaselineFileError(path, f"cannot be read ({exc.strerror})",
-                                "Check its permissions") from None  # fmt: skip
+        raise BaselineFileError(
+            path, f"cannot be read ({exc.strerror})", "Check its permissions"
+        ) from None
     if not path.is_file():
         raise BaselineFileError(path, "is not a regular file", "Point at a JSON file")
     if size == 0:
-        raise BaselineFileError(path, "is empty (an interrupted write or a truncated "
-                                      "checkout?)", _FIX_RESTORE)  # fmt: skip
+        raise BaselineFileError(
+            path, "is empty (an interrupted write or a truncated checkout?)", _FIX_RESTORE
+        )
     if size > max_bytes:
         raise BaselineFileError(
             path,
@@ -121,8 +126,9 @@ def read_document(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, A
         with path.open("rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise BaselineFileError(path, f"cannot be read ({exc.strerror})",
-                                "Check its permissions") from None  # fmt: skip
+        raise BaselineFileError(
+            path, f"cannot be read ({exc.strerror})", "Check its permissions"
+        ) from None
     return parse_bytes(raw, path)
 
 
@@ -131,25 +137,30 @@ def parse_bytes(raw: bytes, path: Path | str) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BaselineFileError(path, f"is not UTF-8 text (byte {exc.start})",
-                                _FIX_RESTORE) from None  # fmt: skip
+        raise BaselineFileError(
+            path, f"is not UTF-8 text (byte {exc.start})", _FIX_RESTORE
+        ) from None
     if "<<<<<<<" in text and ">>>>>>>" in text:
         raise BaselineFileError(
-            path, "contains git merge-conflict markers",
+            path,
+            "contains git merge-conflict markers",
             "Resolve the conflict (keep one side: git checkout --ours/--theirs -- <file>)",
-        )  # fmt: skip
+        )
     try:
         doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise BaselineFileError(
-            path, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
-            "truncated or edited by hand?)", _FIX_RESTORE,
-        ) from None  # fmt: skip
+            path,
+            f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
+            "truncated or edited by hand?)",
+            _FIX_RESTORE,
+        ) from None
     except ValueError as exc:
         raise BaselineFileError(path, str(exc), _FIX_RESTORE) from None
     except RecursionError:
-        raise BaselineFileError(path, "is nested too deeply to be a results document",
-                                _FIX_RESTORE) from None  # fmt: skip
+        raise BaselineFileError(
+            path, "is nested too deeply to be a results document", _FIX_RESTORE
+        ) from None
     return validate(doc, path)
 
 
@@ -192,15 +203,17 @@ class BaselineStore:
 
     def env_keys(self) -> list[str]:
         try:
-            return sorted(p.name for p in self.root.iterdir() if p.is_dir() and
-                          KEY_RE.match(p.name))  # fmt: skip
+            return sorted(
+                p.name for p in self.root.iterdir() if p.is_dir() and KEY_RE.match(p.name)
+            )
         except OSError:
             return []
 
     def commits(self, env_key: str) -> list[str]:
         try:
-            return sorted(p.stem for p in (self.root / env_key).glob("*.json")
-                          if SHA_RE.match(p.stem))  # fmt: skip
+            return sorted(
+                p.stem for p in (self.root / env_key).glob("*.json") if SHA_RE.match(p.stem)
+            )
         except OSError:
             return []
 
@@ -233,9 +246,15 @@ class BaselineStore:
             self.load(path)
         return path
 
-    def save(self, env_key: str, sha: str, benchmarks: list[dict[str, Any]],
-             environment: dict[str, Any], commit: dict[str, Any],
-             **extra: Any) -> tuple[Path, int, int]:  # fmt: skip
+    def save(
+        self,
+        env_key: str,
+        sha: str,
+        benchmarks: list[dict[str, Any]],
+        environment: dict[str, Any],
+        commit: dict[str, Any],
+        **extra: Any,
+    ) -> tuple[Path, int, int]:
         """Merge ``benchmarks`` into the stored baseline of ``sha`` and write it atomically.
 
         Benchmarks not in this run keep their stored entries; a benchmark measured again

@@ -57,13 +57,18 @@ def _branch_files(repo: Any, tip: str) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     listing = repo.git.ls_tree("-r", "--name-only", tip, f"{PREFIX}/")
     for name in listing.splitlines():
-        rel = name[len(PREFIX) + 1:]
+        rel = name[len(PREFIX) + 1 :]
         parts = rel.split("/")
-        if len(parts) == 2 and KEY_RE.match(parts[0]) and parts[1].endswith(".json") \
-                and SHA_RE.match(parts[1][:-5]):  # fmt: skip
+        if (
+            len(parts) == 2
+            and KEY_RE.match(parts[0])
+            and parts[1].endswith(".json")
+            and SHA_RE.match(parts[1][:-5])
+        ):
             # Exact bytes: GitPython strips a trailing newline unless told not to.
-            files[rel] = repo.git.show(f"{tip}:{name}", stdout_as_string=False,
-                                       strip_newline_in_stdout=False)  # fmt: skip
+            files[rel] = repo.git.show(
+                f"{tip}:{name}", stdout_as_string=False, strip_newline_in_stdout=False
+            )
     return files
 
 
@@ -87,8 +92,13 @@ def merge_documents(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, A
     return document(merged.values(), ours["environment"], ours["commit"], **extra)
 
 
-def pull(root: Path, folder: Path, remote: str = "origin", branch: str = "infperf-baselines",
-         log: Callable[[str], None] = print) -> int:  # fmt: skip
+def pull(
+    root: Path,
+    folder: Path,
+    remote: str = "origin",
+    branch: str = "infperf-baselines",
+    log: Callable[[str], None] = print,
+) -> int:
     """Write the branch's baselines into ``folder``; returns how many files were written."""
     from .fsutil import atomic_write_text
 
@@ -136,8 +146,14 @@ def _commit_tree(repo: Any, parent: str | None, files: dict[str, bytes], message
         Path(index).unlink(missing_ok=True)
 
 
-def push(root: Path, folder: Path, remote: str = "origin", branch: str = "infperf-baselines",
-         attempts: int = 6, log: Callable[[str], None] = print) -> str | None:  # fmt: skip
+def push(
+    root: Path,
+    folder: Path,
+    remote: str = "origin",
+    branch: str = "infperf-baselines",
+    attempts: int = 6,
+    log: Callable[[str], None] = print,
+) -> str | None:
     """Merge the local baselines into the branch and push; retried on a lost race.
     Returns the pushed commit, or None when there was nothing new."""
     import git
@@ -168,20 +184,31 @@ def push(root: Path, folder: Path, remote: str = "origin", branch: str = "infper
             log(f"{remote}/{branch} already has every local baseline: nothing to push")
             return None
         head = os.environ.get("GITHUB_SHA") or repo.head.commit.hexsha
-        message = (f"infperf baselines: {len(changed)} file(s) from {head[:10]}\n\n"
-                   + "\n".join(sorted(changed)))  # fmt: skip
+        message = f"infperf baselines: {len(changed)} file(s) from {head[:10]}\n\n" + "\n".join(
+            sorted(changed)
+        )
         commit = _commit_tree(repo, tip, changed, message)
         try:
             repo.git.push("--quiet", remote, f"{commit}:refs/heads/{branch}")
         except git.GitCommandError as exc:
             err = exc.stderr or ""
-            rejected = any(s in err for s in ("non-fast-forward", "fetch first", "rejected",
-                                              "stale info", "cannot lock ref"))  # fmt: skip
+            rejected = any(
+                s in err
+                for s in (
+                    "non-fast-forward",
+                    "fetch first",
+                    "rejected",
+                    "stale info",
+                    "cannot lock ref",
+                )
+            )
             if not rejected or attempt == attempts:
                 raise GitError(f"pushing to {remote}/{branch} failed: {err.strip()}") from None
             delay = min(8.0, 0.25 * 2**attempt) * (0.5 + random.random())
-            log(f"{remote}/{branch} moved while merging (attempt {attempt}); retrying in "
-                f"{delay:.1f} s")  # fmt: skip
+            log(
+                f"{remote}/{branch} moved while merging (attempt {attempt}); retrying in "
+                f"{delay:.1f} s"
+            )
             time.sleep(delay)
             continue
         log(f"pushed {len(changed)} baseline file(s) to {remote}/{branch} ({commit[:10]})")

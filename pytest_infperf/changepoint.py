@@ -43,8 +43,11 @@ def welch_p(a: np.ndarray, b: np.ndarray) -> float:
     if se2 <= 0:
         return 0.0 if diff != 0 else 1.0
     t = diff / math.sqrt(se2)
-    dof = se2**2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1)) \
-        if va > 0 and vb > 0 else float(len(a) + len(b) - 2)  # fmt: skip
+    dof = (
+        se2**2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
+        if va > 0 and vb > 0
+        else float(len(a) + len(b) - 2)
+    )
     return float(2 * stats.t.sf(abs(t), dof))
 
 
@@ -65,8 +68,9 @@ def _best_split(x: np.ndarray) -> int | None:
     return best_i
 
 
-def detect(values: Sequence[float], p_max: float = 0.001,
-           min_magnitude: float = 0.05) -> list[ChangePoint]:  # fmt: skip
+def detect(
+    values: Sequence[float], p_max: float = 0.001, min_magnitude: float = 0.05
+) -> list[ChangePoint]:
     """Change points of a positive series (e.g. medians in seconds, oldest first)."""
     arr = np.log(np.asarray(values, dtype=np.float64))
     found: list[ChangePoint] = []
@@ -80,8 +84,15 @@ def detect(values: Sequence[float], p_max: float = 0.001,
         p = welch_p(before, after)
         ratio = math.exp(float(np.mean(after) - np.mean(before)))
         if p <= p_max and abs(ratio - 1.0) >= min_magnitude:
-            found.append(ChangePoint(lo + split, ratio, p, math.exp(float(np.mean(before))),
-                                     math.exp(float(np.mean(after)))))  # fmt: skip
+            found.append(
+                ChangePoint(
+                    lo + split,
+                    ratio,
+                    p,
+                    math.exp(float(np.mean(before))),
+                    math.exp(float(np.mean(after))),
+                )
+            )
             visit(lo, lo + split)
             visit(lo + split, hi)
 

@@ -70,8 +70,9 @@ def _resolve_commit(spec: str, store: BaselineStore, env: str, args: argparse.Na
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise CLIError(f"{spec!r} is neither a JSON file, a git ref, nor a stored commit of "
-                       f"environment {env}")  # fmt: skip
+        raise CLIError(
+            f"{spec!r} is neither a JSON file, a git ref, nor a stored commit of environment {env}"
+        )
     raise CLIError(f"{spec!r} matches {len(matches)} stored commits; give more of the sha")
 
 
@@ -100,9 +101,11 @@ def _list(args: argparse.Namespace) -> int:
                 continue
             commit = doc.get("commit") or {}
             dirty = " (dirty)" if commit.get("dirty") else ""
-            print(f"  {sha[:10]}  {len(doc['benchmarks']):4d} benchmarks  "
-                  f"{str(commit.get('time') or doc['created'])[:19]}  "
-                  f"{str(commit.get('subject') or '')[:50]}{dirty}")  # fmt: skip
+            print(
+                f"  {sha[:10]}  {len(doc['benchmarks']):4d} benchmarks  "
+                f"{str(commit.get('time') or doc['created'])[:19]}  "
+                f"{str(commit.get('subject') or '')[:50]}{dirty}"
+            )
     return 0
 
 
@@ -128,8 +131,9 @@ def _compare(args: argparse.Namespace) -> int:
 
     base, head = _load(args.a, args), _load(args.b, args)
     base_entries = {r.key: r.to_json() for r in _results(base)}
-    env_diff = environment.diff(head["environment"].get("hard", {}),
-                                base["environment"].get("hard", {}))  # fmt: skip
+    env_diff = environment.diff(
+        head["environment"].get("hard", {}), base["environment"].get("hard", {})
+    )
     results = _results(head)
     opts = dict(DEFAULTS)
     opts.update(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
@@ -140,8 +144,11 @@ def _compare(args: argparse.Namespace) -> int:
             continue
         diff = {**env_diff, **environment.diff(r.env, entry.get("env") or {})}
         if diff:
-            r.comparison = {"verdict": INCOMPARABLE, "env_diff": diff,
-                            "baseline_median": entry["stats"].get("median")}  # fmt: skip
+            r.comparison = {
+                "verdict": INCOMPARABLE,
+                "env_diff": diff,
+                "baseline_median": entry["stats"].get("median"),
+            }
             continue
         r.comparison = decide(r.samples, r.memory, r.batch_size, entry, opts)
     for line in summary_lines(results):
@@ -168,8 +175,7 @@ def _history(args: argparse.Namespace) -> int:
         raise CLIError(f"no baselines in {store.root}" + (f" for {args.env}" if args.env else ""))
     shas = first_parent_history(_root(args), args.ref, args.depth)
     problems: list[str] = []
-    series = with_changes(load_series(store, env, shas, args.k, problems), args.p,
-                          args.min_change)  # fmt: skip
+    series = with_changes(load_series(store, env, shas, args.k, problems), args.p, args.min_change)
     print(f"environment {env}; {len(shas)} first-parent commits of {args.ref}")
     for key, s in sorted(series.items()):
         print(f"\n{key}")
@@ -179,8 +185,10 @@ def _history(args: argparse.Namespace) -> int:
             if i in change_at:
                 c = change_at[i]
                 mark = f"  <-- change {c.ratio - 1:+.1%} (p={c.p_value:.1e})"
-            print(f"  {p.sha[:10]}  {fmt_time(p.median):>9}  n={p.n:<5} "
-                  f"{str(p.subject or '')[:40]}{mark}")  # fmt: skip
+            print(
+                f"  {p.sha[:10]}  {fmt_time(p.median):>9}  n={p.n:<5} "
+                f"{str(p.subject or '')[:40]}{mark}"
+            )
     for problem in problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
     return 0
@@ -194,8 +202,9 @@ def _report(args: argparse.Namespace) -> int:
     baseline = _load(args.compare, args) if args.compare else None
     history: dict[str, Any] = {}
     store = _store(args)
-    env = choose_env(store, args.env, (results or {}).get("environment", {}).get("key")
-                     or _current_env())  # fmt: skip
+    env = choose_env(
+        store, args.env, (results or {}).get("environment", {}).get("key") or _current_env()
+    )
     if env is not None and not args.no_history:
         try:
             shas = first_parent_history(_root(args), args.ref, args.depth)
@@ -222,16 +231,17 @@ def _prune(args: argparse.Namespace) -> int:
     keys = [args.env] if args.env else store.env_keys()
     try:
         repo = gitinfo.open_repo(_root(args))
-        order = {sha: i for i, sha in enumerate(gitinfo.first_parents(
-            repo, gitinfo.head_sha(repo), 100_000))}  # fmt: skip
+        order = {
+            sha: i
+            for i, sha in enumerate(gitinfo.first_parents(repo, gitinfo.head_sha(repo), 100_000))
+        }
     except GitError:
         order = {}
     removed = 0
     for key in keys:
         # Newest first: by position in HEAD's history, then (commits not in it) by file age.
-        ranked = sorted(store.commits(key), key=functools.partial(_age, store, key,
-                                                                   order=order))  # fmt: skip
-        for sha in ranked[args.keep:]:
+        ranked = sorted(store.commits(key), key=functools.partial(_age, store, key, order=order))
+        for sha in ranked[args.keep :]:
             path = store.path_for(key, sha)
             print(f"{'would remove' if args.dry_run else 'removed'} {path}")
             if not args.dry_run:
@@ -239,13 +249,14 @@ def _prune(args: argparse.Namespace) -> int:
                 with FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT_S):
                     path.unlink(missing_ok=True)
             removed += 1
-    print(f"{removed} baseline file(s) {'to remove' if args.dry_run else 'removed'}; "
-          f"kept the newest {args.keep} per environment")
+    print(
+        f"{removed} baseline file(s) {'to remove' if args.dry_run else 'removed'}; "
+        f"kept the newest {args.keep} per environment"
+    )
     return 0
 
 
-def _age(store: BaselineStore, key: str, sha: str, *,
-         order: dict[str, int]) -> tuple[int, float]:  # fmt: skip
+def _age(store: BaselineStore, key: str, sha: str, *, order: dict[str, int]) -> tuple[int, float]:
     if sha in order:
         return (order[sha], 0.0)
     try:
@@ -289,30 +300,50 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import branch
 
-    bl = sub.add_parser("baselines", help="keep baselines on a dedicated git branch",
-                        description=branch.__doc__,
-                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    bl.add_argument("action", choices=("pull", "push"),
-                    help="pull: branch -> baselines folder; push: folder -> branch")
+    bl = sub.add_parser(
+        "baselines",
+        help="keep baselines on a dedicated git branch",
+        description=branch.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bl.add_argument(
+        "action",
+        choices=("pull", "push"),
+        help="pull: branch -> baselines folder; push: folder -> branch",
+    )
     bl.add_argument("--branch", default="infperf-baselines", help="(default infperf-baselines)")
     bl.add_argument("--remote", default="origin", help="(default origin)")
-    bl.add_argument("--dir", default="baselines",
-                    help="baselines folder, relative to the repository (default baselines)")
+    bl.add_argument(
+        "--dir",
+        default="baselines",
+        help="baselines folder, relative to the repository (default baselines)",
+    )
     bl.add_argument("--repo", default=".", help="path inside the repository (default .)")
-    bl.add_argument("--attempts", type=int, default=6,
-                    help="push: tries when another job pushes first (default 6)")
+    bl.add_argument(
+        "--attempts",
+        type=int,
+        default=6,
+        help="push: tries when another job pushes first (default 6)",
+    )
     bl.set_defaults(func=_baselines)
 
     def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--dir", default="baselines",
-                       help="baselines folder, relative to the repository (default baselines)")
+        p.add_argument(
+            "--dir",
+            default="baselines",
+            help="baselines folder, relative to the repository (default baselines)",
+        )
         p.add_argument("--repo", default=".", help="path inside the repository (default .)")
-        p.add_argument("--env", default=None,
-                       help="environment key (default: this machine's, else the most used)")
+        p.add_argument(
+            "--env",
+            default=None,
+            help="environment key (default: this machine's, else the most used)",
+        )
         return p
 
-    common(sub.add_parser("list", help="stored baselines by environment and commit")
-           ).set_defaults(func=_list)  # fmt: skip
+    common(sub.add_parser("list", help="stored baselines by environment and commit")).set_defaults(
+        func=_list
+    )
     show = common(sub.add_parser("show", help="one commit's (or JSON file's) benchmarks"))
     show.add_argument("commit", help="sha, prefix, ref, or a results/baseline JSON file")
     show.set_defaults(func=_show)
@@ -321,18 +352,24 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("b", help="current: commit, ref or JSON file")
     cmp.add_argument("--threshold", type=float, default=0.05)
     cmp.add_argument("--alpha", type=float, default=0.05)
-    cmp.add_argument("--metric", default="median", choices=("median", "p90", "p99",
-                                                            "throughput", "memory"))
+    cmp.add_argument(
+        "--metric", default="median", choices=("median", "p90", "p99", "throughput", "memory")
+    )
     cmp.add_argument("--markdown", help="also write a Markdown report here")
     cmp.set_defaults(func=_compare)
-    hist = common(sub.add_parser("history", help="benchmarks along first-parent history, "
-                                                 "with change points"))  # fmt: skip
+    hist = common(
+        sub.add_parser("history", help="benchmarks along first-parent history, with change points")
+    )
     hist.add_argument("-k", default=None, help="only benchmarks matching (substring or glob)")
     hist.add_argument("--ref", default="HEAD", help="branch whose history to walk (HEAD)")
     hist.add_argument("--depth", type=int, default=200, help="commits to walk (200)")
     hist.add_argument("--p", type=float, default=0.001, help="change-point p-value (0.001)")
-    hist.add_argument("--min-change", type=float, default=0.05,
-                      help="smallest change point reported, as a fraction (0.05)")
+    hist.add_argument(
+        "--min-change",
+        type=float,
+        default=0.05,
+        help="smallest change point reported, as a fraction (0.05)",
+    )
     hist.set_defaults(func=_history)
     rep = common(sub.add_parser("report", help="self-contained HTML report with plots"))
     rep.add_argument("--html", default="infperf-report.html")
@@ -345,8 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-history", action="store_true")
     rep.set_defaults(func=_report)
     prune = common(sub.add_parser("prune", help="remove old baselines safely"))
-    prune.add_argument("--keep", type=int, required=True,
-                       help="newest commits to keep per environment")
+    prune.add_argument(
+        "--keep", type=int, required=True, help="newest commits to keep per environment"
+    )
     prune.add_argument("--dry-run", action="store_true")
     prune.set_defaults(func=_prune)
     exp = common(sub.add_parser("export", help="results for github-action-benchmark or Bencher"))

@@ -65,14 +65,30 @@ def _norm_ppf(p: float) -> float:
     """Inverse standard normal CDF (Acklam's rational approximation, |error| < 1.2e-9)."""
     if not 0.0 < p < 1.0:
         raise ValueError("p must be in (0, 1)")
-    a = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02,
-         1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00)
-    b = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02,
-         6.680131188771972e01, -1.328068155288572e01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00,
-         -2.549732539343734e00, 4.374664141464968e00, 2.938163982698783e00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00,
-         3.754408661907416e00)  # fmt: skip
+    a = (
+        -3.969683028665376e01,
+        2.209460984245205e02,
+        -2.759285104469687e02,
+        1.383577518672690e02,
+        -3.066479806614716e01,
+        2.506628277459239e00,
+    )
+    b = (
+        -5.447609879822406e01,
+        1.615858368580409e02,
+        -1.556989798598866e02,
+        6.680131188771972e01,
+        -1.328068155288572e01,
+    )
+    c = (
+        -7.784894002430293e-03,
+        -3.223964580411365e-01,
+        -2.400758277161838e00,
+        -2.549732539343734e00,
+        4.374664141464968e00,
+        2.938163982698783e00,
+    )
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
     lo = 0.02425
     if p < lo:
         q = math.sqrt(-2 * math.log(p))
@@ -83,8 +99,10 @@ def _norm_ppf(p: float) -> float:
         return -_norm_ppf(1 - p)
     q = p - 0.5
     r = q * q
-    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / (
-        ((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1
+    return (
+        (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5])
+        * q
+        / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
     )
 
 
@@ -168,8 +186,9 @@ def min_effect_p_value(x: FloatArray, y: FloatArray, delta: float) -> float:
     return _norm_sf(z)
 
 
-def classify(low: float, high: float, threshold: float, slower: float = 1.0,
-             faster: float = 1.0) -> str:  # fmt: skip
+def classify(
+    low: float, high: float, threshold: float, slower: float = 1.0, faster: float = 1.0
+) -> str:
     """Verdict from a ratio interval [low, high] and the tolerance d.
 
     ``slower``/``faster`` (>= 1) say how much slower/faster the machine itself ran than at
@@ -187,9 +206,19 @@ def classify(low: float, high: float, threshold: float, slower: float = 1.0,
     return INCONCLUSIVE
 
 
-def _result(verdict: str, ratio: float | None, low: float | None, high: float | None,
-            p_value: float | None, threshold: float, alpha: float, metric: str, n: int,
-            m: int, **extra: Any) -> dict[str, Any]:  # fmt: skip
+def _result(
+    verdict: str,
+    ratio: float | None,
+    low: float | None,
+    high: float | None,
+    p_value: float | None,
+    threshold: float,
+    alpha: float,
+    metric: str,
+    n: int,
+    m: int,
+    **extra: Any,
+) -> dict[str, Any]:
     return {
         "verdict": verdict,
         "ratio": ratio,
@@ -205,26 +234,54 @@ def _result(verdict: str, ratio: float | None, low: float | None, high: float | 
     }
 
 
-def compare_latency(current: Sequence[float] | FloatArray, baseline: Sequence[float] | FloatArray,
-                    threshold: float = 0.05, alpha: float = 0.05) -> dict[str, Any]:  # fmt: skip
+def compare_latency(
+    current: Sequence[float] | FloatArray,
+    baseline: Sequence[float] | FloatArray,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
     """The min-effect decision on two sets of latency samples (seconds, in time order)."""
     x = np.log(time_units(current))
     y = np.log(time_units(baseline))
     n, m = len(x), len(y)
     if n < 2 or m < 2:
-        return _result(INCONCLUSIVE, None, None, None, None, threshold, alpha, "median", n, m,
-                       reason="fewer than 2 samples on a side")  # fmt: skip
+        return _result(
+            INCONCLUSIVE,
+            None,
+            None,
+            None,
+            None,
+            threshold,
+            alpha,
+            "median",
+            n,
+            m,
+            reason="fewer than 2 samples on a side",
+        )
     hl, low, high = shift_estimate(x, y, alpha)
     ratio, r_low, r_high = math.exp(hl), math.exp(low), math.exp(high)
     p = min_effect_p_value(x, y, math.log1p(threshold))
     verdict = classify(r_low, r_high, threshold)
-    return _result(verdict, ratio, r_low, r_high, p, threshold, alpha, "median", n, m,
-                   estimate_beyond=ratio > 1.0 + threshold, units=[n, m],
-                   samples=[len(current), len(baseline)])  # fmt: skip
+    return _result(
+        verdict,
+        ratio,
+        r_low,
+        r_high,
+        p,
+        threshold,
+        alpha,
+        "median",
+        n,
+        m,
+        estimate_beyond=ratio > 1.0 + threshold,
+        units=[n, m],
+        samples=[len(current), len(baseline)],
+    )
 
 
-def _block_resample_quantiles(arr: FloatArray, q: float, resamples: int,
-                              rng: np.random.Generator) -> FloatArray:  # fmt: skip
+def _block_resample_quantiles(
+    arr: FloatArray, q: float, resamples: int, rng: np.random.Generator
+) -> FloatArray:
     """Quantile ``q`` of ``resamples`` block-bootstrap resamples: whole contiguous blocks
     are drawn, so the resamples keep the samples' dependence on machine state."""
     n = len(arr)
@@ -237,17 +294,23 @@ def _block_resample_quantiles(arr: FloatArray, q: float, resamples: int,
     return out
 
 
-def _quantile_bootstrap(x: FloatArray, y: FloatArray, q: float, resamples: int,
-                        seed: int) -> FloatArray:  # fmt: skip
+def _quantile_bootstrap(
+    x: FloatArray, y: FloatArray, q: float, resamples: int, seed: int
+) -> FloatArray:
     rng = np.random.default_rng(seed)
     qx = _block_resample_quantiles(x, q, resamples, rng)
     qy = _block_resample_quantiles(y, q, resamples, rng)
     return np.asarray(np.log(qx) - np.log(qy), dtype=np.float64)
 
 
-def compare_tail(current: Sequence[float] | FloatArray, baseline: Sequence[float] | FloatArray,
-                 metric: str, threshold: float = 0.05, alpha: float = 0.05,
-                 seed: int = 0) -> dict[str, Any]:  # fmt: skip
+def compare_tail(
+    current: Sequence[float] | FloatArray,
+    baseline: Sequence[float] | FloatArray,
+    metric: str,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Ratio of a tail percentile (p90/p99) with a percentile-bootstrap interval.
 
     Rank shift tests say nothing about tails, so tails get their own test: resample each
@@ -260,26 +323,54 @@ def compare_tail(current: Sequence[float] | FloatArray, baseline: Sequence[float
     need = TAIL_MIN[metric]
     point = float(np.quantile(x, q) / np.quantile(y, q)) if n and m else None
     if n < need or m < need:
-        return _result(INCONCLUSIVE, point, None, None, None, threshold, alpha, metric, n, m,
-                       reason=f"{metric} needs >= {need} samples on each side")  # fmt: skip
+        return _result(
+            INCONCLUSIVE,
+            point,
+            None,
+            None,
+            None,
+            threshold,
+            alpha,
+            metric,
+            n,
+            m,
+            reason=f"{metric} needs >= {need} samples on each side",
+        )
     boot = _quantile_bootstrap(x, y, q, BOOTSTRAP_RESAMPLES, seed)
     low = math.exp(float(np.quantile(boot, alpha)))
     high = math.exp(float(np.quantile(boot, 1.0 - alpha)))
     p = float((np.count_nonzero(boot <= math.log1p(threshold)) + 1) / (len(boot) + 1))
     assert point is not None
-    return _result(classify(low, high, threshold), point, low, high, p, threshold, alpha,
-                   metric, n, m, estimate_beyond=point > 1.0 + threshold)  # fmt: skip
+    return _result(
+        classify(low, high, threshold),
+        point,
+        low,
+        high,
+        p,
+        threshold,
+        alpha,
+        metric,
+        n,
+        m,
+        estimate_beyond=point > 1.0 + threshold,
+    )
 
 
-def compare_throughput(current: Sequence[float] | FloatArray,
-                       baseline: Sequence[float] | FloatArray, batch_current: int,
-                       batch_baseline: int, threshold: float = 0.05,
-                       alpha: float = 0.05) -> dict[str, Any]:  # fmt: skip
+def compare_throughput(
+    current: Sequence[float] | FloatArray,
+    baseline: Sequence[float] | FloatArray,
+    batch_current: int,
+    batch_baseline: int,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
     """Items/s, higher is better. Judged as the latency rule on batch/latency per sample, so
     a regression is a throughput ratio whose upper bound is below 1 / (1 + d)."""
     lat = compare_latency(
-        np.asarray(current) / batch_current, np.asarray(baseline) / batch_baseline,
-        threshold, alpha,
+        np.asarray(current) / batch_current,
+        np.asarray(baseline) / batch_baseline,
+        threshold,
+        alpha,
     )
     # Slower per item is lower throughput: the verdicts coincide, the ratio inverts.
     out = dict(lat)
@@ -292,13 +383,28 @@ def compare_throughput(current: Sequence[float] | FloatArray,
     return out
 
 
-def compare_memory(current_bytes: float | None, baseline_bytes: float | None,
-                   threshold: float = 0.05, alpha: float = 0.05) -> dict[str, Any]:  # fmt: skip
+def compare_memory(
+    current_bytes: float | None,
+    baseline_bytes: float | None,
+    threshold: float = 0.05,
+    alpha: float = 0.05,
+) -> dict[str, Any]:
     """Peak memory: a single number per run, so a plain ratio against the tolerance, ignoring
     differences under 1 MiB."""
     if current_bytes is None or baseline_bytes is None:
-        return _result(INCONCLUSIVE, None, None, None, None, threshold, alpha, "memory", 1, 1,
-                       reason="no memory figure on one side")  # fmt: skip
+        return _result(
+            INCONCLUSIVE,
+            None,
+            None,
+            None,
+            None,
+            threshold,
+            alpha,
+            "memory",
+            1,
+            1,
+            reason="no memory figure on one side",
+        )
     diff = current_bytes - baseline_bytes
     ratio = current_bytes / baseline_bytes if baseline_bytes > 0 else None
     if abs(diff) < MEMORY_FLOOR_BYTES:
@@ -309,8 +415,20 @@ def compare_memory(current_bytes: float | None, baseline_bytes: float | None,
         verdict = IMPROVEMENT
     else:
         verdict = UNCHANGED
-    return _result(verdict, ratio, ratio, ratio, None, threshold, alpha, "memory", 1, 1,
-                   current_bytes=current_bytes, baseline_bytes=baseline_bytes)  # fmt: skip
+    return _result(
+        verdict,
+        ratio,
+        ratio,
+        ratio,
+        None,
+        threshold,
+        alpha,
+        "memory",
+        1,
+        1,
+        current_bytes=current_bytes,
+        baseline_bytes=baseline_bytes,
+    )
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -374,8 +492,9 @@ def signed_rank_p(d: FloatArray, delta: float) -> float:
     return _norm_sf((w_plus - mean - 0.5) / sd)
 
 
-def compare_paired(log_ratios: Sequence[float] | FloatArray, threshold: float = 0.05,
-                   alpha: float = 0.05) -> dict[str, Any]:  # fmt: skip
+def compare_paired(
+    log_ratios: Sequence[float] | FloatArray, threshold: float = 0.05, alpha: float = 0.05
+) -> dict[str, Any]:
     """The min-effect decision on paired A/B blocks: ``log_ratios`` are log(head/base) of
     blocks measured back to back (ABBA), so drift common to both cancels in each pair.
 
@@ -386,9 +505,19 @@ def compare_paired(log_ratios: Sequence[float] | FloatArray, threshold: float = 
     n = len(d)
     k = signed_rank_rank(n, alpha)
     if n < 2 or k == 0:
-        return _result(INCONCLUSIVE, math.exp(float(np.median(d))) if n else None, None, None,
-                       None, threshold, alpha, "median", n, n,
-                       reason=f"{n} pairs are too few for a bound at alpha {alpha:g}")  # fmt: skip
+        return _result(
+            INCONCLUSIVE,
+            math.exp(float(np.median(d))) if n else None,
+            None,
+            None,
+            None,
+            threshold,
+            alpha,
+            "median",
+            n,
+            n,
+            reason=f"{n} pairs are too few for a bound at alpha {alpha:g}",
+        )
     i, j = np.triu_indices(n)
     walsh = np.sort((d[i] + d[j]) / 2.0)
     total = len(walsh)
@@ -396,6 +525,17 @@ def compare_paired(log_ratios: Sequence[float] | FloatArray, threshold: float = 
     low, high = float(walsh[k - 1]), float(walsh[total - k])
     p = signed_rank_p(d, math.log1p(threshold))
     ratio, r_low, r_high = math.exp(hl), math.exp(low), math.exp(high)
-    return _result(classify(r_low, r_high, threshold), ratio, r_low, r_high, p, threshold,
-                   alpha, "median", n, n, pairs=n,
-                   estimate_beyond=ratio > 1.0 + threshold)  # fmt: skip
+    return _result(
+        classify(r_low, r_high, threshold),
+        ratio,
+        r_low,
+        r_high,
+        p,
+        threshold,
+        alpha,
+        "median",
+        n,
+        n,
+        pairs=n,
+        estimate_beyond=ratio > 1.0 + threshold,
+    )

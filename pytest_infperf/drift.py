@@ -75,8 +75,9 @@ def probe(repeats: int = 5) -> tuple[float, float]:
     return statistics.median(py) / 1e9, statistics.median(mm) / 1e9
 
 
-def summarize_probes(probes: list[tuple[float, float]],
-                     cpu_share: float | None = None) -> dict[str, Any] | None:  # fmt: skip
+def summarize_probes(
+    probes: list[tuple[float, float]], cpu_share: float | None = None
+) -> dict[str, Any] | None:
     """The probes' medians, and the CPU share of the timed region: process CPU time over
     wall time. Short probes fit in one scheduler time slice and cannot see a noisy
     neighbour taking turns on the same core (or a hypervisor stealing time); the share
@@ -93,14 +94,18 @@ def summarize_probes(probes: list[tuple[float, float]],
     return out
 
 
-def speed_factors(current: dict[str, Any] | None,
-                  baseline: dict[str, Any] | None) -> tuple[float, float] | None:  # fmt: skip
+def speed_factors(
+    current: dict[str, Any] | None, baseline: dict[str, Any] | None
+) -> tuple[float, float] | None:
     """(slower, faster): how much slower (>= 1) and how much faster (>= 1) the machine ran
     during this measurement than during the baseline's, by the largest-moving probe part."""
     if not current or not baseline:
         return None
-    ratios = [current[k] / baseline[k] for k in ("python_s", "gemm_s")
-              if current.get(k) and baseline.get(k)]  # fmt: skip
+    ratios = [
+        current[k] / baseline[k]
+        for k in ("python_s", "gemm_s")
+        if current.get(k) and baseline.get(k)
+    ]
     if current.get("cpu_share") and baseline.get("cpu_share"):
         # Half the CPU now means about twice the time for the same work.
         ratios.append(baseline["cpu_share"] / current["cpu_share"])
@@ -109,8 +114,9 @@ def speed_factors(current: dict[str, Any] | None,
     return max(1.0, *ratios), max(1.0, *(1.0 / r for r in ratios))
 
 
-def drift(current: dict[str, Any] | None, baseline: dict[str, Any] | None,
-          threshold: float) -> dict[str, Any] | None:  # fmt: skip
+def drift(
+    current: dict[str, Any] | None, baseline: dict[str, Any] | None, threshold: float
+) -> dict[str, Any] | None:
     """Ratios current/baseline of each part; ``drifted`` when any moved by more than
     ``threshold / 2`` (half the regression tolerance)."""
     if not current or not baseline:

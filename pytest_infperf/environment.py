@@ -29,8 +29,14 @@ HARD_PACKAGES = ("torch", "onnxruntime", "onnxruntime-gpu")
 #: Packages recorded for information.
 SOFT_PACKAGES = ("numpy", "scipy", "transformers", "onnx", "pytest", "pytest-infperf")
 #: Thread variables that change how many cores a framework uses.
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-               "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "TORCH_NUM_THREADS")  # fmt: skip
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "TORCH_NUM_THREADS",
+)
 
 
 def package_version(name: str) -> str | None:
@@ -163,9 +169,7 @@ def collect(with_gpu: bool = True) -> dict[str, Any]:
 def diff(current: dict[str, Any], baseline: dict[str, Any]) -> dict[str, list[Any]]:
     """Hard fields that differ: ``{field: [baseline value, current value]}``."""
     keys = sorted(set(current) | set(baseline))
-    return {
-        k: [baseline.get(k), current.get(k)] for k in keys if current.get(k) != baseline.get(k)
-    }
+    return {k: [baseline.get(k), current.get(k)] for k in keys if current.get(k) != baseline.get(k)}
 
 
 def describe_diff(differences: dict[str, list[Any]]) -> str:

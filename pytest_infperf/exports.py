@@ -24,13 +24,15 @@ def github_action_benchmark(doc: dict[str, Any]) -> list[dict[str, Any]]:
         extra = [f"n={s['n']}", f"p90={s['p90'] * 1e3:.4g} ms", f"backend={entry['backend']}"]
         if entry.get("throughput"):
             extra.append(f"throughput={entry['throughput']:.4g}/s")
-        out.append({
-            "name": key,
-            "unit": "ms",
-            "value": round(s["median"] * 1e3, 6),
-            "range": f"±{half:.4g}",
-            "extra": ", ".join(extra),
-        })  # fmt: skip
+        out.append(
+            {
+                "name": key,
+                "unit": "ms",
+                "value": round(s["median"] * 1e3, 6),
+                "range": f"±{half:.4g}",
+                "extra": ", ".join(extra),
+            }
+        )
     return out
 
 

@@ -31,19 +31,24 @@ def _params(item: pytest.Item) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     for key, value in callspec.params.items():
-        out[key] = value if isinstance(value, (str, int, float, bool)) or value is None \
-            else repr(value)  # fmt: skip
+        out[key] = (
+            value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
+        )
     return out
 
 
 def _from_warm(samples: list[float], warm: Warm) -> Measurement:
     """A Measurement from block samples taken after ``warm`` (A/B mode)."""
     return Measurement(
-        samples=list(samples), warmup_samples=[v / 1e9 for v in warm.warm_ns],
-        first_call=warm.first_call_s, block_size=warm.block,
+        samples=list(samples),
+        warmup_samples=[v / 1e9 for v in warm.warm_ns],
+        first_call=warm.first_call_s,
+        block_size=warm.block,
         decisions={**warm.decisions, "rounds": len(samples), "stop_reason": "ab"},
-        memory={}, backend_extra={}, first_output=warm.first_output,
-    )  # fmt: skip
+        memory={},
+        backend_extra={},
+        first_output=warm.first_output,
+    )
 
 
 def _device_domain(prepared: Prepared) -> str:
@@ -65,16 +70,22 @@ def _gpu_state(prepared: Prepared) -> dict[str, Any] | None:
     return gpu.device_state(gpu.nvml_index(index))
 
 
-def _record_gpu_state(result: BenchmarkResult, before: dict[str, Any],
-                      after: dict[str, Any] | None) -> None:  # fmt: skip
+def _record_gpu_state(
+    result: BenchmarkResult, before: dict[str, Any], after: dict[str, Any] | None
+) -> None:
     result.extra["gpu_state"] = {"before": before, "after": after}
-    if after is not None and before.get("memory_used_bytes") is not None \
-            and after.get("memory_used_bytes") is not None:  # fmt: skip
+    if (
+        after is not None
+        and before.get("memory_used_bytes") is not None
+        and after.get("memory_used_bytes") is not None
+    ):
         result.memory["nvml_used_bytes"] = after["memory_used_bytes"]
-        result.memory["nvml_growth_bytes"] = after["memory_used_bytes"] - before[
-            "memory_used_bytes"]
-    throttled = sorted(set(before.get("throttle_reasons") or []) |
-                       set((after or {}).get("throttle_reasons") or []))  # fmt: skip
+        result.memory["nvml_growth_bytes"] = (
+            after["memory_used_bytes"] - before["memory_used_bytes"]
+        )
+    throttled = sorted(
+        set(before.get("throttle_reasons") or []) | set((after or {}).get("throttle_reasons") or [])
+    )
     if throttled:
         result.warnings.append(
             f"the GPU was throttled around the timed region ({', '.join(throttled)}): "
@@ -104,8 +115,11 @@ class InferBench:
         return f"<InferBench {self._item.nodeid} measurements={len(self.results)}>"
 
     def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        layers = [self._session.bench_layer, _options.marker_layer(self._item),
-                  _options.parse_layer(kwargs, "infer_bench()")]  # fmt: skip
+        layers = [
+            self._session.bench_layer,
+            _options.marker_layer(self._item),
+            _options.parse_layer(kwargs, "infer_bench()"),
+        ]
         return _options.merge(*layers)
 
     def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
@@ -135,10 +149,14 @@ class InferBench:
                 return self._disabled_result(name, prepared, opts)
             if self._session.ab_server is not None:  # the base side of --perf-ab
                 return self._session.ab_server.serve(
-                    name, prepared, opts, self._check_output(opts),
-                    lambda samples, warm: self._result(name, prepared, opts, _from_warm(
-                        samples, warm)),
-                )  # fmt: skip
+                    name,
+                    prepared,
+                    opts,
+                    self._check_output(opts),
+                    lambda samples, warm: self._result(
+                        name, prepared, opts, _from_warm(samples, warm)
+                    ),
+                )
             if self._session.ab is not None:
                 with self._session.timing_lock("cpu"):
                     result = self._measure_ab(name, prepared, opts)
@@ -174,15 +192,18 @@ class InferBench:
 
         return check
 
-    def _measure(self, name: str | None, prepared: Prepared,
-                 opts: dict[str, Any]) -> BenchmarkResult:  # fmt: skip
+    def _measure(
+        self, name: str | None, prepared: Prepared, opts: dict[str, Any]
+    ) -> BenchmarkResult:
         __tracebackhide__ = True
-        m = measure(prepared.sampler, opts, check_output=self._check_output(opts),
-                    probe=self._session.probe)  # fmt: skip
+        m = measure(
+            prepared.sampler, opts, check_output=self._check_output(opts), probe=self._session.probe
+        )
         return self._result(name, prepared, opts, m)
 
-    def _measure_ab(self, name: str | None, prepared: Prepared,
-                    opts: dict[str, Any]) -> BenchmarkResult:  # fmt: skip
+    def _measure_ab(
+        self, name: str | None, prepared: Prepared, opts: dict[str, Any]
+    ) -> BenchmarkResult:
         """The head side of --perf-ab: the base is brought to the same call in its own
         process, then blocks alternate (ABBA) until the paired verdict is decided."""
         __tracebackhide__ = True
@@ -194,22 +215,36 @@ class InferBench:
         session = self._session
         ab = session.ab
         assert ab is not None
-        where = {"mode": "ab", "baseline_commit": ab.base_sha, "baseline_distance": None,
-                 "threshold": opts["threshold"], "alpha": opts["alpha"], "metric": "median"}
+        where = {
+            "mode": "ab",
+            "baseline_commit": ab.base_sha,
+            "baseline_distance": None,
+            "threshold": opts["threshold"],
+            "alpha": opts["alpha"],
+            "metric": "median",
+        }
         try:
             base = ab.begin(self._item.nodeid, name)
         except ABError as exc:
             raise BenchmarkError(str(exc)) from None
         if base is None:
             result = self._measure(name, prepared, opts)
-            result.comparison = {"verdict": NO_BASELINE, **where, "env_diff": None,
-                                 "note": "not in the base commit"}  # fmt: skip
+            result.comparison = {
+                "verdict": NO_BASELINE,
+                **where,
+                "env_diff": None,
+                "note": "not in the base commit",
+            }
             return result
         env_diff = environment.diff(prepared.env, base.get("env") or {})
         sampler = prepared.sampler
         with sampler.context():
-            warm = warm_up(sampler, opts, check_output=self._check_output(opts),
-                           target=max(opts["min_sample_time"], AB_SAMPLE_TIME_S))  # fmt: skip
+            warm = warm_up(
+                sampler,
+                opts,
+                check_output=self._check_output(opts),
+                target=max(opts["min_sample_time"], AB_SAMPLE_TIME_S),
+            )
             per_call = sorted(warm.warm_ns[-5:])[len(warm.warm_ns[-5:]) // 2] / 1e9
             _memory.before_timed()
             try:
@@ -217,13 +252,18 @@ class InferBench:
                 if data["decision"]["verdict"] == REGRESSION and opts["remeasure"] > 0:
                     # Confirm on fresh pairs, as the stored mode re-measures: a regression
                     # must show in two independent interleaved runs.
-                    first = {k: data["decision"].get(k) for k in
-                             ("verdict", "ratio", "ci_low", "ci_high", "p_value", "pairs")}
+                    first = {
+                        k: data["decision"].get(k)
+                        for k in ("verdict", "ratio", "ci_low", "ci_high", "p_value", "pairs")
+                    }
                     again = interleave(ab, sampler, warm.block, per_call * warm.block, opts)
                     again["decision"].update(remeasured=True, first_pass=first)
-                    data = {"head": data["head"] + again["head"],
-                            "base": data["base"] + again["base"],
-                            "ratios": again["ratios"], "decision": again["decision"]}
+                    data = {
+                        "head": data["head"] + again["head"],
+                        "base": data["base"] + again["base"],
+                        "ratios": again["ratios"],
+                        "decision": again["decision"],
+                    }
                 base_done = ab.finish_call()
             except ABError as exc:
                 raise BenchmarkError(str(exc)) from None
@@ -235,15 +275,22 @@ class InferBench:
         result.extra.update(base_samples=base_samples, ab_log_ratios=data["ratios"])
         c = data["decision"]
         c.update(where)
-        c.update(baseline_median=sorted(base_samples)[len(base_samples) // 2],
-                 n=len(data["head"]), n_baseline=len(base_samples), env_diff=None,
-                 base_measured_median=base_done.get("median"))  # fmt: skip
+        c.update(
+            baseline_median=sorted(base_samples)[len(base_samples) // 2],
+            n=len(data["head"]),
+            n_baseline=len(base_samples),
+            env_diff=None,
+            base_measured_median=base_done.get("median"),
+        )
         if env_diff:
             c.update(verdict=INCOMPARABLE, env_diff=env_diff)
             if session.settings.strict_env:
-                session.fail_item(self._item, f"{result.key}: the base side runs in a "
-                                  "different environment: "
-                                  f"{environment.describe_diff(env_diff)} (--perf-strict-env)")
+                session.fail_item(
+                    self._item,
+                    f"{result.key}: the base side runs in a "
+                    "different environment: "
+                    f"{environment.describe_diff(env_diff)} (--perf-strict-env)",
+                )
         result.comparison = c
         if c["verdict"] == REGRESSION:
             assert session.source is not None
@@ -254,16 +301,16 @@ class InferBench:
     def _remeasure(self, prepared: Prepared, opts: dict[str, Any]) -> Measurement:
         return measure(prepared.sampler, opts, first=False, probe=self._session.probe)
 
-    def _result(self, name: str | None, prepared: Prepared, opts: dict[str, Any],
-                m: Measurement) -> BenchmarkResult:  # fmt: skip
+    def _result(
+        self, name: str | None, prepared: Prepared, opts: dict[str, Any], m: Measurement
+    ) -> BenchmarkResult:
         if not m.samples:
             raise BenchmarkError("no timed samples were taken")
         stats = summarize(m.samples)
         batch = opts["batch_size"] or prepared.batch_size
         extra = dict(m.backend_extra)
         memory = dict(m.memory)
-        for key in ("cuda_max_allocated_bytes", "cuda_max_reserved_bytes",
-                    "nvml_used_bytes"):  # fmt: skip
+        for key in ("cuda_max_allocated_bytes", "cuda_max_reserved_bytes", "nvml_used_bytes"):
             if key in extra:
                 memory[key] = extra.pop(key)
         warnings = list(prepared.warnings)
@@ -301,12 +348,17 @@ class InferBench:
             lineno=(lineno + 1) if lineno is not None else None,
         )
 
-    def _disabled_result(self, name: str | None, prepared: Prepared,
-                         opts: dict[str, Any]) -> BenchmarkResult:  # fmt: skip
+    def _disabled_result(
+        self, name: str | None, prepared: Prepared, opts: dict[str, Any]
+    ) -> BenchmarkResult:
         return BenchmarkResult(
-            nodeid=self._item.nodeid, name=name, backend=prepared.backend, samples=[],
-            stats={"n": 0, "median": math.nan}, decisions={"disabled": True},
-        )  # fmt: skip
+            nodeid=self._item.nodeid,
+            name=name,
+            backend=prepared.backend,
+            samples=[],
+            stats={"n": 0, "median": math.nan},
+            decisions={"disabled": True},
+        )
 
 
 __all__ = ["BackendError", "BenchmarkError", "InferBench"]

@@ -24,8 +24,9 @@ STALE_AFTER_S = 3600.0
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".tmp",
-                               dir=path.parent)  # fmt: skip
+    fd, tmp = tempfile.mkstemp(
+        prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".tmp", dir=path.parent
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
@@ -53,7 +54,7 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _writer_alive(name: str) -> bool:
-    pid_text = name[len(TEMP_PREFIX):].split("-", 1)[0]
+    pid_text = name[len(TEMP_PREFIX) :].split("-", 1)[0]
     if not pid_text.isdigit():
         return False
     pid = int(pid_text)

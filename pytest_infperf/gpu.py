@@ -59,8 +59,9 @@ def visible_indices() -> list[int] | None:
     if nv is None or value is None or not value.strip():
         return None
     count = nv.nvmlDeviceGetCount()
-    uuids = {_text(_try(nv.nvmlDeviceGetUUID, nv.nvmlDeviceGetHandleByIndex(i))): i
-             for i in range(count)}  # fmt: skip
+    uuids = {
+        _text(_try(nv.nvmlDeviceGetUUID, nv.nvmlDeviceGetHandleByIndex(i))): i for i in range(count)
+    }
     out: list[int] = []
     for raw in value.split(","):
         part = raw.strip()
@@ -121,18 +122,21 @@ def snapshot() -> dict[str, Any] | None:
         h = nv.nvmlDeviceGetHandleByIndex(i)
         mem = _try(nv.nvmlDeviceGetMemoryInfo, h)
         mig = _try(nv.nvmlDeviceGetMigMode, h)
-        devices.append({
-            "index": i,
-            "name": _text(_try(nv.nvmlDeviceGetName, h)),
-            "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)),
-            "memory_total_bytes": int(mem.total) if mem is not None else None,
-            "sm_clock_max_mhz": _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
-            "mem_clock_max_mhz": _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM),
-            "power_limit_w": (_try(nv.nvmlDeviceGetPowerManagementLimit, h) or 0) / 1000 or None,
-            "persistence_mode": _try(nv.nvmlDeviceGetPersistenceMode, h),
-            "mig_mode": mig[0] if isinstance(mig, (tuple, list)) else mig,
-            "state": device_state(i),
-        })  # fmt: skip
+        devices.append(
+            {
+                "index": i,
+                "name": _text(_try(nv.nvmlDeviceGetName, h)),
+                "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)),
+                "memory_total_bytes": int(mem.total) if mem is not None else None,
+                "sm_clock_max_mhz": _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
+                "mem_clock_max_mhz": _try(nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_MEM),
+                "power_limit_w": (_try(nv.nvmlDeviceGetPowerManagementLimit, h) or 0) / 1000
+                or None,
+                "persistence_mode": _try(nv.nvmlDeviceGetPersistenceMode, h),
+                "mig_mode": mig[0] if isinstance(mig, (tuple, list)) else mig,
+                "state": device_state(i),
+            }
+        )
     return {
         "count": count,
         "driver_version": driver,

@@ -31,27 +31,69 @@ from .backends import BackendError, require
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "bert-base-uncased": ("bert", {}),
     "bert-base-cased": ("bert", {"vocab_size": 28996}),
-    "bert-large-uncased": ("bert", {"hidden_size": 1024, "num_hidden_layers": 24,
-                                    "num_attention_heads": 16, "intermediate_size": 4096}),
+    "bert-large-uncased": (
+        "bert",
+        {
+            "hidden_size": 1024,
+            "num_hidden_layers": 24,
+            "num_attention_heads": 16,
+            "intermediate_size": 4096,
+        },
+    ),
     "distilbert-base-uncased": ("distilbert", {}),
-    "roberta-base": ("roberta", {"vocab_size": 50265, "max_position_embeddings": 514,
-                                 "type_vocab_size": 1, "pad_token_id": 1}),
-    "all-minilm-l6-v2": ("bert", {"hidden_size": 384, "num_hidden_layers": 6,
-                                  "num_attention_heads": 12, "intermediate_size": 1536}),
+    "roberta-base": (
+        "roberta",
+        {
+            "vocab_size": 50265,
+            "max_position_embeddings": 514,
+            "type_vocab_size": 1,
+            "pad_token_id": 1,
+        },
+    ),
+    "all-minilm-l6-v2": (
+        "bert",
+        {
+            "hidden_size": 384,
+            "num_hidden_layers": 6,
+            "num_attention_heads": 12,
+            "intermediate_size": 1536,
+        },
+    ),
     # Small models for tests: same code paths, milliseconds per call.
-    "bert-tiny": ("bert", {"hidden_size": 128, "num_hidden_layers": 2,
-                           "num_attention_heads": 2, "intermediate_size": 512}),
-    "bert-test": ("bert", {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-                           "intermediate_size": 64, "vocab_size": 1000,
-                           "max_position_embeddings": 512}),
-    "distilbert-test": ("distilbert", {"dim": 32, "n_layers": 2, "n_heads": 2,
-                                       "hidden_dim": 64, "vocab_size": 1000}),
-}  # fmt: skip
-ALIASES = {"bert-base": "bert-base-uncased", "distilbert": "distilbert-base-uncased",
-           "distilbert-base": "distilbert-base-uncased", "bert-large": "bert-large-uncased",
-           "google-bert/bert-base-uncased": "bert-base-uncased",
-           "distilbert/distilbert-base-uncased": "distilbert-base-uncased",
-           "sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2"}  # fmt: skip
+    "bert-tiny": (
+        "bert",
+        {
+            "hidden_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 512,
+        },
+    ),
+    "bert-test": (
+        "bert",
+        {
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 64,
+            "vocab_size": 1000,
+            "max_position_embeddings": 512,
+        },
+    ),
+    "distilbert-test": (
+        "distilbert",
+        {"dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64, "vocab_size": 1000},
+    ),
+}
+ALIASES = {
+    "bert-base": "bert-base-uncased",
+    "distilbert": "distilbert-base-uncased",
+    "distilbert-base": "distilbert-base-uncased",
+    "bert-large": "bert-large-uncased",
+    "google-bert/bert-base-uncased": "bert-base-uncased",
+    "distilbert/distilbert-base-uncased": "distilbert-base-uncased",
+    "sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2",
+}
 
 TOKEN_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -84,8 +126,9 @@ def make_config(name_or_config: Any, **overrides: Any) -> Any:
         ) from None
 
 
-def build_model(name_or_config: Any, *, seed: int = 0, dtype: Any = None, device: Any = None,
-                **overrides: Any) -> Any:  # fmt: skip
+def build_model(
+    name_or_config: Any, *, seed: int = 0, dtype: Any = None, device: Any = None, **overrides: Any
+) -> Any:
     """A transformers model with random weights from a configuration, in eval mode."""
     torch = require("torch")
     transformers = require("transformers")
@@ -114,9 +157,16 @@ def _config_of(model_or_config: Any) -> Any:
     return getattr(model_or_config, "config", model_or_config)
 
 
-def synthetic_inputs(model_or_config: Any, batch_size: int, seq_len: int, *,
-                     framework: str = "pt", seed: int = 0, padding: int = 0,
-                     names: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+def synthetic_inputs(
+    model_or_config: Any,
+    batch_size: int,
+    seq_len: int,
+    *,
+    framework: str = "pt",
+    seed: int = 0,
+    padding: int = 0,
+    names: list[str] | None = None,
+) -> dict[str, Any]:
     """Random token ids with an attention mask (the last ``padding`` positions masked) and
     zero token types, as a tokenizer would return for ``batch_size`` x ``seq_len``.
 
@@ -133,11 +183,12 @@ def synthetic_inputs(model_or_config: Any, batch_size: int, seq_len: int, *,
     wanted = names or input_names(model_or_config)
     rng = np.random.default_rng(seed)
     vocab = int(getattr(config, "vocab_size", 30522))
-    ids = rng.integers(1000 if vocab > 2000 else 1, vocab, size=(batch_size, seq_len),
-                       dtype=np.int64)  # fmt: skip
+    ids = rng.integers(
+        1000 if vocab > 2000 else 1, vocab, size=(batch_size, seq_len), dtype=np.int64
+    )
     mask = np.ones_like(ids)
     if padding:
-        mask[:, seq_len - min(padding, seq_len - 1):] = 0
+        mask[:, seq_len - min(padding, seq_len - 1) :] = 0
     arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
     out = {k: arrays[k] for k in wanted if k in arrays}
     if framework == "np":
@@ -182,15 +233,27 @@ def _export(model: Any, path: Path, names: list[str], opset: int) -> None:
     with warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")  # the TorchScript exporter is chatty
         torch.onnx.export(
-            wrapper, tuple(example[n] for n in names), str(tmp), input_names=names,
-            output_names=outputs, dynamic_axes=dynamic, opset_version=opset, dynamo=False,
-        )  # fmt: skip
+            wrapper,
+            tuple(example[n] for n in names),
+            str(tmp),
+            input_names=names,
+            output_names=outputs,
+            dynamic_axes=dynamic,
+            opset_version=opset,
+            dynamo=False,
+        )
     os.replace(tmp, path)
 
 
-def export_onnx(model_or_name: Any, path: str | os.PathLike[str] | None = None, *,
-                seed: int = 0, opset: int = 17, cache_dir: str | os.PathLike[str] | None = None,
-                **overrides: Any) -> Path:  # fmt: skip
+def export_onnx(
+    model_or_name: Any,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    seed: int = 0,
+    opset: int = 17,
+    cache_dir: str | os.PathLike[str] | None = None,
+    **overrides: Any,
+) -> Path:
     """Export a transformers model to ONNX with dynamic ``batch`` and ``sequence`` axes.
 
     Given a name or config, the model is built with ``seed`` and the file is cached under
@@ -201,18 +264,23 @@ def export_onnx(model_or_name: Any, path: str | os.PathLike[str] | None = None, 
     require("onnx")
     if hasattr(model_or_name, "forward"):
         model = model_or_name
-        target = Path(path) if path is not None else Path(
-            tempfile.mkstemp(prefix="infperf-", suffix=".onnx")[1]
+        target = (
+            Path(path)
+            if path is not None
+            else Path(tempfile.mkstemp(prefix="infperf-", suffix=".onnx")[1])
         )
         _export(model, target, input_names(model), opset)
         return target
     config = make_config(model_or_name, **overrides)
-    key_src = json.dumps({"config": config.to_dict(), "seed": seed, "opset": opset},
-                         sort_keys=True, default=str)  # fmt: skip
+    key_src = json.dumps(
+        {"config": config.to_dict(), "seed": seed, "opset": opset}, sort_keys=True, default=str
+    )
     digest = hashlib.sha256(key_src.encode()).hexdigest()[:16]
     label = str(getattr(config, "model_type", "model"))
-    target = Path(path) if path is not None else Path(cache_dir or default_cache_dir()) / (
-        f"{label}-{digest}.onnx"
+    target = (
+        Path(path)
+        if path is not None
+        else Path(cache_dir or default_cache_dir()) / (f"{label}-{digest}.onnx")
     )
     if target.is_file() and target.stat().st_size > 0:
         return target
@@ -233,8 +301,10 @@ class HFModels:
 
     @staticmethod
     def _key(name_or_config: Any, kwargs: Mapping[str, Any]) -> str:
-        base = name_or_config if isinstance(name_or_config, str) else json.dumps(
-            name_or_config.to_dict(), sort_keys=True, default=str
+        base = (
+            name_or_config
+            if isinstance(name_or_config, str)
+            else json.dumps(name_or_config.to_dict(), sort_keys=True, default=str)
         )
         return json.dumps([base, dict(kwargs)], sort_keys=True, default=str)
 
@@ -252,8 +322,15 @@ class HFModels:
             self._onnx[key] = export_onnx(name_or_config, cache_dir=self.cache_dir, **kwargs)
         return self._onnx[key]
 
-    def inputs(self, name_or_config: Any, batch_size: int, seq_len: int,
-               framework: str = "pt", **kwargs: Any) -> dict[str, Any]:  # fmt: skip
+    def inputs(
+        self,
+        name_or_config: Any,
+        batch_size: int,
+        seq_len: int,
+        framework: str = "pt",
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         """Synthetic tokenized inputs matching the model's ``forward``."""
-        return synthetic_inputs(make_config(name_or_config), batch_size, seq_len,
-                                framework=framework, **kwargs)  # fmt: skip
+        return synthetic_inputs(
+            make_config(name_or_config), batch_size, seq_len, framework=framework, **kwargs
+        )

@@ -43,9 +43,13 @@ def choose_env(store: BaselineStore, wanted: str | None, current: str | None) ->
     return max(keys, key=lambda k: len(store.commits(k)), default=None)
 
 
-def load_series(store: BaselineStore, env_key: str, shas: Iterable[str],
-                pattern: str | None = None, problems: list[str] | None = None,
-                ) -> dict[str, Series]:  # fmt: skip
+def load_series(
+    store: BaselineStore,
+    env_key: str,
+    shas: Iterable[str],
+    pattern: str | None = None,
+    problems: list[str] | None = None,
+) -> dict[str, Series]:
     """Every benchmark's points over ``shas`` (given newest first, as git lists them)."""
     series: dict[str, Series] = {}
     for sha in reversed(list(shas)):
@@ -65,9 +69,17 @@ def load_series(store: BaselineStore, env_key: str, shas: Iterable[str],
             stats = entry["stats"]
             if not stats.get("median"):
                 continue
-            point = Point(sha, commit.get("time"), commit.get("subject"), stats["median"],
-                          stats.get("ci_low"), stats.get("ci_high"), int(stats.get("n", 0)),
-                          entry.get("throughput"), entry)  # fmt: skip
+            point = Point(
+                sha,
+                commit.get("time"),
+                commit.get("subject"),
+                stats["median"],
+                stats.get("ci_low"),
+                stats.get("ci_high"),
+                int(stats.get("n", 0)),
+                entry.get("throughput"),
+                entry,
+            )
             series.setdefault(key, Series(key, [])).points.append(point)
     return series
 
@@ -79,8 +91,9 @@ def _matches(key: str, pattern: str) -> bool:
     return pattern.lower() in key.lower()
 
 
-def with_changes(series: dict[str, Series], p_max: float = 0.001,
-                 min_magnitude: float = 0.05) -> dict[str, Series]:  # fmt: skip
+def with_changes(
+    series: dict[str, Series], p_max: float = 0.001, min_magnitude: float = 0.05
+) -> dict[str, Series]:
     for s in series.values():
         s.changes = detect([p.median for p in s.points], p_max, min_magnitude)
     return series

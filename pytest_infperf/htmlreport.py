@@ -72,8 +72,9 @@ def _label(key: str) -> str:
 # --- figures -----------------------------------------------------------------------------
 
 
-def distribution_figure(key: str, now: list[float], base: list[float],
-                        comparison: dict[str, Any] | None) -> bytes:  # fmt: skip
+def distribution_figure(
+    key: str, now: list[float], base: list[float], comparison: dict[str, Any] | None
+) -> bytes:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(4.6, 2.6))
     data = [[v * 1e3 for v in base], [v * 1e3 for v in now]]
@@ -110,11 +111,18 @@ def history_figure(series: Series) -> bytes:
     for change in series.changes:
         ax.axvline(change.index - 0.5, color="#c0392b", linestyle="--", linewidth=1)
         sha = series.points[change.index].sha[:8]
-        ax.annotate(f"{change.ratio - 1:+.1%} at {sha}", (change.index - 0.5, max(med)),
-                    fontsize=7, color="#c0392b", ha="left", va="top")  # fmt: skip
+        ax.annotate(
+            f"{change.ratio - 1:+.1%} at {sha}",
+            (change.index - 0.5, max(med)),
+            fontsize=7,
+            color="#c0392b",
+            ha="left",
+            va="top",
+        )
     step = max(1, len(xs) // 10)
-    ax.set_xticks(xs[::step], labels=[p.sha[:7] for p in series.points][::step], rotation=45,
-                  fontsize=6)  # fmt: skip
+    ax.set_xticks(
+        xs[::step], labels=[p.sha[:7] for p in series.points][::step], rotation=45, fontsize=6
+    )
     ax.set_ylabel("median (ms)")
     ax.set_title(_label(series.key), fontsize=8)
     ax.grid(alpha=0.3)
@@ -154,14 +162,15 @@ def scaling_figure(label: str, entries: list[dict[str, Any]]) -> bytes:
     if by_batch:
         for batch, pts in sorted(by_batch.items(), key=lambda kv: float(kv[0])):
             pts.sort()
-            ax1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                     label=f"batch {batch}")  # fmt: skip
+            ax1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"batch {batch}")
         ax1.set_xlabel("sequence length")
         ax1.set_title("latency vs sequence length", fontsize=8)
         ax1.legend(fontsize=6)
     else:  # no sequence dimension: latency against batch size instead
-        pts2 = sorted((float(_param(e, BATCH_KEYS) or e.get("batch_size") or 1),
-                       e["stats"]["median"] * 1e3) for e in entries)  # fmt: skip
+        pts2 = sorted(
+            (float(_param(e, BATCH_KEYS) or e.get("batch_size") or 1), e["stats"]["median"] * 1e3)
+            for e in entries
+        )
         ax1.plot([p[0] for p in pts2], [p[1] for p in pts2], marker="o")
         ax1.set_xscale("log", base=2)
         ax1.set_xlabel("batch size")
@@ -171,8 +180,12 @@ def scaling_figure(label: str, entries: list[dict[str, Any]]) -> bytes:
     for seq, pts3 in sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0)):
         pts3.sort(key=lambda p: p[0])
         xs = [p[0] for p in pts3]
-        ax2.plot(xs, [p[1] for p in pts3], marker="o",
-                 label=f"seq {seq}" if seq is not None else "throughput")  # fmt: skip
+        ax2.plot(
+            xs,
+            [p[1] for p in pts3],
+            marker="o",
+            label=f"seq {seq}" if seq is not None else "throughput",
+        )
         for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
             regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
             color = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}.get(regime)
@@ -208,9 +221,13 @@ def tax_regime(b0: float, lat0: float, b1: float, lat1: float) -> str:
 # --- the document ------------------------------------------------------------------------
 
 
-def build(results: dict[str, Any] | None, baseline: dict[str, Any] | None,
-          history: dict[str, Series], png_dir: Path | None = None,
-          title: str = "pytest-infperf report") -> str:  # fmt: skip
+def build(
+    results: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+    history: dict[str, Series],
+    png_dir: Path | None = None,
+    title: str = "pytest-infperf report",
+) -> str:
     """The HTML text; with ``png_dir``, every figure is also written there as a PNG."""
     from .baseline import iter_entries
 
@@ -222,18 +239,25 @@ def build(results: dict[str, Any] | None, baseline: dict[str, Any] | None,
         base = base_entries.get(key)
         base_samples = base["samples"] if base else (e.get("extra") or {}).get("base_samples")
         if base_samples:
-            dist.append((key, distribution_figure(key, e["samples"], base_samples,
-                                                  e.get("comparison"))))  # fmt: skip
+            dist.append(
+                (key, distribution_figure(key, e["samples"], base_samples, e.get("comparison")))
+            )
     if dist:
         sections.append(("Latency now vs baseline", dist))
     trends = [(k, history_figure(s)) for k, s in sorted(history.items()) if len(s.points) >= 2]
     if trends:
         sections.append(("History along main (dashed: detected change points)", trends))
-    sweeps = [(label, scaling_figure(label, group))
-              for label, group in sorted(sweep_groups(list(entries.values())).items())]  # fmt: skip
+    sweeps = [
+        (label, scaling_figure(label, group))
+        for label, group in sorted(sweep_groups(list(entries.values())).items())
+    ]
     if sweeps:
-        sections.append(("Scaling: latency vs sequence length, throughput vs batch size "
-                         "(framework tax)", sweeps))  # fmt: skip
+        sections.append(
+            (
+                "Scaling: latency vs sequence length, throughput vs batch size (framework tax)",
+                sweeps,
+            )
+        )
     if png_dir is not None:
         png_dir.mkdir(parents=True, exist_ok=True)
         for s_index, (_, figures) in enumerate(sections):
@@ -243,9 +267,12 @@ def build(results: dict[str, Any] | None, baseline: dict[str, Any] | None,
     return _html(title, results, sections, history)
 
 
-def _html(title: str, results: dict[str, Any] | None,
-          sections: list[tuple[str, list[tuple[str, bytes]]]],
-          history: dict[str, Series]) -> str:  # fmt: skip
+def _html(
+    title: str,
+    results: dict[str, Any] | None,
+    sections: list[tuple[str, list[tuple[str, bytes]]]],
+    history: dict[str, Series],
+) -> str:
     from .baseline import iter_entries
 
     parts = [
@@ -263,10 +290,14 @@ def _html(title: str, results: dict[str, Any] | None,
     if results:
         commit = (results.get("commit") or {}).get("sha") or "?"
         env = (results.get("environment") or {}).get("key", "?")
-        parts.append(f"<p>Commit <code>{html.escape(str(commit)[:10])}</code>, environment "
-                     f"<code>{html.escape(str(env))}</code>.</p>")  # fmt: skip
-        parts.append("<table><tr><th>benchmark</th><th>backend</th><th>median</th><th>p90</th>"
-                     "<th>n</th><th>verdict</th><th>ratio</th></tr>")  # fmt: skip
+        parts.append(
+            f"<p>Commit <code>{html.escape(str(commit)[:10])}</code>, environment "
+            f"<code>{html.escape(str(env))}</code>.</p>"
+        )
+        parts.append(
+            "<table><tr><th>benchmark</th><th>backend</th><th>median</th><th>p90</th>"
+            "<th>n</th><th>verdict</th><th>ratio</th></tr>"
+        )
         for key, e in sorted(iter_entries(results)):
             c = e.get("comparison") or {}
             verdict = c.get("verdict", "")
@@ -281,20 +312,26 @@ def _html(title: str, results: dict[str, Any] | None,
         parts.append("</table>")
     changes = [(k, c, s) for k, s in sorted(history.items()) for c in s.changes]
     if changes:
-        parts.append("<h2>Change points</h2><table><tr><th>benchmark</th><th>commit</th>"
-                     "<th>change</th><th>p</th></tr>")  # fmt: skip
+        parts.append(
+            "<h2>Change points</h2><table><tr><th>benchmark</th><th>commit</th>"
+            "<th>change</th><th>p</th></tr>"
+        )
         for key, c, s in changes:
             point = s.points[c.index]
-            parts.append(f"<tr><td>{html.escape(_label(key))}</td><td><code>{point.sha[:10]}"
-                         f"</code> {html.escape(point.subject or '')}</td><td>"
-                         f"{c.ratio - 1:+.1%}</td><td>{c.p_value:.1e}</td></tr>")  # fmt: skip
+            parts.append(
+                f"<tr><td>{html.escape(_label(key))}</td><td><code>{point.sha[:10]}"
+                f"</code> {html.escape(point.subject or '')}</td><td>"
+                f"{c.ratio - 1:+.1%}</td><td>{c.p_value:.1e}</td></tr>"
+            )
         parts.append("</table>")
     for heading, figures in sections:
         parts.append(f"<h2>{html.escape(heading)}</h2><div class='grid'>")
         for label, data in figures:
             b64 = base64.b64encode(data).decode("ascii")
-            parts.append(f"<figure><img alt='{html.escape(label)}' src='data:image/png;base64,"
-                         f"{b64}'><figcaption>{html.escape(label)}</figcaption></figure>")
+            parts.append(
+                f"<figure><img alt='{html.escape(label)}' src='data:image/png;base64,"
+                f"{b64}'><figcaption>{html.escape(label)}</figcaption></figure>"
+            )
         parts.append("</div>")
     if not sections:
         parts.append("<p>No figures: give --results (and --compare) or store baselines.</p>")

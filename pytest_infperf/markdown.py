@@ -47,10 +47,16 @@ def _noise(r: BenchmarkResult) -> str:
     return f"{flag} (IQR {rel:.0%})" if flag else f"IQR {rel:.0%}"
 
 
-def render(results: Sequence[BenchmarkResult], *, source: dict[str, Any] | None = None,
-           drift: dict[str, Any] | None = None, warnings: Sequence[str] = (),
-           environment: dict[str, Any] | None = None, mode: str = "stored",
-           title: str = "pytest-infperf") -> str:  # fmt: skip
+def render(
+    results: Sequence[BenchmarkResult],
+    *,
+    source: dict[str, Any] | None = None,
+    drift: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    environment: dict[str, Any] | None = None,
+    mode: str = "stored",
+    title: str = "pytest-infperf",
+) -> str:
     """The whole report as Markdown."""
     compared = any(r.comparison is not None for r in results)
     counts: dict[str, int] = {}
@@ -62,8 +68,11 @@ def render(results: Sequence[BenchmarkResult], *, source: dict[str, Any] | None 
     lines: list[str] = []
     if compared:
         regressions = counts.get("regression", 0)
-        head = (f"{regressions} regression{'s' * (regressions != 1)}" if regressions
-                else "no regressions")  # fmt: skip
+        head = (
+            f"{regressions} regression{'s' * (regressions != 1)}"
+            if regressions
+            else "no regressions"
+        )
         lines.append(f"## {title}: {head} in {n} benchmark{'s' * (n != 1)}")
         summary = ", ".join(f"{counts[v]} {v}" for v in ORDER if counts.get(v))
         lines.append("")
@@ -74,33 +83,46 @@ def render(results: Sequence[BenchmarkResult], *, source: dict[str, Any] | None 
     else:
         lines.append(f"## {title}: {n} benchmark{'s' * (n != 1)}")
     if drift and drift.get("drifted"):
-        parts = ", ".join(f"{k.replace('_ratio', '')} ×{v:.3f}" for k, v in drift.items()
-                          if k.endswith("_ratio"))  # fmt: skip
-        lines += ["", "> [!WARNING]",
-                  f"> **Machine drift:** the fixed reference workload ran {parts} relative to "
-                  "the baseline's run (more than "
-                  f"{drift['limit']:.1%}). Verdicts against a stored baseline are unreliable "
-                  "now; `--perf-ab` measures both sides in one job."]  # fmt: skip
+        parts = ", ".join(
+            f"{k.replace('_ratio', '')} ×{v:.3f}" for k, v in drift.items() if k.endswith("_ratio")
+        )
+        lines += [
+            "",
+            "> [!WARNING]",
+            f"> **Machine drift:** the fixed reference workload ran {parts} relative to "
+            "the baseline's run (more than "
+            f"{drift['limit']:.1%}). Verdicts against a stored baseline are unreliable "
+            "now; `--perf-ab` measures both sides in one job.",
+        ]
     lines += ["", *(_table(results, compared))]
     failing = [r for r in results if r.verdict == "regression"]
     if failing:
         lines += ["", "### Regressions", ""]
         for r in failing:
             lines.append(_regression_detail(r))
-    env_diffs = [(r, r.comparison["env_diff"]) for r in results
-                 if r.comparison and r.comparison.get("env_diff")]  # fmt: skip
+    env_diffs = [
+        (r, r.comparison["env_diff"])
+        for r in results
+        if r.comparison and r.comparison.get("env_diff")
+    ]
     if env_diffs:
-        lines += ["", "<details><summary>Environment differences (verdict: incomparable)"
-                      "</summary>", "", "| benchmark | field | baseline | now |",
-                  "|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            "<details><summary>Environment differences (verdict: incomparable)</summary>",
+            "",
+            "| benchmark | field | baseline | now |",
+            "|---|---|---|---|",
+        ]
         seen: set[tuple[str, str]] = set()
         for r, diff in env_diffs:
             for field, (old, new) in sorted(diff.items()):
                 if (field, str(new)) in seen and len(env_diffs) > 3:
                     continue
                 seen.add((field, str(new)))
-                lines.append(f"| `{_cell(short_name(r))}` | `{field}` | `{_cell(str(old))}` | "
-                             f"`{_cell(str(new))}` |")  # fmt: skip
+                lines.append(
+                    f"| `{_cell(short_name(r))}` | `{field}` | `{_cell(str(old))}` | "
+                    f"`{_cell(str(new))}` |"
+                )
         lines += ["", "</details>"]
     notes = [w for w in warnings if not w.startswith("environment drift")]
     if notes:
@@ -114,19 +136,25 @@ def render(results: Sequence[BenchmarkResult], *, source: dict[str, Any] | None 
 
 def _source_line(source: dict[str, Any], mode: str, results: Sequence[BenchmarkResult]) -> str:
     first = next((r.comparison for r in results if r.comparison), {}) or {}
-    rule = (f"threshold {first.get('threshold', 0.05):.0%}, alpha {first.get('alpha', 0.05):g}, "
-            f"metric {first.get('metric', 'median')}")  # fmt: skip
+    rule = (
+        f"threshold {first.get('threshold', 0.05):.0%}, alpha {first.get('alpha', 0.05):g}, "
+        f"metric {first.get('metric', 'median')}"
+    )
     if mode == "ab":
         base = source.get("sha") or "?"
-        return (f"Measured in this job against the merge-base `{str(base)[:10]}` of "
-                f"`{source.get('ref')}` and HEAD, interleaved (A/B mode) · {rule}")
+        return (
+            f"Measured in this job against the merge-base `{str(base)[:10]}` of "
+            f"`{source.get('ref')}` and HEAD, interleaved (A/B mode) · {rule}"
+        )
     if source.get("origin") == "file":
         return f"Compared with `{Path(str(source.get('path'))).name}` · {rule}"
     if source.get("origin") == "commit":
         d = source.get("distance") or 0
         where = "the merge-base" if d == 0 else f"{d} commit{'s' * (d != 1)} before the merge-base"
-        return (f"Compared with the baseline of `{str(source.get('sha'))[:10]}` ({where} of "
-                f"`{source.get('ref')}` and HEAD) · {rule}")
+        return (
+            f"Compared with the baseline of `{str(source.get('sha'))[:10]}` ({where} of "
+            f"`{source.get('ref')}` and HEAD) · {rule}"
+        )
     return f"No baseline found for `{source.get('ref')}`: {source.get('note', '')}"
 
 
@@ -134,8 +162,10 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
     rank = {v: i for i, v in enumerate(ORDER)}
     rows = sorted(results, key=lambda r: (rank.get(str(r.verdict), 99), r.key))
     if compared:
-        out = ["| verdict | benchmark | median now | baseline | ratio [CI] | n now/base | noise |",
-               "|---|---|---:|---:|---|---:|---|"]  # fmt: skip
+        out = [
+            "| verdict | benchmark | median now | baseline | ratio [CI] | n now/base | noise |",
+            "|---|---|---:|---:|---|---:|---|",
+        ]
         for r in rows:
             c = r.comparison or {}
             n_base = c.get("n_baseline")
@@ -147,8 +177,10 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
                 f"{_noise(r)} |"
             )
         return out
-    out = ["| benchmark | backend | median | p90 | 95% CI of median | items/s | n |",
-           "|---|---|---:|---:|---|---:|---:|"]  # fmt: skip
+    out = [
+        "| benchmark | backend | median | p90 | 95% CI of median | items/s | n |",
+        "|---|---|---:|---:|---|---:|---:|",
+    ]
     for r in rows:
         s = r.stats
         out.append(
@@ -161,8 +193,10 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
 
 def _regression_detail(r: BenchmarkResult) -> str:
     c = r.comparison or {}
-    bits = [f"- **`{_cell(r.key)}`**: median {fmt_time(r.stats.get('median'))} vs "
-            f"{fmt_time(c.get('baseline_median'))}, ratio {_ratio(c)}"]  # fmt: skip
+    bits = [
+        f"- **`{_cell(r.key)}`**: median {fmt_time(r.stats.get('median'))} vs "
+        f"{fmt_time(c.get('baseline_median'))}, ratio {_ratio(c)}"
+    ]
     if c.get("p_value") is not None:
         bits.append(f"p = {c['p_value']:.2g} for 'slower by at most {c['threshold']:.0%}'")
     if c.get("remeasured"):
@@ -177,10 +211,13 @@ def _environment_line(env: dict[str, Any]) -> str:
     gpu = env.get("gpu")
     gpus = ", ".join(sorted({d["name"] for d in gpu["devices"]})) if gpu else "no GPU"
     pkgs = env.get("packages") or {}
-    versions = ", ".join(f"{k} {pkgs[k]}" for k in ("torch", "onnxruntime", "onnxruntime-gpu")
-                         if k in pkgs)  # fmt: skip
-    return (f"<sub>Environment `{env.get('key')}`: {cpu}; {gpus}"
-            f"{'; ' + versions if versions else ''}.</sub>")
+    versions = ", ".join(
+        f"{k} {pkgs[k]}" for k in ("torch", "onnxruntime", "onnxruntime-gpu") if k in pkgs
+    )
+    return (
+        f"<sub>Environment `{env.get('key')}`: {cpu}; {gpus}"
+        f"{'; ' + versions if versions else ''}.</sub>"
+    )
 
 
 # --- GitHub workflow commands ----------------------------------------------------------
@@ -194,8 +231,12 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_annotations(results: Sequence[BenchmarkResult], messages: dict[str, str],
-                rootdir: Path, workspace: Path | None) -> list[str]:  # fmt: skip
+def github_annotations(
+    results: Sequence[BenchmarkResult],
+    messages: dict[str, str],
+    rootdir: Path,
+    workspace: Path | None,
+) -> list[str]:
     """``::error`` workflow commands for regressions, pointing at the test function."""
     out = []
     for r in results:

@@ -45,8 +45,9 @@ def _int(minimum: int) -> Parser:
     return parse
 
 
-def _float(low: float, high: float = math.inf, *, low_open: bool = False,
-           high_open: bool = True) -> Parser:  # fmt: skip
+def _float(
+    low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = True
+) -> Parser:
     lb = "(" if low_open else "["
     hb = ")" if high_open else "]"
     bounds = f"{lb}{low:g}, {'inf' if high == math.inf else f'{high:g}'}{hb}"
@@ -103,9 +104,7 @@ def _metric(name: str, value: Any) -> str:
     if text in ("latency", "p50"):
         text = "median"
     if text not in METRICS:
-        raise OptionError(
-            f"{name}={value!r}: unknown metric; expected one of {', '.join(METRICS)}"
-        )
+        raise OptionError(f"{name}={value!r}: unknown metric; expected one of {', '.join(METRICS)}")
     return str(text)
 
 
@@ -135,9 +134,7 @@ def _providers(name: str, value: Any) -> list[Any] | None:
     else:
         raise OptionError(f"{name}={value!r}: expected a list of execution provider names")
     for item in items:
-        ok = _is_str(item) or (
-            isinstance(item, tuple) and len(item) == 2 and _is_str(item[0])
-        )
+        ok = _is_str(item) or (isinstance(item, tuple) and len(item) == 2 and _is_str(item[0]))
         if not ok:
             raise OptionError(
                 f"{name}={value!r}: each provider is a name or a (name, options) tuple"
@@ -157,73 +154,166 @@ class OptionSpec:
 _SPECS: tuple[OptionSpec, ...] = (
     # --- measurement ---------------------------------------------------------------------
     OptionSpec("warmup", _int(0), 10, "minimum warmup calls before timing (default 10)"),
-    OptionSpec("warmup_time", _float(0.0), 2.0,
-               "seconds of extra warmup allowed while waiting for stable timings (default 2)"),
-    OptionSpec("warmup_tolerance", _float(0.0, 1.0, low_open=True), 0.05,
-               "warmup ends when the median of the last 5 samples is within this fraction "
-               "of the 5 before (default 0.05)"),
+    OptionSpec(
+        "warmup_time",
+        _float(0.0),
+        2.0,
+        "seconds of extra warmup allowed while waiting for stable timings (default 2)",
+    ),
+    OptionSpec(
+        "warmup_tolerance",
+        _float(0.0, 1.0, low_open=True),
+        0.05,
+        "warmup ends when the median of the last 5 samples is within this fraction "
+        "of the 5 before (default 0.05)",
+    ),
     OptionSpec("rounds", _int(1), 20, "minimum number of timed samples (default 20)"),
     OptionSpec("max_rounds", _int(1), 1000, "maximum number of timed samples (default 1000)"),
-    OptionSpec("max_time", _float(0.0, low_open=True), 3.0,
-               "seconds of timed sampling after which sampling stops once `rounds` samples "
-               "exist (default 3)"),
-    OptionSpec("min_time", _float(0.0), 1.0,
-               "seconds the timed samples must span before the precision stop may end "
-               "sampling; fast calls are grouped so max_rounds samples still span it. Machine "
-               "speed drifts over seconds: a snapshot of a few ms compares badly (default 1)"),
-    OptionSpec("precision", _float(0.0, 1.0, low_open=True), 0.01,
-               "stop sampling once the 95% CI of the median has this relative half-width "
-               "(default 0.01)"),
-    OptionSpec("min_sample_time", _float(0.0), 20e-6,
-               "calls faster than this many seconds are timed in blocks lasting at least "
-               "this long, one sample being the block's average (default 20e-6)"),
-    OptionSpec("batch_size", _optional(_int(1)), None,
-               "items per call for throughput (default: first dimension of the first "
-               "array input)"),
+    OptionSpec(
+        "max_time",
+        _float(0.0, low_open=True),
+        3.0,
+        "seconds of timed sampling after which sampling stops once `rounds` samples "
+        "exist (default 3)",
+    ),
+    OptionSpec(
+        "min_time",
+        _float(0.0),
+        1.0,
+        "seconds the timed samples must span before the precision stop may end "
+        "sampling; fast calls are grouped so max_rounds samples still span it. Machine "
+        "speed drifts over seconds: a snapshot of a few ms compares badly (default 1)",
+    ),
+    OptionSpec(
+        "precision",
+        _float(0.0, 1.0, low_open=True),
+        0.01,
+        "stop sampling once the 95% CI of the median has this relative half-width (default 0.01)",
+    ),
+    OptionSpec(
+        "min_sample_time",
+        _float(0.0),
+        20e-6,
+        "calls faster than this many seconds are timed in blocks lasting at least "
+        "this long, one sample being the block's average (default 20e-6)",
+    ),
+    OptionSpec(
+        "batch_size",
+        _optional(_int(1)),
+        None,
+        "items per call for throughput (default: first dimension of the first array input)",
+    ),
     OptionSpec("disable_gc", _bool, True, "switch the garbage collector off while timing"),
     OptionSpec("check_nan", _bool, True, "fail when the model's output contains NaN"),
     # --- comparison ----------------------------------------------------------------------
-    OptionSpec("threshold", _float(0.0, 1.0, low_open=True), 0.05,
-               "tolerated slowdown, a fraction in (0, 1) (default 0.05)"),
-    OptionSpec("alpha", _float(0.0, 0.5, low_open=True), 0.05,
-               "significance level, in (0, 0.5) (default 0.05)"),
-    OptionSpec("metric", _metric, "median",
-               f"what a comparison judges: {', '.join(METRICS)} (default median)"),
-    OptionSpec("remeasure", _int(0), 1,
-               "re-measure a benchmark judged regression or inconclusive this many times "
-               "(default 1)"),
-    OptionSpec("max_median_ms", _optional(_float(0.0, low_open=True)), None,
-               "absolute budget: fail when the median's CI lower bound exceeds it (ms)"),
+    OptionSpec(
+        "threshold",
+        _float(0.0, 1.0, low_open=True),
+        0.05,
+        "tolerated slowdown, a fraction in (0, 1) (default 0.05)",
+    ),
+    OptionSpec(
+        "alpha",
+        _float(0.0, 0.5, low_open=True),
+        0.05,
+        "significance level, in (0, 0.5) (default 0.05)",
+    ),
+    OptionSpec(
+        "metric",
+        _metric,
+        "median",
+        f"what a comparison judges: {', '.join(METRICS)} (default median)",
+    ),
+    OptionSpec(
+        "remeasure",
+        _int(0),
+        1,
+        "re-measure a benchmark judged regression or inconclusive this many times (default 1)",
+    ),
+    OptionSpec(
+        "max_median_ms",
+        _optional(_float(0.0, low_open=True)),
+        None,
+        "absolute budget: fail when the median's CI lower bound exceeds it (ms)",
+    ),
     # --- backends (marker and keyword arguments only) -------------------------------------
-    OptionSpec("device", _optional(_str), None,
-               "torch: device to run on (default: the model's parameters)", ini=False),
-    OptionSpec("providers", _providers, None,
-               "onnxruntime: execution providers for sessions made from a path", ini=False),
-    OptionSpec("provider_options", _optional(_mapping), None,
-               "onnxruntime: provider options (dict), applied to the first provider",
-               ini=False),
-    OptionSpec("session_options", _any, None,
-               "onnxruntime: an onnxruntime.SessionOptions for sessions made from a path",
-               ini=False),
-    OptionSpec("intra_op_threads", _optional(_int(0)), None,
-               "threads within an operator (torch.set_num_threads / ORT intra_op)"),
-    OptionSpec("inter_op_threads", _optional(_int(0)), None,
-               "onnxruntime: threads across operators (ORT inter_op)"),
-    OptionSpec("graph_optimization_level", _optional(_choice("disable", "basic", "extended",
-                                                              "all")), None,
-               "onnxruntime: graph optimisation level for sessions made from a path"),
-    OptionSpec("io_binding", _optional(_bool), None,
-               "onnxruntime: bind inputs/outputs on the device (default: on for CUDA)",
-               ini=False),
-    OptionSpec("allow_fallback", _bool, False,
-               "onnxruntime: accept a session that runs on fewer providers than requested"),
-    OptionSpec("cuda_graph", _bool, False, "capture the call in a CUDA graph (torch/ORT)",
-               ini=False),
-    OptionSpec("include_copies", _bool, False,
-               "torch: copy outputs to the host inside the timed region", ini=False),
-    OptionSpec("params", _optional(_mapping), None,
-               "extra parameters recorded with the benchmark", ini=False),
-)  # fmt: skip
+    OptionSpec(
+        "device",
+        _optional(_str),
+        None,
+        "torch: device to run on (default: the model's parameters)",
+        ini=False,
+    ),
+    OptionSpec(
+        "providers",
+        _providers,
+        None,
+        "onnxruntime: execution providers for sessions made from a path",
+        ini=False,
+    ),
+    OptionSpec(
+        "provider_options",
+        _optional(_mapping),
+        None,
+        "onnxruntime: provider options (dict), applied to the first provider",
+        ini=False,
+    ),
+    OptionSpec(
+        "session_options",
+        _any,
+        None,
+        "onnxruntime: an onnxruntime.SessionOptions for sessions made from a path",
+        ini=False,
+    ),
+    OptionSpec(
+        "intra_op_threads",
+        _optional(_int(0)),
+        None,
+        "threads within an operator (torch.set_num_threads / ORT intra_op)",
+    ),
+    OptionSpec(
+        "inter_op_threads",
+        _optional(_int(0)),
+        None,
+        "onnxruntime: threads across operators (ORT inter_op)",
+    ),
+    OptionSpec(
+        "graph_optimization_level",
+        _optional(_choice("disable", "basic", "extended", "all")),
+        None,
+        "onnxruntime: graph optimisation level for sessions made from a path",
+    ),
+    OptionSpec(
+        "io_binding",
+        _optional(_bool),
+        None,
+        "onnxruntime: bind inputs/outputs on the device (default: on for CUDA)",
+        ini=False,
+    ),
+    OptionSpec(
+        "allow_fallback",
+        _bool,
+        False,
+        "onnxruntime: accept a session that runs on fewer providers than requested",
+    ),
+    OptionSpec(
+        "cuda_graph", _bool, False, "capture the call in a CUDA graph (torch/ORT)", ini=False
+    ),
+    OptionSpec(
+        "include_copies",
+        _bool,
+        False,
+        "torch: copy outputs to the host inside the timed region",
+        ini=False,
+    ),
+    OptionSpec(
+        "params",
+        _optional(_mapping),
+        None,
+        "extra parameters recorded with the benchmark",
+        ini=False,
+    ),
+)
 
 SPECS: dict[str, OptionSpec] = {spec.name: spec for spec in _SPECS}
 INI_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.ini)
@@ -281,8 +371,10 @@ def recorded(options: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, (str, int, float, bool)) or value is None:
             out[key] = value
         elif isinstance(value, Mapping):
-            out[key] = {str(k): v if isinstance(v, (str, int, float, bool)) or v is None
-                        else repr(v) for k, v in value.items()}  # fmt: skip
+            out[key] = {
+                str(k): v if isinstance(v, (str, int, float, bool)) or v is None else repr(v)
+                for k, v in value.items()
+            }
         else:
             out[key] = repr(value)
     return out

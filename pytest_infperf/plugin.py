@@ -29,51 +29,134 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("infperf", "pytest-infperf: inference performance testing")
     add = group.addoption
     # Help texts: lowercase start, no trailing period, defaults in parentheses.
-    add("--perf-json", metavar="PATH", dest="perf_json", default=None,
-        help="write the results (raw samples, statistics, environment) as JSON to PATH")
-    add("--perf-save", action="store_true", dest="perf_save", default=False,
-        help="store this run's results as the baseline of the current commit")
-    add("--perf-compare", metavar="REF", dest="perf_compare", default=None,
+    add(
+        "--perf-json",
+        metavar="PATH",
+        dest="perf_json",
+        default=None,
+        help="write the results (raw samples, statistics, environment) as JSON to PATH",
+    )
+    add(
+        "--perf-save",
+        action="store_true",
+        dest="perf_save",
+        default=False,
+        help="store this run's results as the baseline of the current commit",
+    )
+    add(
+        "--perf-compare",
+        metavar="REF",
+        dest="perf_compare",
+        default=None,
         help="compare against the baseline of REF (branch, tag, sha, HEAD~N) or a results "
-             "JSON file; regressions fail their tests")
-    add("--perf-ab", metavar="REF", dest="perf_ab", default=None,
+        "JSON file; regressions fail their tests",
+    )
+    add(
+        "--perf-ab",
+        metavar="REF",
+        dest="perf_ab",
+        default=None,
         help="measure the merge-base of REF and HEAD in the same job, interleaved with the "
-             "current code, and compare (robust to machine drift)")
-    add("--perf-baselines", metavar="DIR", dest="perf_baselines", default=None,
-        help="baselines directory (default: ini infperf_baselines, else baselines/ at the "
-             "rootdir)")
-    add("--perf-threshold", metavar="D", dest="perf_threshold", default=None,
+        "current code, and compare (robust to machine drift)",
+    )
+    add(
+        "--perf-baselines",
+        metavar="DIR",
+        dest="perf_baselines",
+        default=None,
+        help="baselines directory (default: ini infperf_baselines, else baselines/ at the rootdir)",
+    )
+    add(
+        "--perf-threshold",
+        metavar="D",
+        dest="perf_threshold",
+        default=None,
         type=_settings.option_type("threshold"),
-        help="tolerated slowdown as a fraction in (0, 1) (default 0.05)")
-    add("--perf-alpha", metavar="A", dest="perf_alpha", default=None,
+        help="tolerated slowdown as a fraction in (0, 1) (default 0.05)",
+    )
+    add(
+        "--perf-alpha",
+        metavar="A",
+        dest="perf_alpha",
+        default=None,
         type=_settings.option_type("alpha"),
-        help="significance level in (0, 0.5) (default 0.05)")
-    add("--perf-metric", metavar="M", dest="perf_metric", default=None,
+        help="significance level in (0, 0.5) (default 0.05)",
+    )
+    add(
+        "--perf-metric",
+        metavar="M",
+        dest="perf_metric",
+        default=None,
         type=_settings.option_type("metric"),
-        help=f"metric compared: {', '.join(_options.METRICS)} (default median)")
-    add("--perf-max-time", metavar="S", dest="perf_max_time", default=None,
+        help=f"metric compared: {', '.join(_options.METRICS)} (default median)",
+    )
+    add(
+        "--perf-max-time",
+        metavar="S",
+        dest="perf_max_time",
+        default=None,
         type=_settings.option_type("max_time"),
-        help="seconds of timed sampling per benchmark (default 3)")
-    add("--perf-rounds", metavar="N", dest="perf_rounds", default=None,
+        help="seconds of timed sampling per benchmark (default 3)",
+    )
+    add(
+        "--perf-rounds",
+        metavar="N",
+        dest="perf_rounds",
+        default=None,
         type=_settings.option_type("rounds"),
-        help="minimum timed samples per benchmark (default 20)")
-    add("--perf-remeasure", metavar="N", dest="perf_remeasure", default=None,
+        help="minimum timed samples per benchmark (default 20)",
+    )
+    add(
+        "--perf-remeasure",
+        metavar="N",
+        dest="perf_remeasure",
+        default=None,
         type=_settings.option_type("remeasure"),
-        help="re-measure flagged benchmarks N times before failing (default 1)")
-    add("--perf-strict-env", action="store_true", dest="perf_strict_env", default=False,
-        help="fail benchmarks whose baseline comes from a different environment")
-    add("--perf-warn-only", action="store_true", dest="perf_warn_only", default=False,
-        help="report regressions without failing tests")
-    add("--perf-markdown", metavar="PATH", dest="perf_markdown", default=None,
-        help="write a Markdown report (for PR comments and job summaries) to PATH")
-    add("--perf-no-summary", action="store_true", dest="perf_no_summary", default=False,
-        help="do not append the Markdown report to $GITHUB_STEP_SUMMARY")
-    add("--perf-disable", action="store_true", dest="perf_disable", default=False,
-        help="call each model once without timing (run perf tests as plain tests)")
-    add("--perf-progress", dest="perf_progress", default="auto",
+        help="re-measure flagged benchmarks N times before failing (default 1)",
+    )
+    add(
+        "--perf-strict-env",
+        action="store_true",
+        dest="perf_strict_env",
+        default=False,
+        help="fail benchmarks whose baseline comes from a different environment",
+    )
+    add(
+        "--perf-warn-only",
+        action="store_true",
+        dest="perf_warn_only",
+        default=False,
+        help="report regressions without failing tests",
+    )
+    add(
+        "--perf-markdown",
+        metavar="PATH",
+        dest="perf_markdown",
+        default=None,
+        help="write a Markdown report (for PR comments and job summaries) to PATH",
+    )
+    add(
+        "--perf-no-summary",
+        action="store_true",
+        dest="perf_no_summary",
+        default=False,
+        help="do not append the Markdown report to $GITHUB_STEP_SUMMARY",
+    )
+    add(
+        "--perf-disable",
+        action="store_true",
+        dest="perf_disable",
+        default=False,
+        help="call each model once without timing (run perf tests as plain tests)",
+    )
+    add(
+        "--perf-progress",
+        dest="perf_progress",
+        default="auto",
         choices=("auto", "lines", "off"),
         help="a line per benchmark as it completes: auto (when the output is not a terminal, "
-             "as in CI logs, or with -v), lines, off (default auto)")
+        "as in CI logs, or with -v), lines, off (default auto)",
+    )
     for spec in _options.INI_OPTIONS:
         parser.addini(_options.ini_name(spec.name), spec.help, type="string", default="")
     for name, (text, _default) in _settings.SESSION_INI.items():

@@ -23,8 +23,11 @@ def fmt_time(seconds: float | None) -> str:
         return "-"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}" if seconds / scale < 100 else \
-                f"{seconds / scale:.0f} {unit}"  # fmt: skip
+            return (
+                f"{seconds / scale:.3g} {unit}"
+                if seconds / scale < 100
+                else f"{seconds / scale:.0f} {unit}"
+            )
     return f"{seconds / 1e-9:.3g} ns"
 
 
@@ -79,8 +82,9 @@ def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = []
     for row in rows:
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i])
-                 for i, c in enumerate(row)]  # fmt: skip
+        cells = [
+            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)
+        ]
         out.append("  ".join(cells).rstrip())
     return out
 
@@ -88,8 +92,17 @@ def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
 def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     """The summary table; comparison columns appear when any result was compared."""
     compared = any(r.comparison is not None for r in results)
-    header = ["benchmark", "backend", "median", "p90", "95% CI of median", "CV", "items/s",
-              "n", "mem"]  # fmt: skip
+    header = [
+        "benchmark",
+        "backend",
+        "median",
+        "p90",
+        "95% CI of median",
+        "CV",
+        "items/s",
+        "n",
+        "mem",
+    ]
     if compared:
         header += ["baseline", "ratio [CI]", "verdict"]
     rows = [header]
@@ -109,16 +122,18 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
             fmt_time(s.get("median")),
             p90,
             f"{fmt_time(s.get('ci_low'))} - {fmt_time(s.get('ci_high'))}",
-            f"{s['cv']:.1%}{noise}" if s.get("cv") is not None and math.isfinite(s["cv"])
-            else "-",
+            f"{s['cv']:.1%}{noise}" if s.get("cv") is not None and math.isfinite(s["cv"]) else "-",
             fmt_rate(r.throughput),
             str(s.get("n", 0)),
             fmt_bytes(memory_figure(r.memory), signed=True),
-        ]  # fmt: skip
+        ]
         if compared:
             c = r.comparison or {}
-            row += [fmt_time(c.get("baseline_median")), fmt_ratio(c),
-                    VERDICT_MARK.get(str(c.get("verdict")), "-")]  # fmt: skip
+            row += [
+                fmt_time(c.get("baseline_median")),
+                fmt_ratio(c),
+                VERDICT_MARK.get(str(c.get("verdict")), "-"),
+            ]
         rows.append(row)
     lines = _table(rows, right={2, 3, 5, 6, 7, 8})
     lines.insert(1, "-" * max(len(line) for line in lines))

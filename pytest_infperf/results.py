@@ -102,8 +102,12 @@ def clean(value: Any) -> Any:
     return str(value)
 
 
-def document(benchmarks: Iterable[BenchmarkResult | dict[str, Any]], environment: dict[str, Any],
-             commit: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:  # fmt: skip
+def document(
+    benchmarks: Iterable[BenchmarkResult | dict[str, Any]],
+    environment: dict[str, Any],
+    commit: dict[str, Any] | None,
+    **extra: Any,
+) -> dict[str, Any]:
     """The results document: ``{"schema_version", "created", "environment", "commit",
     "benchmarks": [...]}`` plus any top-level ``extra`` (mode, reference, comparison...)."""
     entries = [b.to_json() if isinstance(b, BenchmarkResult) else dict(b) for b in benchmarks]

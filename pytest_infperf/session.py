@@ -112,9 +112,13 @@ class InfperfSession:
         if settings.compare:
             try:
                 self.source = resolve(
-                    settings.compare, rootdir=settings.rootdir, store=self.store,
-                    env_key=self.env_key, hard=self.hard, depth=settings.search_depth,
-                )  # fmt: skip
+                    settings.compare,
+                    rootdir=settings.rootdir,
+                    store=self.store,
+                    env_key=self.env_key,
+                    hard=self.hard,
+                    depth=settings.search_depth,
+                )
             except CompareError as exc:
                 raise pytest.UsageError(str(exc)) from None
             if self.source.origin == "none" and self.source.note:
@@ -143,20 +147,24 @@ class InfperfSession:
             )
         config = self.config
         controller = ABController(
-            self.settings.ab or "", self.settings.rootdir,
+            self.settings.ab or "",
+            self.settings.rootdir,
             [str(Path(config.invocation_params.dir) / a) for a in config.args],
             self.settings.ab_pythonpath,
             keyword=str(config.getoption("keyword", "") or ""),
             markexpr=str(config.getoption("markexpr", "") or ""),
-        )  # fmt: skip
+        )
         try:
             controller.setup()
         except GitError as exc:
             raise pytest.UsageError(f"--perf-ab={self.settings.ab}: {exc}") from None
         self.ab = controller
-        self.source = BaselineSource(ref=self.settings.ab or "", origin="ab",
-                                     sha=controller.base_sha,
-                                     merge_base=controller.base_sha)  # fmt: skip
+        self.source = BaselineSource(
+            ref=self.settings.ab or "",
+            origin="ab",
+            sha=controller.base_sha,
+            merge_base=controller.base_sha,
+        )
 
     def unconfigure(self) -> None:
         if self.ab is not None:
@@ -177,7 +185,8 @@ class InfperfSession:
         if self.removed:
             self.warnings.append(
                 f"{len(self.removed)} perf test(s) of the base are gone in HEAD: "
-                + ", ".join(self.removed[:10]) + (" ..." if len(self.removed) > 10 else "")
+                + ", ".join(self.removed[:10])
+                + (" ..." if len(self.removed) > 10 else "")
             )
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
@@ -222,8 +231,9 @@ class InfperfSession:
         self.hard = payload["hard"]
         self.reference = payload["reference"]
         if payload.get("source") is not None:
-            self.source = BaselineSource.from_worker(payload["source"],
-                                                     self.settings.max_baseline_bytes)  # fmt: skip
+            self.source = BaselineSource.from_worker(
+                payload["source"], self.settings.max_baseline_bytes
+            )
 
     def absorb(self, data: dict[str, Any]) -> None:
         """Controller: take in one xdist worker's results."""
@@ -260,8 +270,9 @@ class InfperfSession:
         finally:
             lock.release()
 
-    def judge(self, item: pytest.Item, result: BenchmarkResult,
-              remeasure: Callable[[], Measurement]) -> None:  # fmt: skip
+    def judge(
+        self, item: pytest.Item, result: BenchmarkResult, remeasure: Callable[[], Measurement]
+    ) -> None:
         """Absolute budgets, then the comparison against the baseline where one is set."""
         self._check_budget(item, result)
         if self.source is not None:
@@ -281,8 +292,9 @@ class InfperfSession:
                     f"budget max_median_ms={budget_ms:g}",
                 )
 
-    def _compare(self, item: pytest.Item, result: BenchmarkResult,
-                 remeasure: Callable[[], Measurement]) -> None:  # fmt: skip
+    def _compare(
+        self, item: pytest.Item, result: BenchmarkResult, remeasure: Callable[[], Measurement]
+    ) -> None:
         from . import compare as _cmp
         from . import environment
         from .verdict import decide, failure_message
@@ -304,20 +316,34 @@ class InfperfSession:
         env_diff = dict(source.env_diff)
         env_diff.update(environment.diff(result.env, entry.get("env") or {}))
         if env_diff:
-            result.comparison = {"verdict": _cmp.INCOMPARABLE, **where, "env_diff": env_diff,
-                                 "baseline_median": entry["stats"].get("median")}  # fmt: skip
+            result.comparison = {
+                "verdict": _cmp.INCOMPARABLE,
+                **where,
+                "env_diff": env_diff,
+                "baseline_median": entry["stats"].get("median"),
+            }
             if self.settings.strict_env:
-                self.fail_item(item, f"{result.key}: the baseline ({source.describe()}) comes "
-                               "from a different environment: "
-                               f"{environment.describe_diff(env_diff)} (--perf-strict-env)")
+                self.fail_item(
+                    item,
+                    f"{result.key}: the baseline ({source.describe()}) comes "
+                    "from a different environment: "
+                    f"{environment.describe_diff(env_diff)} (--perf-strict-env)",
+                )
             return
         from .backends import runs_on_gpu
 
         # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
         adjust = self.settings.drift_guard == "adjust" and not runs_on_gpu(result.env)
         limit = self.settings.drift_limit
-        c = decide(result.samples, result.memory, result.batch_size, entry, opts,
-                   result.reference if adjust else None, limit)  # fmt: skip
+        c = decide(
+            result.samples,
+            result.memory,
+            result.batch_size,
+            entry,
+            opts,
+            result.reference if adjust else None,
+            limit,
+        )
         flagged = c["verdict"] in (_cmp.REGRESSION, _cmp.INCONCLUSIVE)
         if flagged and opts["remeasure"] > 0 and opts["metric"] != "memory":
             first = {k: c.get(k) for k in ("verdict", "ratio", "ci_low", "ci_high", "p_value")}
@@ -325,8 +351,15 @@ class InfperfSession:
             for _ in range(opts["remeasure"]):
                 m = remeasure()
                 fresh = m.samples
-                c = decide(m.samples, m.memory, result.batch_size, entry, opts,
-                           m.reference if adjust else None, limit)  # fmt: skip
+                c = decide(
+                    m.samples,
+                    m.memory,
+                    result.batch_size,
+                    entry,
+                    opts,
+                    m.reference if adjust else None,
+                    limit,
+                )
                 if c["verdict"] not in (_cmp.REGRESSION, _cmp.INCONCLUSIVE):
                     break
             c.update(remeasured=True, first_pass=first)
@@ -359,8 +392,10 @@ class InfperfSession:
         c.update(family_size=len(self.flagged), holm_p=adjusted)
         if c["verdict"] == _cmp.REGRESSION and adjusted > c["alpha"]:
             c["verdict"] = _cmp.INCONCLUSIVE
-            c["note"] = (f"regression on fresh samples not confirmed after Holm over "
-                         f"{len(self.flagged)} flagged benchmarks (adjusted p {adjusted:.2g})")
+            c["note"] = (
+                f"regression on fresh samples not confirmed after Holm over "
+                f"{len(self.flagged)} flagged benchmarks (adjusted p {adjusted:.2g})"
+            )
 
     def fail_item(self, item: pytest.Item, message: str) -> None:
         item.stash.setdefault(perf_failures_key, []).append(message)
@@ -370,10 +405,16 @@ class InfperfSession:
         prefix = "infperf." if not result.name else f"infperf.{result.name}."
         s = result.stats
         props: list[tuple[str, object]] = [
-            ("median_s", s["median"]), ("mean_s", s["mean"]), ("p90_s", s["p90"]),
-            ("p99_s", s["p99"]), ("ci_low_s", s["ci_low"]), ("ci_high_s", s["ci_high"]),
-            ("cv", s["cv"]), ("n", s["n"]), ("backend", result.backend),
-        ]  # fmt: skip
+            ("median_s", s["median"]),
+            ("mean_s", s["mean"]),
+            ("p90_s", s["p90"]),
+            ("p99_s", s["p99"]),
+            ("ci_low_s", s["ci_low"]),
+            ("ci_high_s", s["ci_high"]),
+            ("cv", s["cv"]),
+            ("n", s["n"]),
+            ("backend", result.backend),
+        ]
         if result.throughput is not None:
             props.append(("throughput_per_s", result.throughput))
         if result.first_call is not None:
@@ -418,9 +459,11 @@ class InfperfSession:
             return
         for prefix in names:
             label = report.nodeid + ("" if prefix == "infperf" else "#" + prefix[8:])
-            line = (f"infperf [{self.perf_done}/{total}] {label}: median "
-                    f"{fmt_time(float(props[prefix + '.median_s']))} "  # type: ignore[arg-type]
-                    f"(n={props.get(prefix + '.n')})")
+            line = (
+                f"infperf [{self.perf_done}/{total}] {label}: median "
+                f"{fmt_time(float(props[prefix + '.median_s']))} "  # type: ignore[arg-type]
+                f"(n={props.get(prefix + '.n')})"
+            )
             verdict = props.get(prefix + ".verdict")
             if verdict:
                 line += f", {verdict}"
@@ -452,12 +495,14 @@ class InfperfSession:
 
             workeroutput = getattr(self.config, "workeroutput", None)
             if workeroutput is not None:
-                workeroutput[WORKER_KEY] = json.dumps({
-                    "worker": self.config.workerinput.get("workerid"),  # type: ignore[attr-defined]
-                    "results": [r.to_json() for r in self.results],
-                    "warnings": self.warnings,
-                    "flagged": self.flagged,
-                })  # fmt: skip
+                workeroutput[WORKER_KEY] = json.dumps(
+                    {
+                        "worker": self.config.workerinput.get("workerid"),  # type: ignore[attr-defined]
+                        "results": [r.to_json() for r in self.results],
+                        "warnings": self.warnings,
+                        "flagged": self.flagged,
+                    }
+                )
             return
         status = self.finish(exitstatus)
         if status is not None and session.exitstatus == 0:
@@ -523,8 +568,11 @@ class InfperfSession:
         threshold = self.bench_layer.get("threshold", _options.DEFAULTS["threshold"])
         self.drift = drift(self.reference, self.source.reference, threshold)
         if self.drift and self.drift["drifted"]:
-            parts = ", ".join(f"{k.replace('_ratio', '')} x{v:.3f}" for k, v in
-                              self.drift.items() if k.endswith("_ratio"))  # fmt: skip
+            parts = ", ".join(
+                f"{k.replace('_ratio', '')} x{v:.3f}"
+                for k, v in self.drift.items()
+                if k.endswith("_ratio")
+            )
             self.warnings.append(
                 f"environment drift: the fixed reference workload runs {parts} relative to "
                 f"the baseline's run (more than {self.drift['limit']:.1%}): this machine is "
@@ -542,9 +590,13 @@ class InfperfSession:
         assert self.environment is not None
         try:
             path, n, total = self.store.save(
-                self.env_key, self.commit.sha, [r.to_json() for r in self.results],
-                self.environment, self.commit.to_json(), reference=self.reference,
-            )  # fmt: skip
+                self.env_key,
+                self.commit.sha,
+                [r.to_json() for r in self.results],
+                self.environment,
+                self.commit.to_json(),
+                reference=self.reference,
+            )
         except (OSError, BaselineFileError) as exc:
             self.errors.append(f"could not save the baseline: {exc}")
             return int(pytest.ExitCode.TESTS_FAILED)
@@ -574,8 +626,10 @@ class InfperfSession:
         if self.ab is not None:
             extra["comparison"]["removed"] = self.removed
             extra["base_commit"] = self.ab.base_sha
-        commit = self.commit.to_json() if self.commit is not None else gitinfo.describe(
-            self.settings.rootdir, self.settings.baselines
+        commit = (
+            self.commit.to_json()
+            if self.commit is not None
+            else gitinfo.describe(self.settings.rootdir, self.settings.baselines)
         )
         return document(self.results, env, commit, **extra)
 
@@ -586,8 +640,9 @@ class InfperfSession:
         atomic_write_text(Path(path), dumps(self.document()))
         self.written.append(f"results JSON: {path}")
 
-    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int,
-                                config: pytest.Config) -> None:  # fmt: skip
+    def pytest_terminal_summary(
+        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+    ) -> None:
         if not self.results or self.is_worker:
             return
         from .report import summary_lines, verdict_counts
@@ -629,10 +684,12 @@ class InfperfSession:
         from .markdown import github_annotations
 
         workspace = os.environ.get("GITHUB_WORKSPACE")
-        messages = {r.key: str(r.comparison.get("message", "")) for r in self.results
-                    if r.comparison}  # fmt: skip
-        for line in github_annotations(self.results, messages, self.settings.rootdir,
-                                       Path(workspace) if workspace else None):  # fmt: skip
+        messages = {
+            r.key: str(r.comparison.get("message", "")) for r in self.results if r.comparison
+        }
+        for line in github_annotations(
+            self.results, messages, self.settings.rootdir, Path(workspace) if workspace else None
+        ):
             terminalreporter.write_line(line)
         if self.drift and self.drift.get("drifted"):
             terminalreporter.write_line(

@@ -13,25 +13,40 @@ from . import options as _options
 
 #: ini keys that are not benchmark options.
 SESSION_INI: dict[str, tuple[str, str]] = {
-    "infperf_baselines": ("baselines directory, relative to the rootdir (default baselines)",
-                          "baselines"),
-    "infperf_search_depth": ("how many first-parent commits --perf-compare walks back to find "
-                             "a baseline (default 50)", "50"),
+    "infperf_baselines": (
+        "baselines directory, relative to the rootdir (default baselines)",
+        "baselines",
+    ),
+    "infperf_search_depth": (
+        "how many first-parent commits --perf-compare walks back to find a baseline (default 50)",
+        "50",
+    ),
     "infperf_json": ("write the results JSON here on every run (like --perf-json)", ""),
-    "infperf_gpus": ("GPU indices the xdist workers are pinned to, e.g. '0,1' (default: all "
-                     "visible)", ""),
-    "infperf_ab_pythonpath": ("folders (relative to the checkout) put on sys.path of the A/B "
-                              "base worker, e.g. 'src'", ""),
-    "infperf_max_baseline_mb": ("refuse to read baseline files larger than this (default "
-                                "256)", "256"),
-    "infperf_drift_limit": ("drift guard: when the machine itself ran more than this "
-                            "fraction slower or faster than during a benchmark's baseline, "
-                            "its stored-baseline verdict is withheld (default 0.25)", "0.25"),
-    "infperf_drift_guard": ("adjust (default): probe machine speed while sampling and raise "
-                            "the bar for a verdict by how much slower/faster the machine ran "
-                            "than at the baseline; warn: only report drift; off: no probes",
-                            "adjust"),
-}  # fmt: skip
+    "infperf_gpus": (
+        "GPU indices the xdist workers are pinned to, e.g. '0,1' (default: all visible)",
+        "",
+    ),
+    "infperf_ab_pythonpath": (
+        "folders (relative to the checkout) put on sys.path of the A/B base worker, e.g. 'src'",
+        "",
+    ),
+    "infperf_max_baseline_mb": (
+        "refuse to read baseline files larger than this (default 256)",
+        "256",
+    ),
+    "infperf_drift_limit": (
+        "drift guard: when the machine itself ran more than this "
+        "fraction slower or faster than during a benchmark's baseline, "
+        "its stored-baseline verdict is withheld (default 0.25)",
+        "0.25",
+    ),
+    "infperf_drift_guard": (
+        "adjust (default): probe machine speed while sampling and raise "
+        "the bar for a verdict by how much slower/faster the machine ran "
+        "than at the baseline; warn: only report drift; off: no probes",
+        "adjust",
+    ),
+}
 
 #: Command-line flags that set a benchmark option (they beat ini, lose to the marker).
 CLI_OPTIONS = {
@@ -109,9 +124,7 @@ def from_config(config: pytest.Config) -> Settings:
         if text:
             ini_values[spec.name] = text
     try:
-        layer = {
-            k: _options.SPECS[k].parse(_options.ini_name(k), v) for k, v in ini_values.items()
-        }
+        layer = {k: _options.SPECS[k].parse(_options.ini_name(k), v) for k, v in ini_values.items()}
     except _options.OptionError as exc:
         raise pytest.UsageError(f"ini setting {exc}") from None
     for dest, option in CLI_OPTIONS.items():

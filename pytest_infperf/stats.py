@@ -24,10 +24,28 @@ NOISE_WARN = 0.10
 NOISE_SEVERE = 0.25
 
 STAT_KEYS = (
-    "n", "mean", "median", "stdev", "min", "max", "q1", "q3", "iqr",
-    "p50", "p90", "p95", "p99", "cv", "ci_low", "ci_high", "ci_level",
-    "ci_rel_halfwidth", "outliers", "noise", "low_sample_percentiles",
-)  # fmt: skip
+    "n",
+    "mean",
+    "median",
+    "stdev",
+    "min",
+    "max",
+    "q1",
+    "q3",
+    "iqr",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "cv",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "ci_rel_halfwidth",
+    "outliers",
+    "noise",
+    "low_sample_percentiles",
+)
 
 
 def as_array(samples: Sequence[float] | FloatArray) -> FloatArray:

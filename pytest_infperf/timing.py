@@ -56,9 +56,12 @@ class HostSampler:
     backend = "callable"
     supports_blocks = True
 
-    def __init__(self, fn: Callable[[], Any], sync: Callable[[], Any] | None = None,
-                 ctx: Callable[[], contextlib.AbstractContextManager[Any]] | None = None
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        fn: Callable[[], Any],
+        sync: Callable[[], Any] | None = None,
+        ctx: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+    ) -> None:
         self.fn = fn
         self.sync = sync
         self._ctx = ctx
@@ -141,8 +144,9 @@ def _time_block(sampler: Sampler, block: int) -> int:
     return out[0]
 
 
-def calibrate(sampler: Sampler, min_sample_time: float, per_call_s: float,
-              warm_ns: list[float]) -> tuple[int, int]:  # fmt: skip
+def calibrate(
+    sampler: Sampler, min_sample_time: float, per_call_s: float, warm_ns: list[float]
+) -> tuple[int, int]:
     """Smallest power-of-two block whose duration reaches ``min_sample_time``.
 
     Starts from an estimate based on ``per_call_s`` and confirms it by timing blocks, which
@@ -177,9 +181,14 @@ class Warm:
     decisions: dict[str, Any]
 
 
-def warm_up(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
-            check_output: Callable[[Any], None] | None = None,
-            target: float | None = None) -> Warm:  # fmt: skip
+def warm_up(
+    sampler: Sampler,
+    opts: dict[str, Any],
+    *,
+    first: bool = True,
+    check_output: Callable[[Any], None] | None = None,
+    target: float | None = None,
+) -> Warm:
     """First call (kept apart), minimum warmup, block calibration, then warmup until stable.
     Call inside ``sampler.context()``. ``target`` overrides the sample duration to calibrate
     for (default: ``min_sample_time``, stretched so half of ``max_rounds`` span ``min_time``).
@@ -248,9 +257,14 @@ def take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool = Tr
     return [v / scale for v in out]
 
 
-def measure(sampler: Sampler, opts: dict[str, Any], *, first: bool = True,
-            check_output: Callable[[Any], None] | None = None,
-            probe: Callable[[], tuple[float, float]] | None = None) -> Measurement:  # fmt: skip
+def measure(
+    sampler: Sampler,
+    opts: dict[str, Any],
+    *,
+    first: bool = True,
+    check_output: Callable[[Any], None] | None = None,
+    probe: Callable[[], tuple[float, float]] | None = None,
+) -> Measurement:
     """Warm up, calibrate and sample ``sampler`` as ``opts`` say.
 
     With ``first=False`` (a re-measurement) the cold first call is skipped and the warmup

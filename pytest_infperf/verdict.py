@@ -36,14 +36,17 @@ class BaselineSource:
 
     def describe(self) -> str:
         if self.origin == "ab":
-            return (f"the merge-base {str(self.sha)[:10]} of {self.ref} and HEAD, measured "
-                    "in this job, interleaved with it (A/B)")
+            return (
+                f"the merge-base {str(self.sha)[:10]} of {self.ref} and HEAD, measured "
+                "in this job, interleaved with it (A/B)"
+            )
         if self.origin == "file":
             return f"file {self.path}"
         if self.origin == "commit" and self.sha:
             n = self.distance or 0
-            back = "the merge-base" if n == 0 else \
-                f"{n} commit{'s' * (n != 1)} before the merge-base"  # fmt: skip
+            back = (
+                "the merge-base" if n == 0 else f"{n} commit{'s' * (n != 1)} before the merge-base"
+            )
             return f"commit {self.sha[:10]} ({back} of {self.ref} and HEAD)"
         return f"nothing ({self.note})"
 
@@ -69,8 +72,9 @@ def _looks_like_file(ref: str) -> bool:
     return ref.endswith(".json")
 
 
-def resolve(ref: str, *, rootdir: Path, store: BaselineStore, env_key: str,
-            hard: dict[str, Any], depth: int) -> BaselineSource:  # fmt: skip
+def resolve(
+    ref: str, *, rootdir: Path, store: BaselineStore, env_key: str, hard: dict[str, Any], depth: int
+) -> BaselineSource:
     """Turn ``--perf-compare=REF`` into a :class:`BaselineSource`.
 
     REF is a results/baseline JSON file, or a git ref: then the merge-base of REF and HEAD
@@ -106,8 +110,9 @@ def resolve(ref: str, *, rootdir: Path, store: BaselineStore, env_key: str,
     except GitError as exc:
         raise CompareError(f"--perf-compare={ref}: {exc}") from None
     loc = store.find(shas, env_key)
-    source = BaselineSource(ref=ref, origin="commit", merge_base=base, env_key=env_key,
-                            searched=len(shas))  # fmt: skip
+    source = BaselineSource(
+        ref=ref, origin="commit", merge_base=base, env_key=env_key, searched=len(shas)
+    )
     if loc is None:
         other = store.find_other_env(shas, env_key)
         if other is None:
@@ -145,8 +150,9 @@ def _from_file(ref: str, path: Path, store: BaselineStore, hard: dict[str, Any])
     return source
 
 
-def _load_into(source: BaselineSource, loc: Location, store: BaselineStore,
-               hard: dict[str, Any]) -> None:  # fmt: skip
+def _load_into(
+    source: BaselineSource, loc: Location, store: BaselineStore, hard: dict[str, Any]
+) -> None:
     try:
         doc = store.load(loc.path)
     except BaselineFileError as exc:
@@ -169,10 +175,15 @@ def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> 
 # --- one benchmark ----------------------------------------------------------------------
 
 
-def decide(samples: list[float], memory: dict[str, Any], batch: int | None,
-           entry: dict[str, Any], opts: dict[str, Any],
-           reference: dict[str, Any] | None = None,
-           drift_limit: float | None = None) -> dict[str, Any]:  # fmt: skip
+def decide(
+    samples: list[float],
+    memory: dict[str, Any],
+    batch: int | None,
+    entry: dict[str, Any],
+    opts: dict[str, Any],
+    reference: dict[str, Any] | None = None,
+    drift_limit: float | None = None,
+) -> dict[str, Any]:
     """Apply the configured metric's test to a measurement and a stored entry; with
     ``reference`` (this measurement's machine-speed probes), the drift guard raises the bar
     by how much slower or faster the machine ran than during the baseline's measurement."""
@@ -183,11 +194,13 @@ def decide(samples: list[float], memory: dict[str, Any], batch: int | None,
     elif metric in ("p90", "p99"):
         out = _cmp.compare_tail(samples, base, metric, d, alpha)
     elif metric == "throughput":
-        out = _cmp.compare_throughput(samples, base, batch or 1, entry.get("batch_size") or 1,
-                                      d, alpha)  # fmt: skip
+        out = _cmp.compare_throughput(
+            samples, base, batch or 1, entry.get("batch_size") or 1, d, alpha
+        )
     else:
-        out = _cmp.compare_memory(memory_figure(memory), memory_figure(entry.get("memory", {})),
-                                  d, alpha)  # fmt: skip
+        out = _cmp.compare_memory(
+            memory_figure(memory), memory_figure(entry.get("memory", {})), d, alpha
+        )
     out["baseline_median"] = entry["stats"].get("median")
     factors = speed_factors(reference, entry.get("reference"))
     if factors is not None and metric != "memory" and out.get("ci_low") is not None:
@@ -200,8 +213,11 @@ def decide(samples: list[float], memory: dict[str, Any], batch: int | None,
         out["verdict"] = _cmp.classify(low, high, d, slower, faster)
         moved = max(slower, faster)
         decided = (_cmp.REGRESSION, _cmp.IMPROVEMENT)
-        if drift_limit is not None and moved > 1.0 + drift_limit and (
-                plain in decided or out["verdict"] in decided):  # fmt: skip
+        if (
+            drift_limit is not None
+            and moved > 1.0 + drift_limit
+            and (plain in decided or out["verdict"] in decided)
+        ):
             out["verdict"] = _cmp.INCONCLUSIVE
             out["note"] = (
                 f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
@@ -218,29 +234,35 @@ def decide(samples: list[float], memory: dict[str, Any], batch: int | None,
     return out
 
 
-def failure_message(key: str, comparison: dict[str, Any], source: BaselineSource,
-                    current_median: float) -> str:  # fmt: skip
+def failure_message(
+    key: str, comparison: dict[str, Any], source: BaselineSource, current_median: float
+) -> str:
     """What a reviewer reads when a benchmark regressed: the numbers and where they come from."""
     c = comparison
     metric = c["metric"]
     lines = [
         f"PERFORMANCE REGRESSION in {key}",
         f"  {metric}: now {fmt_time(current_median)}, baseline {fmt_time(c.get('baseline_median'))}"
-        if metric in ("median", "p90", "p99") else f"  metric: {metric}",
+        if metric in ("median", "p90", "p99")
+        else f"  metric: {metric}",
         f"  ratio now/baseline {c['ratio']:.3f}, {round((1 - c['alpha']) * 100)}% one-sided"
         f" confidence bound {c['ci_low']:.3f} > 1 + threshold = {1 + c['threshold']:.3f}"
-        if metric != "throughput" else
-        f"  throughput ratio now/baseline {c['ratio']:.3f}, upper bound {c['ci_high']:.3f} "
+        if metric != "throughput"
+        else f"  throughput ratio now/baseline {c['ratio']:.3f}, upper bound {c['ci_high']:.3f} "
         f"< 1 / (1 + threshold) = {1 / (1 + c['threshold']):.3f}",
-    ]  # fmt: skip
+    ]
     if c.get("p_value") is not None:
-        lines.append(f"  p = {c['p_value']:.2g} for H0 'slower by at most "
-                     f"{c['threshold']:.0%}' (alpha {c['alpha']:g}); n = {c['n']} now, "
-                     f"{c['n_baseline']} in the baseline")  # fmt: skip
+        lines.append(
+            f"  p = {c['p_value']:.2g} for H0 'slower by at most "
+            f"{c['threshold']:.0%}' (alpha {c['alpha']:g}); n = {c['n']} now, "
+            f"{c['n_baseline']} in the baseline"
+        )
     if c.get("remeasured"):
         first = c.get("first_pass", {})
-        confirm = (f"  confirmed on fresh samples (first pass: ratio {first.get('ratio', 0):.3f}, "
-                   f"verdict {first.get('verdict')})")  # fmt: skip
+        confirm = (
+            f"  confirmed on fresh samples (first pass: ratio {first.get('ratio', 0):.3f}, "
+            f"verdict {first.get('verdict')})"
+        )
         if "family_size" in c:
             confirm += f"; Holm over {c['family_size']} flagged benchmark(s)"
         lines.append(confirm)

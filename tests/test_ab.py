@@ -9,7 +9,9 @@ import pytest
 
 from .conftest import BUSY_HEADER, FAST_INI, git, init_repo, load_json
 
-SUITE = BUSY_HEADER + """
+SUITE = (
+    BUSY_HEADER
+    + """
 
 def test_slowed(infer_bench):
     infer_bench(lambda: busy(300 * FACTOR))
@@ -18,6 +20,7 @@ def test_steady(infer_bench):
     infer_bench(lambda: busy(200))
     infer_bench(lambda: busy(100), name="second")
 """
+)
 
 AB_INI = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
 
@@ -39,25 +42,31 @@ def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
 
 
 def worktrees(path: Path) -> list[str]:
-    return [line for line in git(path, "worktree", "list", "--porcelain").splitlines()
-            if line.startswith("worktree ")]  # fmt: skip
+    return [
+        line
+        for line in git(path, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
 
 
 def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) -> None:
     (repo.path / "factor.txt").write_text("1.3")
-    (repo.path / "test_new.py").write_text("def test_new(infer_bench):\n"
-                                           "    infer_bench(lambda: None)\n")  # fmt: skip
+    (repo.path / "test_new.py").write_text(
+        "def test_new(infer_bench):\n    infer_bench(lambda: None)\n"
+    )
     commit(repo.path, "slower, and a new benchmark")
     base = git(repo.path, "rev-parse", "main")
     result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
     result.assert_outcomes(passed=2, failed=1)
     assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "PERFORMANCE REGRESSION in test_suite.py::test_slowed",
-        "*ratio now/baseline 1.*",
-        f"*baseline: the merge-base {base[:10]} of main and HEAD, measured in this job, "
-        "interleaved with it (A/B)",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "PERFORMANCE REGRESSION in test_suite.py::test_slowed",
+            "*ratio now/baseline 1.*",
+            f"*baseline: the merge-base {base[:10]} of main and HEAD, measured in this job, "
+            "interleaved with it (A/B)",
+        ]
+    )
     doc = load_json(repo.path / "ab.json")
     validate(doc)  # type: ignore[operator]
     assert doc["mode"] == "ab" and doc["base_commit"] == base
@@ -78,10 +87,12 @@ def test_removed_tests_are_listed(repo: pytest.Pytester) -> None:
     commit(repo.path, "drop a benchmark")
     result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*1 perf test(s) of the base are gone in HEAD: "
-                                 "test_suite.py::test_steady*"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        ["*1 perf test(s) of the base are gone in HEAD: test_suite.py::test_steady*"]
+    )
     assert load_json(repo.path / "ab.json")["comparison"]["removed"] == [
-        "test_suite.py::test_steady"]
+        "test_suite.py::test_steady"
+    ]
 
 
 def test_cleanup_after_failure_and_ctrl_c(repo: pytest.Pytester) -> None:
@@ -98,11 +109,13 @@ def test_cleanup_after_failure_and_ctrl_c(repo: pytest.Pytester) -> None:
     assert git(repo.path, "worktree", "prune", "--dry-run", "--verbose") == ""
 
 
-def test_a_crashing_base_worker_fails_the_affected_test(pytester: pytest.Pytester,
-                                                         git_env: None) -> None:  # fmt: skip
+def test_a_crashing_base_worker_fails_the_affected_test(
+    pytester: pytest.Pytester, git_env: None
+) -> None:
     pytester.makefile(".ini", pytest=AB_INI)
-    crashing = SUITE.replace("infer_bench(lambda: busy(300 * FACTOR))",
-                             "import os\n    infer_bench(lambda: os._exit(3))")
+    crashing = SUITE.replace(
+        "infer_bench(lambda: busy(300 * FACTOR))", "import os\n    infer_bench(lambda: os._exit(3))"
+    )
     pytester.makepyfile(test_suite=crashing)  # on main the model kills its process
     (pytester.path / "factor.txt").write_text("1.0")
     init_repo(pytester.path, "a base that crashes")
@@ -113,8 +126,9 @@ def test_a_crashing_base_worker_fails_the_affected_test(pytester: pytest.Pyteste
     result = repo.runpytest_subprocess("--perf-ab=main")
     # test_slowed fails with the worker's crash; the worker is restarted for test_steady
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*BenchmarkError: the A/B base worker (merge-base *) crashed "
-                                 "(exit code 3)*"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        ["*BenchmarkError: the A/B base worker (merge-base *) crashed (exit code 3)*"]
+    )
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 
@@ -122,8 +136,9 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
     pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
     pytester.makefile(".ini", pytest=AB_INI)
-    pytester.makepyfile(test_models=textwrap.dedent(
-        """
+    pytester.makepyfile(
+        test_models=textwrap.dedent(
+            """
         import warnings
         import numpy as np
         import pytest
@@ -150,7 +165,8 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
             infer_bench(path, {"x": x}, providers=["CPUExecutionProvider"],
                         intra_op_threads=1)
         """
-    ))  # fmt: skip
+        )
+    )
     (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
     init_repo(pytester.path, "models")
     git(pytester.path, "checkout", "-q", "-b", "feature")
@@ -166,16 +182,16 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
     assert all(b["comparison"]["verdict"] == "regression" for b in doc["benchmarks"])
 
 
-def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester,
-                                                git_env: None) -> None:  # fmt: skip
+def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester, git_env: None) -> None:
     """With the user's package on PYTHONPATH (as an editable install puts it), the base
     side must still import the base's copy: ini infperf_ab_pythonpath = src."""
     pytester.makefile(".ini", pytest=AB_INI + "infperf_ab_pythonpath = src\n")
     pkg = pytester.path / "src" / "mypkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("VERSION = 'base'\n")
-    pytester.makepyfile(test_pkg=textwrap.dedent(
-        """
+    pytester.makepyfile(
+        test_pkg=textwrap.dedent(
+            """
         import os
         import mypkg
 
@@ -184,7 +200,8 @@ def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester,
                 fh.write(mypkg.VERSION + "\\n")
             infer_bench(lambda: None)
         """
-    ))  # fmt: skip
+        )
+    )
     (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
     init_repo(pytester.path, "package")
     git(pytester.path, "checkout", "-q", "-b", "feature")

@@ -52,16 +52,38 @@ def test_json_document(run: Any, ourtester: pytest.Pytester, validate: Any) -> N
     assert "gpu" in env  # null on this machine, a section on a GPU machine
     assert len(doc["benchmarks"]) == 4
     bench = next(b for b in doc["benchmarks"] if b["params"] == {"batch": 4})
-    for key in ("nodeid", "name", "backend", "params", "options", "samples", "warmup_samples",
-                "first_call", "stats", "memory"):
+    for key in (
+        "nodeid",
+        "name",
+        "backend",
+        "params",
+        "options",
+        "samples",
+        "warmup_samples",
+        "first_call",
+        "stats",
+        "memory",
+    ):
         assert key in bench, key
     assert bench["name"] is None
     assert bench["batch_size"] == 4
     assert bench["throughput"] == pytest.approx(4 / bench["stats"]["median"], rel=1e-9)
     assert all(s > 0 for s in bench["samples"])
     assert len(bench["samples"]) == bench["stats"]["n"]
-    for key in ("median", "mean", "stdev", "min", "max", "p50", "p90", "p95", "p99", "ci_low",
-                "ci_high", "cv"):
+    for key in (
+        "median",
+        "mean",
+        "stdev",
+        "min",
+        "max",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "ci_low",
+        "ci_high",
+        "cv",
+    ):
         assert isinstance(bench["stats"][key], float), key
     assert bench["memory"]["rss_peak_bytes"] > 0
     # pytest locates a decorated test at its first decorator line
@@ -80,8 +102,9 @@ def test_json_is_deterministic(run: Any, ourtester: pytest.Pytester) -> None:
 
 
 def test_json_from_ini(ourtester: pytest.Pytester) -> None:
-    ourtester.makefile(".ini", pytest="[pytest]\ninfperf_json = out/from-ini.json\n"
-                       "infperf_max_time = 0.01\n")
+    ourtester.makefile(
+        ".ini", pytest="[pytest]\ninfperf_json = out/from-ini.json\ninfperf_max_time = 0.01\n"
+    )
     ourtester.makepyfile("def test_a(infer_bench):\n    infer_bench(lambda: None)\n")
     sub = ourtester.mkdir("sub")
     with pytest.MonkeyPatch.context() as mp:

@@ -109,8 +109,9 @@ def test_torch_cuda_model_without_cuda_is_clear(ourtester: pytest.Pytester) -> N
 
 
 @pytest.mark.slow
-def test_torch_compile_first_call_is_compile_time(ourtester: pytest.Pytester,
-                                                  tmp_path: object) -> None:  # fmt: skip
+def test_torch_compile_first_call_is_compile_time(
+    ourtester: pytest.Pytester, tmp_path: object
+) -> None:
     ourtester.makepyfile(
         """
         import torch
@@ -173,12 +174,15 @@ def test_onnxruntime_session_and_path(ourtester: pytest.Pytester) -> None:
     [
         ("None", "this ONNX model needs inputs: x (float32 ['b', 8])*"),
         ("{'y': X}", "inputs do not match the ONNX model (missing ['x']; unknown ['y'])*"),
-        ("{'x': X.astype(np.float64)}", "input 'x' has dtype float64, the ONNX model expects "
-                                        "float32: convert it with .astype(np.float32)"),
+        (
+            "{'x': X.astype(np.float64)}",
+            "input 'x' has dtype float64, the ONNX model expects "
+            "float32: convert it with .astype(np.float32)",
+        ),
         ("{'x': X[0]}", "input 'x' has shape (8,) (1 dims), the ONNX model expects 2 dims*"),
         ("(X, X)", "got 2 positional inputs, but the ONNX model takes 1*"),
     ],
-)  # fmt: skip
+)
 def test_onnxruntime_bad_inputs(ourtester: pytest.Pytester, inputs: str, message: str) -> None:
     ourtester.makeconftest(ONNX_MODEL)
     ourtester.makepyfile(
@@ -218,12 +222,14 @@ def test_cuda_missing_from_the_build_is_an_error(ourtester: pytest.Pytester) -> 
     )
     result = ourtester.runpytest()
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        "E   *BackendError: onnxruntime: CUDAExecutionProvider is not available in this "
-        "onnxruntime build (onnxruntime *). For CUDA install onnxruntime-gpu instead of "
-        "onnxruntime*Or pass providers=*CPUExecutionProvider* to benchmark on the CPU on "
-        "purpose, or allow_fallback=True."
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "E   *BackendError: onnxruntime: CUDAExecutionProvider is not available in this "
+            "onnxruntime build (onnxruntime *). For CUDA install onnxruntime-gpu instead of "
+            "onnxruntime*Or pass providers=*CPUExecutionProvider* to benchmark on the CPU on "
+            "purpose, or allow_fallback=True."
+        ]
+    )
 
 
 def test_silent_cpu_fallback_is_detected() -> None:
@@ -233,8 +239,11 @@ def test_silent_cpu_fallback_is_detected() -> None:
     from pytest_infperf.backends.onnxruntime import _check_providers
 
     requested = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    with pytest.raises(BackendError, match=r"but the session runs on \['CPUExecutionProvider'\]; "
-                       r"CUDAExecutionProvider could not be initialised.*cuDNN"):
+    with pytest.raises(
+        BackendError,
+        match=r"but the session runs on \['CPUExecutionProvider'\]; "
+        r"CUDAExecutionProvider could not be initialised.*cuDNN",
+    ):
         _check_providers(requested, ["CPUExecutionProvider"], False, "onnxruntime")
     warnings = _check_providers(requested, ["CPUExecutionProvider"], True, "onnxruntime")
     assert "allow_fallback=True" in warnings[0]

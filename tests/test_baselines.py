@@ -15,7 +15,9 @@ from .conftest import BUSY_HEADER, FAST_INI, git, init_repo, load_json
 
 # Busy-waits are immune to the machine's speed, so verdicts here are deterministic: these
 # tests check behaviour; benchmarks/decision_quality.py checks the statistics.
-SUITE = BUSY_HEADER + """
+SUITE = (
+    BUSY_HEADER
+    + """
 
 def test_slowed(infer_bench):
     infer_bench(lambda: busy(200 * FACTOR))
@@ -27,6 +29,7 @@ def test_named(infer_bench):
     infer_bench(lambda: busy(100))
     infer_bench(lambda: busy(120), name="second")
 """
+)
 
 
 @pytest.fixture
@@ -34,8 +37,9 @@ def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     """A git repository with a perf suite committed on main."""
     # The drift guard only reports here: busy-waits do not slow down with the machine, and
     # its adjustments are tested on their own below.
-    pytester.makefile(".ini", pytest=FAST_INI + "infperf_remeasure = 1\n"
-                      "infperf_drift_guard = warn\n")
+    pytester.makefile(
+        ".ini", pytest=FAST_INI + "infperf_remeasure = 1\ninfperf_drift_guard = warn\n"
+    )
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     (pytester.path / ".gitignore").write_text("__pycache__/\n*.json.out\n")
@@ -57,15 +61,20 @@ def slow_down(path: Path, factor: float = 1.3) -> None:
     (path / "factor.txt").write_text(str(factor))
 
 
-def test_save_then_compare_from_a_branch_two_commits_later(repo: pytest.Pytester,
-                                                             validate: Any) -> None:  # fmt: skip
+def test_save_then_compare_from_a_branch_two_commits_later(
+    repo: pytest.Pytester, validate: Any
+) -> None:
     head = git(repo.path, "rev-parse", "HEAD")
     result = repo.runpytest("--perf-save")
     result.assert_outcomes(passed=3)
     files = baseline_files(repo.path)
     assert [f.stem for f in files] == [head]
-    result.stdout.fnmatch_lines([f"infperf: wrote baseline of {head[:10]}: baselines/*/{head}.json"
-                                 " (4 benchmarks saved, 4 stored)"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            f"infperf: wrote baseline of {head[:10]}: baselines/*/{head}.json"
+            " (4 benchmarks saved, 4 stored)"
+        ]
+    )
     doc = json.loads(files[0].read_text())
     validate(doc)
     assert doc["mode"] == "baseline" and doc["commit"]["sha"] == head
@@ -84,14 +93,16 @@ def test_save_then_compare_from_a_branch_two_commits_later(repo: pytest.Pytester
 
     result = repo.runpytest("--perf-compare=main", "--perf-json=cmp.json", "--junitxml=j.xml")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        "PERFORMANCE REGRESSION in test_suite.py::test_slowed",
-        "*median: now 2?? us, baseline 2?? us",
-        "*ratio now/baseline 1.*, 95% one-sided confidence bound 1.* > 1 + threshold = 1.050",
-        "*p = * for H0 'slower by at most 5%' (alpha 0.05); n = * now, * in the baseline",
-        "*confirmed on fresh samples*",
-        f"*baseline: commit {head[:10]} (1 commit before the merge-base of main and HEAD)",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "PERFORMANCE REGRESSION in test_suite.py::test_slowed",
+            "*median: now 2?? us, baseline 2?? us",
+            "*ratio now/baseline 1.*, 95% one-sided confidence bound 1.* > 1 + threshold = 1.050",
+            "*p = * for H0 'slower by at most 5%' (alpha 0.05); n = * now, * in the baseline",
+            "*confirmed on fresh samples*",
+            f"*baseline: commit {head[:10]} (1 commit before the merge-base of main and HEAD)",
+        ]
+    )
     result.stdout.fnmatch_lines(["*infperf: 4 benchmarks (1 regression, 3 unchanged)*"])
     cmp = load_json(repo.path / "cmp.json")
     validate(cmp)
@@ -100,15 +111,27 @@ def test_save_then_compare_from_a_branch_two_commits_later(repo: pytest.Pytester
     assert slowed["verdict"] == "regression"
     assert slowed["baseline_commit"] == head and slowed["baseline_distance"] == 1
     assert 1.2 < slowed["ratio"] < 1.4 and slowed["ci_low"] > 1.05
-    for key in ("ratio", "ci_low", "ci_high", "p_value", "threshold", "alpha", "metric",
-                "baseline_commit", "baseline_distance", "env_diff"):  # fmt: skip
+    for key in (
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "threshold",
+        "alpha",
+        "metric",
+        "baseline_commit",
+        "baseline_distance",
+        "env_diff",
+    ):
         assert key in slowed, key
     assert by_key["test_steady"]["comparison"]["verdict"] == "unchanged"
     assert by_key["test_named#second"]["comparison"]["verdict"] == "unchanged"
     assert cmp["comparison"]["sha"] == head and cmp["comparison"]["distance"] == 1
-    props = {(c.get("name"), p.get("name")): p.get("value")
-             for c in ET.parse(repo.path / "j.xml").getroot().iter("testcase")
-             for p in c.iter("property")}  # fmt: skip
+    props = {
+        (c.get("name"), p.get("name")): p.get("value")
+        for c in ET.parse(repo.path / "j.xml").getroot().iter("testcase")
+        for p in c.iter("property")
+    }
     assert props[("test_slowed", "infperf.verdict")] == "regression"
     assert float(props[("test_slowed", "infperf.ratio")]) > 1.2
     assert props[("test_steady", "infperf.verdict")] == "unchanged"
@@ -137,23 +160,30 @@ def test_compare_against_a_json_file(repo: pytest.Pytester) -> None:
     slow_down(repo.path)
     result = repo.runpytest("--perf-compare=before.json")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*baseline: file */before.json",
-                                 "compared with file */before.json"])
+    result.stdout.fnmatch_lines(
+        ["*baseline: file */before.json", "compared with file */before.json"]
+    )
 
 
 def test_no_baseline_and_new_benchmarks(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--perf-compare=main", "--perf-json=out.json")
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*warning: no baseline for environment * first-parent commit(s)"
-                                 " from *save one on main with --perf-save*"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*warning: no baseline for environment * first-parent commit(s)"
+            " from *save one on main with --perf-save*"
+        ]
+    )
     doc = load_json(repo.path / "out.json")
     assert {b["comparison"]["verdict"] for b in doc["benchmarks"]} == {"no-baseline"}
     # A benchmark added after the baseline is 'no-baseline'; the others are compared.
     repo.runpytest("--perf-save", "-k", "steady").assert_outcomes(passed=1, deselected=2)
     result = repo.runpytest("--perf-compare=main", "--perf-json=out.json")
     result.assert_outcomes(passed=3)
-    verdicts = {b["key"].split("::")[1]: b["comparison"]["verdict"]
-                for b in load_json(repo.path / "out.json")["benchmarks"]}  # fmt: skip
+    verdicts = {
+        b["key"].split("::")[1]: b["comparison"]["verdict"]
+        for b in load_json(repo.path / "out.json")["benchmarks"]
+    }
     assert verdicts["test_steady"] == "unchanged"
     assert verdicts["test_slowed"] == "no-baseline"
 
@@ -203,14 +233,18 @@ def test_search_depth_bounds_the_walk(repo: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--perf-compare=nope"], "ERROR: --perf-compare=nope: 'nope' is not a commit, branch "
-                                  "or tag in *"),
+        (
+            ["--perf-compare=nope"],
+            "ERROR: --perf-compare=nope: 'nope' is not a commit, branch or tag in *",
+        ),
         (["--perf-compare=missing.json"], "ERROR: --perf-compare: *missing.json: does not exist*"),
         (["--perf-compare="], "ERROR: --perf-compare needs a value*"),
-        (["--perf-compare=main", "--perf-ab=main"], "ERROR: --perf-compare and --perf-ab are two"
-                                                    " ways of comparing*"),
+        (
+            ["--perf-compare=main", "--perf-ab=main"],
+            "ERROR: --perf-compare and --perf-ab are two ways of comparing*",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_refs_are_usage_errors(repo: pytest.Pytester, args: list[str], message: str) -> None:
     result = repo.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -231,8 +265,12 @@ def test_ambiguous_ref_and_file(repo: pytest.Pytester) -> None:
     (repo.path / "main").write_text("{}")
     result = repo.runpytest("--perf-compare=main")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --perf-compare=main is ambiguous: it is both a git ref "
-                                 "and a file. Write ./main for the file, or refs/heads/main*"])
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --perf-compare=main is ambiguous: it is both a git ref "
+            "and a file. Write ./main for the file, or refs/heads/main*"
+        ]
+    )
 
 
 def test_not_a_repository(pytester: pytest.Pytester) -> None:
@@ -280,11 +318,13 @@ def test_shallow_clone_names_the_fix(repo: pytest.Pytester, tmp_path: Path) -> N
         (repo.path / "notes.txt").write_text(str(i))
         commit_all(repo.path, f"c{i}")
     clone = tmp_path / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth=1", f"file://{repo.path}", str(clone)],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "clone", "-q", "--depth=1", f"file://{repo.path}", str(clone)], check=True
+    )
     shutil.copytree(repo.path / "baselines", clone / "baselines", dirs_exist_ok=True)
-    result = repo.runpytest("--perf-compare=HEAD", f"--rootdir={clone}", "-c",
-                            str(clone / "pytest.ini"), str(clone))  # fmt: skip
+    result = repo.runpytest(
+        "--perf-compare=HEAD", f"--rootdir={clone}", "-c", str(clone / "pytest.ini"), str(clone)
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*this shallow clone has*fetch-depth: 0*git fetch --unshallow*"])
 
@@ -308,16 +348,24 @@ def test_other_environment_is_incomparable(repo: pytest.Pytester) -> None:
     slow_down(repo.path)
     result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*warning: the baseline (*) was measured in a different "
-                                 "environment (cpu_model differ): verdicts are 'incomparable'"])
+    result.stdout.fnmatch_lines(
+        [
+            "*warning: the baseline (*) was measured in a different "
+            "environment (cpu_model differ): verdicts are 'incomparable'"
+        ]
+    )
     doc = load_json(repo.path / "out.json")
     comparison = doc["benchmarks"][0]["comparison"]
     assert comparison["verdict"] == "incomparable"
     assert comparison["env_diff"]["cpu_model"][0] == "Some Other CPU @ 3.0GHz"
     result = repo.runpytest("--perf-compare=HEAD", "--perf-strict-env")
     result.assert_outcomes(failed=3)
-    result.stdout.fnmatch_lines(["*comes from a different environment: cpu_model: 'Some Other "
-                                 "CPU @ 3.0GHz' -> *(--perf-strict-env)"])
+    result.stdout.fnmatch_lines(
+        [
+            "*comes from a different environment: cpu_model: 'Some Other "
+            "CPU @ 3.0GHz' -> *(--perf-strict-env)"
+        ]
+    )
 
 
 def test_per_benchmark_environment_is_compared(repo: pytest.Pytester) -> None:
@@ -340,8 +388,12 @@ def test_drift_guard_warns(repo: pytest.Pytester) -> None:
     doc["reference"] = {k: v / 10 for k, v in doc["reference"].items()}
     path.write_text(json.dumps(doc))
     result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
-    result.stdout.fnmatch_lines(["*warning: environment drift: the fixed reference workload runs "
-                                 "gemm x*, python x* relative to the baseline's run*unreliable*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*warning: environment drift: the fixed reference workload runs "
+            "gemm x*, python x* relative to the baseline's run*unreliable*"
+        ]
+    )
     drift = load_json(repo.path / "out.json")["comparison"]["environment_drift"]
     assert drift["drifted"] is True and drift["python_ratio"] > 3
 
@@ -350,9 +402,11 @@ def test_interrupted_run_keeps_the_stored_baseline(repo: pytest.Pytester) -> Non
     repo.runpytest("--perf-save").assert_outcomes(passed=3)
     (path,) = baseline_files(repo.path)
     before = path.read_bytes()
-    repo.makepyfile(test_zz_interrupt="def test_z(infer_bench):\n"
-                                      "    infer_bench(lambda: None)\n"
-                                      "    raise KeyboardInterrupt\n")  # fmt: skip
+    repo.makepyfile(
+        test_zz_interrupt="def test_z(infer_bench):\n"
+        "    infer_bench(lambda: None)\n"
+        "    raise KeyboardInterrupt\n"
+    )
     result = repo.runpytest_subprocess("--perf-save")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert path.read_bytes() == before
@@ -365,9 +419,13 @@ def test_corrupt_baseline_is_named(repo: pytest.Pytester) -> None:
     path.write_text(path.read_text()[:200])
     result = repo.runpytest("--perf-compare=HEAD")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: --perf-compare=HEAD: baseline {path}: is not valid JSON"
-                                 " (* at line * column *; truncated or edited by hand?)*restore "
-                                 "it with `git checkout -- <file>`*"])  # fmt: skip
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --perf-compare=HEAD: baseline {path}: is not valid JSON"
+            " (* at line * column *; truncated or edited by hand?)*restore "
+            "it with `git checkout -- <file>`*"
+        ]
+    )
     result = repo.runpytest("--perf-save")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --perf-save would replace a damaged baseline: *"])
@@ -386,11 +444,15 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
     slow_down(repo.path)
 
     def slowed(*args: str) -> dict[str, object]:
-        result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json",
-                                "-o", "infperf_drift_guard=adjust", *args)  # fmt: skip
+        result = repo.runpytest(
+            "--perf-compare=HEAD", "--perf-json=out.json", "-o", "infperf_drift_guard=adjust", *args
+        )
         result.assert_outcomes(passed=3)
-        bench = next(b for b in load_json(repo.path / "out.json")["benchmarks"]
-                     if b["key"].endswith("test_slowed"))  # fmt: skip
+        bench = next(
+            b
+            for b in load_json(repo.path / "out.json")["benchmarks"]
+            if b["key"].endswith("test_slowed")
+        )
         return dict(bench["comparison"])
 
     # beyond infperf_drift_limit (25%): the verdict is withheld

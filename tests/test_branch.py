@@ -21,26 +21,47 @@ ENV_KEY = "linux-x86-64-cpu-py3.11-0123456789"
 
 def _doc_entries(names: list[str]) -> list[dict[str, Any]]:
     return [
-        BenchmarkResult(nodeid=f"test_m.py::{n}", name=None, backend="callable",
-                        samples=[1e-3, 1.1e-3, 0.9e-3],
-                        stats={"n": 3, "mean": 1e-3, "median": 1e-3, "stdev": 1e-4,
-                               "min": 9e-4, "max": 1.1e-3, "p50": 1e-3, "p90": 1.1e-3,
-                               "p95": 1.1e-3, "p99": 1.1e-3, "ci_low": 9e-4,
-                               "ci_high": 1.1e-3, "cv": 0.1}).to_json()
+        BenchmarkResult(
+            nodeid=f"test_m.py::{n}",
+            name=None,
+            backend="callable",
+            samples=[1e-3, 1.1e-3, 0.9e-3],
+            stats={
+                "n": 3,
+                "mean": 1e-3,
+                "median": 1e-3,
+                "stdev": 1e-4,
+                "min": 9e-4,
+                "max": 1.1e-3,
+                "p50": 1e-3,
+                "p90": 1.1e-3,
+                "p95": 1.1e-3,
+                "p99": 1.1e-3,
+                "ci_low": 9e-4,
+                "ci_high": 1.1e-3,
+                "cv": 0.1,
+            },
+        ).to_json()
         for n in names
     ]
 
 
 def save(clone: Path, sha: str, names: list[str]) -> None:
     env = {"key": ENV_KEY, "hard": {}, "soft": {}}
-    BaselineStore(clone / "baselines").save(ENV_KEY, sha, _doc_entries(names), env,
-                                            {"sha": sha, "dirty": False})  # fmt: skip
+    BaselineStore(clone / "baselines").save(
+        ENV_KEY, sha, _doc_entries(names), env, {"sha": sha, "dirty": False}
+    )
 
 
 def cli(clone: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_infperf", "baselines", *args],
-                          cwd=clone, capture_output=True, text=True, check=False,
-                          env={**os.environ, **GIT_ENV})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_infperf", "baselines", *args],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **GIT_ENV},
+    )
 
 
 @pytest.fixture
@@ -104,9 +125,17 @@ def test_two_concurrent_pushers_lose_nothing(remote: tuple[Path, Path, Path]) ->
     save(a, shared, ["test_from_a", "test_both"])
     save(b, shared, ["test_from_b", "test_both"])
     env = {**os.environ, **GIT_ENV}
-    procs = [subprocess.Popen([sys.executable, "-m", "pytest_infperf", "baselines", "push"],
-                              cwd=c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for c in (a, b)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pytest_infperf", "baselines", "push"],
+            cwd=c,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for c in (a, b)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert any("retrying" in out for out, _ in outs), outs  # the race really happened

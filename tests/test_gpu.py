@@ -21,8 +21,16 @@ def test_environment_gpu_section_matches_the_machine() -> None:
         section = env["gpu"]
         assert section["count"] >= 1 and section["driver_version"]
         device = section["devices"][0]
-        for key in ("name", "uuid", "memory_total_bytes", "sm_clock_max_mhz", "power_limit_w",
-                    "persistence_mode", "mig_mode", "state"):  # fmt: skip
+        for key in (
+            "name",
+            "uuid",
+            "memory_total_bytes",
+            "sm_clock_max_mhz",
+            "power_limit_w",
+            "persistence_mode",
+            "mig_mode",
+            "state",
+        ):
             assert key in device, key
         assert env["hard"]["gpu_models"]
 

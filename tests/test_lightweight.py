@@ -55,8 +55,9 @@ def test_pytest_startup_with_plugin_imports_no_framework(pytester: pytest.Pytest
         ).replace("%r", repr(set(FRAMEWORKS) | {"numpy", "scipy"}))
     )
     pytester.makepyfile(test_startup_file="def test_plain():\n    pass\n")
-    out = subprocess.run([sys.executable, str(script)], cwd=pytester.path, capture_output=True,
-                         text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(script)], cwd=pytester.path, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -103,8 +104,9 @@ def test_plain_callables_work_without_frameworks(pytester: pytest.Pytester) -> N
             """
         )
     )
-    out = subprocess.run([sys.executable, str(runner)], cwd=pytester.path, capture_output=True,
-                         text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(runner)], cwd=pytester.path, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "4 passed" in out.stdout
     assert Path(pytester.path / "out.json").is_file()

@@ -102,12 +102,10 @@ def test_class_marker_and_function_marker_merge(pytester: pytest.Pytester) -> No
         ("infperf_alpha = 0.7", "*infperf_alpha='0.7': must be a number in (0, 0.5)*"),
         ("infperf_metric = p42", "*infperf_metric='p42': unknown metric; expected one of*"),
         ("infperf_search_depth = x", "*infperf_search_depth = 'x': expected an integer*"),
-        ("infperf_rounds = 50\ninfperf_max_rounds = 10",
-         "*max_rounds=10 is below rounds=50*"),
+        ("infperf_rounds = 50\ninfperf_max_rounds = 10", "*max_rounds=10 is below rounds=50*"),
     ],
-)  # fmt: skip
-def test_bad_ini_values_are_usage_errors(pytester: pytest.Pytester, ini: str,
-                                         message: str) -> None:  # fmt: skip
+)
+def test_bad_ini_values_are_usage_errors(pytester: pytest.Pytester, ini: str, message: str) -> None:
     pytester.makeini(f"[pytest]\n{ini}\n")
     pytester.makepyfile("def test_a():\n    pass\n")
     result = pytester.runpytest()
@@ -119,14 +117,16 @@ def test_bad_ini_values_are_usage_errors(pytester: pytest.Pytester, ini: str,
 @pytest.mark.parametrize(
     ("flag", "message"),
     [
-        ("--perf-threshold=0",
-         "*argument --perf-threshold: --perf-threshold='0': must be a number in (0, 1)"),
+        (
+            "--perf-threshold=0",
+            "*argument --perf-threshold: --perf-threshold='0': must be a number in (0, 1)",
+        ),
         ("--perf-threshold=lots", "*--perf-threshold='lots': expected a number in (0, 1)"),
         ("--perf-alpha=0.5", "*--perf-alpha='0.5': must be a number in (0, 0.5)"),
         ("--perf-metric=mean", "*--perf-metric='mean': unknown metric; expected one of median*"),
         ("--perf-rounds=0", "*--perf-rounds='0': must be an integer >= 1"),
     ],
-)  # fmt: skip
+)
 def test_bad_flags_are_usage_errors(pytester: pytest.Pytester, flag: str, message: str) -> None:
     pytester.makepyfile("def test_a():\n    pass\n")
     result = pytester.runpytest(flag)
@@ -145,8 +145,9 @@ def test_bad_flags_are_usage_errors(pytester: pytest.Pytester, flag: str, messag
         ("5", "*takes keyword arguments only*"),
     ],
 )
-def test_bad_marker_is_usage_error_at_collection(pytester: pytest.Pytester, marker: str,
-                                                 message: str) -> None:  # fmt: skip
+def test_bad_marker_is_usage_error_at_collection(
+    pytester: pytest.Pytester, marker: str, message: str
+) -> None:
     pytester.makepyfile(
         test_bad=f"""
         import pytest
@@ -176,8 +177,9 @@ def test_bad_marker_is_usage_error_at_collection(pytester: pytest.Pytester, mark
         ("name=''", "*a name is a non-empty string*"),
     ],
 )
-def test_bad_keyword_is_a_clear_value_error(pytester: pytest.Pytester, kwargs: str,
-                                            message: str) -> None:  # fmt: skip
+def test_bad_keyword_is_a_clear_value_error(
+    pytester: pytest.Pytester, kwargs: str, message: str
+) -> None:
     pytester.makepyfile(
         f"""
         def test_a(infer_bench):

@@ -32,8 +32,13 @@ def entry(name: str, n: int = 5) -> dict[str, Any]:
     samples = [1e-3 * (1 + 0.01 * i) for i in range(n)]
     from pytest_infperf.stats import summarize
 
-    return BenchmarkResult(nodeid=f"test_m.py::{name}", name=None, backend="callable",
-                           samples=samples, stats=summarize(samples)).to_json()  # fmt: skip
+    return BenchmarkResult(
+        nodeid=f"test_m.py::{name}",
+        name=None,
+        backend="callable",
+        samples=samples,
+        stats=summarize(samples),
+    ).to_json()
 
 
 def valid_doc(names: tuple[str, ...] = ("test_a", "test_b")) -> dict[str, Any]:
@@ -89,8 +94,17 @@ def _mutate(path: Path, how: str) -> None:
     elif how == "deep":
         path.write_text("[" * 100_000 + "]" * 100_000)
     elif how == "foreign":  # a pytest-benchmark file
-        path.write_text(json.dumps({"machine_info": {}, "commit_info": {}, "benchmarks": [],
-                                    "datetime": "2026-01-01", "version": "5.1.0"}))
+        path.write_text(
+            json.dumps(
+                {
+                    "machine_info": {},
+                    "commit_info": {},
+                    "benchmarks": [],
+                    "datetime": "2026-01-01",
+                    "version": "5.1.0",
+                }
+            )
+        )
     elif how == "bad_env_key":
         doc["environment"]["key"] = "../../etc"
         path.write_text(json.dumps(doc))
@@ -109,16 +123,16 @@ BAD_FILES = {
     "array": "is not a pytest-infperf results document (top level is a list*",
     "no_version": "is not a pytest-infperf results document (schema_version is None, expected 1)",
     "newer_version": "was written by a newer pytest-infperf (schema version 2; this one reads "
-                     "version 1). Upgrade pytest-infperf*",
+    "version 1). Upgrade pytest-infperf*",
     "string_version": "is not a pytest-infperf results document (schema_version is '1'*",
     "no_benchmarks": "does not match the results schema at (top level): 'benchmarks' is a "
-                     "required property*",
+    "required property*",
     "no_samples": "does not match the results schema at benchmarks/0: 'samples' is a required*",
     "string_sample": "does not match the results schema at benchmarks/0/samples/2: 'fast' is "
-                     "not of type 'number'*",
+    "not of type 'number'*",
     "negative_sample": "does not match the results schema at benchmarks/0/samples/0*",
     "zero_sample": "does not match the results schema at benchmarks/0/samples/0: 0 is less "
-                   "than or equal to the minimum of 0*",
+    "than or equal to the minimum of 0*",
     "nan": "contains the non-standard JSON number NaN*",
     "infinity_literal": "contains the non-standard JSON number Infinity*",
     "overflow": "contains the number 1e400, which overflows to infinity*",
@@ -129,7 +143,7 @@ BAD_FILES = {
     "bad_env_key": "does not match the results schema at environment/key*",
     "huge": "is * MiB, over the 1 MiB limit for baseline files, so it was not read*",
     "directory": "is not a regular file*",
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("how", sorted(BAD_FILES))
@@ -146,8 +160,7 @@ def test_bad_file_is_named_by_the_loader(tmp_path: Path, how: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["truncated", "newer_version", "zero_sample", "conflict"])
-def test_bad_file_through_the_plugin_is_a_usage_error(pytester: pytest.Pytester,
-                                                      how: str) -> None:  # fmt: skip
+def test_bad_file_through_the_plugin_is_a_usage_error(pytester: pytest.Pytester, how: str) -> None:
     pytester.makefile(".ini", pytest=FAST_INI)
     pytester.makepyfile("def test_a(infer_bench):\n    infer_bench(lambda: None)\n")
     path = pytester.path / "old.json"
@@ -168,12 +181,16 @@ def test_the_doc_tally_lists_every_case() -> None:
 # --- the loader fed random and mutated documents ----------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -235,8 +252,10 @@ BaselineStore(sys.argv[1]).save(KEY, SHA, [entry(n) for n in names],
 
 
 def _spawn_saver(root: Path, names: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", SAVER.format(), str(root), ",".join(names)],
-                            cwd=Path(__file__).parents[1])  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-c", SAVER.format(), str(root), ",".join(names)],
+        cwd=Path(__file__).parents[1],
+    )
 
 
 def test_concurrent_savers_lose_nothing(tmp_path: Path) -> None:
@@ -250,21 +269,36 @@ def test_concurrent_savers_lose_nothing(tmp_path: Path) -> None:
 
 def test_concurrent_pytest_savers_lose_nothing(pytester: pytest.Pytester, git_env: None) -> None:
     pytester.makefile(".ini", pytest=FAST_INI)
-    pytester.makepyfile(test_many=textwrap.dedent(
-        """
+    pytester.makepyfile(
+        test_many=textwrap.dedent(
+            """
         import pytest
 
         @pytest.mark.parametrize("i", range(8))
         def test_b(infer_bench, i):
             infer_bench(lambda: None, max_time=0.05)
         """
-    ))  # fmt: skip
+        )
+    )
     (pytester.path / ".gitignore").write_text("baselines/\n")
     init_repo(pytester.path, "suite")
-    procs = [subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "--perf-save", f"test_many.py::test_b[{i}]"], cwd=pytester.path,
-                              stdout=subprocess.DEVNULL)
-             for i in range(8)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--perf-save",
+                f"test_many.py::test_b[{i}]",
+            ],
+            cwd=pytester.path,
+            stdout=subprocess.DEVNULL,
+        )
+        for i in range(8)
+    ]
     assert [p.wait(timeout=180) for p in procs] == [0] * 8
     (path,) = (pytester.path / "baselines").glob("*/*.json")
     assert len(load_json(path)["benchmarks"]) == 8
@@ -301,8 +335,7 @@ def test_stray_temp_files_do_not_look_like_baselines(tmp_path: Path) -> None:
     (tmp_path / KEY).mkdir()
     (tmp_path / KEY / f"{TEMP_PREFIX}99999999-abc.tmp").write_text("{")
     assert store.commits(KEY) == []
-    store.save(KEY, SHA, [entry("test_a")], {"key": KEY, "hard": {}, "soft": {}},
-               {"sha": SHA})  # fmt: skip
+    store.save(KEY, SHA, [entry("test_a")], {"key": KEY, "hard": {}, "soft": {}}, {"sha": SHA})
     assert sorted(p.name for p in (tmp_path / KEY).iterdir()) == [f"{SHA}.json"]
 
 
@@ -311,8 +344,9 @@ def test_stray_temp_files_do_not_look_like_baselines(tmp_path: Path) -> None:
 
 def test_odd_test_ids_never_become_paths(pytester: pytest.Pytester, git_env: None) -> None:
     pytester.makefile(".ini", pytest=FAST_INI)
-    pytester.makepyfile(test_odd=textwrap.dedent(
-        """
+    pytester.makepyfile(
+        test_odd=textwrap.dedent(
+            """
         import pytest
 
         @pytest.mark.parametrize("name", ["../../escape", "/etc/passwd", "ünï cödé ☃",
@@ -320,7 +354,8 @@ def test_odd_test_ids_never_become_paths(pytester: pytest.Pytester, git_env: Non
         def test_odd(infer_bench, name):
             infer_bench(lambda: None, name=name)
         """
-    ))  # fmt: skip
+        )
+    )
     init_repo(pytester.path, "suite")
     pytester.runpytest("--perf-save").assert_outcomes(passed=6)
     files = sorted(p for p in (pytester.path / "baselines").rglob("*") if p.is_file())
@@ -346,8 +381,9 @@ def test_failing_models_fail_alone(pytester: pytest.Pytester, git_env: None) -> 
     """A model that raises, runs out of memory or returns NaN fails its own test; the other
     benchmarks, the JSON, the JUnit file and the baseline save all complete."""
     pytester.makefile(".ini", pytest=FAST_INI)
-    pytester.makepyfile(test_mixed=textwrap.dedent(
-        """
+    pytester.makepyfile(
+        test_mixed=textwrap.dedent(
+            """
         import math
 
         def test_ok(infer_bench):
@@ -369,16 +405,20 @@ def test_failing_models_fail_alone(pytester: pytest.Pytester, git_env: None) -> 
         def test_ok_too(infer_bench):
             infer_bench(lambda: 1 + 1)
         """
-    ))  # fmt: skip
+        )
+    )
     (pytester.path / ".gitignore").write_text("*.json\n*.xml\nbaselines/\n")
     init_repo(pytester.path, "suite")
     result = pytester.runpytest("--perf-save", "--perf-json=out.json", "--junitxml=j.xml")
     result.assert_outcomes(passed=2, failed=3)
-    result.stdout.fnmatch_lines([
-        "*RuntimeError: CUDA error: device-side assert triggered",
-        "*MemoryError: CUDA out of memory. Tried to allocate 20.00 GiB",
-        "*BenchmarkError: the model's output contains NaN*",
-    ], consecutive=False)  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*RuntimeError: CUDA error: device-side assert triggered",
+            "*MemoryError: CUDA out of memory. Tried to allocate 20.00 GiB",
+            "*BenchmarkError: the model's output contains NaN*",
+        ],
+        consecutive=False,
+    )
     keys = sorted(b["key"] for b in load_json(pytester.path / "out.json")["benchmarks"])
     assert keys == ["test_mixed.py::test_ok", "test_mixed.py::test_ok_too"]
     (path,) = (pytester.path / "baselines").glob("*/*.json")

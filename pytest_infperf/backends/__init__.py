@@ -178,8 +178,16 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
             f"infer_bench cannot benchmark a {type(model).__name__!r}: pass a callable, a "
             "torch.nn.Module, an onnxruntime.InferenceSession, or a path to an .onnx file"
         )
-    for key in ("providers", "session_options", "io_binding", "graph_optimization_level",
-                "inter_op_threads", "device", "cuda_graph", "include_copies"):  # fmt: skip
+    for key in (
+        "providers",
+        "session_options",
+        "io_binding",
+        "graph_optimization_level",
+        "inter_op_threads",
+        "device",
+        "cuda_graph",
+        "include_copies",
+    ):
         if opts.get(key) not in (None, False):
             raise BackendError(
                 f"option {key}= applies to torch or onnxruntime models, but this model is a "

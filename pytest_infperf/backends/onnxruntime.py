@@ -67,8 +67,9 @@ def default_providers(ort: Any) -> list[str]:
     return [CUDA, CPU] if CUDA in available else [CPU]
 
 
-def _check_providers(requested: list[str], used: list[str], allow_fallback: bool,
-                     where: str) -> list[str]:  # fmt: skip
+def _check_providers(
+    requested: list[str], used: list[str], allow_fallback: bool, where: str
+) -> list[str]:
     missing = [p for p in requested if p not in used]
     if not missing:
         return []
@@ -118,23 +119,23 @@ def prepare_path(path: Path, inputs: Any, opts: dict[str, Any]) -> Prepared:
         name = first if isinstance(first, str) else first[0]
         requested[0] = (name, dict(opts["provider_options"]))
     if opts.get("cuda_graph"):
-        requested = [
-            (p, {"enable_cuda_graph": "1"}) if p == CUDA else p for p in requested
-        ]
+        requested = [(p, {"enable_cuda_graph": "1"}) if p == CUDA else p for p in requested]
     warnings: list[str] = []
     requested, warnings = _drop_unavailable(ort, requested, bool(opts.get("allow_fallback")))
     try:
         session = ort.InferenceSession(str(path), sess_options=so, providers=requested)
     except Exception as exc:  # ORT raises its own Fail/InvalidGraph types
         raise BackendError(f"onnxruntime could not load {str(path)!r}: {exc}") from exc
-    prepared = _prepare(session, inputs, opts, ort, requested=_provider_names(requested),
-                        source=str(path))  # fmt: skip
+    prepared = _prepare(
+        session, inputs, opts, ort, requested=_provider_names(requested), source=str(path)
+    )
     prepared.warnings[:0] = warnings
     return prepared
 
 
-def _drop_unavailable(ort: Any, requested: list[Any],
-                      allow_fallback: bool) -> tuple[list[Any], list[str]]:  # fmt: skip
+def _drop_unavailable(
+    ort: Any, requested: list[Any], allow_fallback: bool
+) -> tuple[list[Any], list[str]]:
     """Providers this onnxruntime build does not have at all: an error naming the build and
     the fix, or (``allow_fallback=True``) dropped with a warning."""
     available = ort.get_available_providers()
@@ -153,15 +154,22 @@ def _drop_unavailable(ort: Any, requested: list[Any],
         )
     kept = [p for p in requested if (p if isinstance(p, str) else p[0]) in available]
     if not allow_fallback or not kept:
-        raise BackendError(message + " Or pass providers=['CPUExecutionProvider'] to benchmark"
-                                     " on the CPU on purpose, or allow_fallback=True.")
+        raise BackendError(
+            message + " Or pass providers=['CPUExecutionProvider'] to benchmark"
+            " on the CPU on purpose, or allow_fallback=True."
+        )
     return kept, [message + " Timing on the remaining providers (allow_fallback=True)."]
 
 
 def prepare_session(session: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
     ort = require("onnxruntime")
-    for key in ("session_options", "graph_optimization_level", "intra_op_threads",
-                "inter_op_threads", "provider_options"):  # fmt: skip
+    for key in (
+        "session_options",
+        "graph_optimization_level",
+        "intra_op_threads",
+        "inter_op_threads",
+        "provider_options",
+    ):
         if opts.get(key) is not None:
             raise BackendError(
                 f"option {key}= only applies when infer_bench creates the session from an "
@@ -178,8 +186,7 @@ def _feeds(session: Any, inputs: Any) -> dict[str, Any]:
 
     expected = session.get_inputs()
     names = [i.name for i in expected]
-    spec = ", ".join(f"{i.name} ({_ONNX_TO_NUMPY.get(i.type, i.type)} {i.shape})"
-                     for i in expected)  # fmt: skip
+    spec = ", ".join(f"{i.name} ({_ONNX_TO_NUMPY.get(i.type, i.type)} {i.shape})" for i in expected)
     if inputs is None:
         if expected:
             raise BackendError(f"this ONNX model needs inputs: {spec}; pass inputs={{...}}")
@@ -205,8 +212,9 @@ def _feeds(session: Any, inputs: Any) -> dict[str, Any]:
             detail.append(f"missing {missing}")
         if extra:
             detail.append(f"unknown {extra}")
-        raise BackendError(f"inputs do not match the ONNX model ({'; '.join(detail)}); "
-                           f"it expects: {spec}")  # fmt: skip
+        raise BackendError(
+            f"inputs do not match the ONNX model ({'; '.join(detail)}); it expects: {spec}"
+        )
     out: dict[str, Any] = {}
     for info in expected:
         value = feeds[info.name]
@@ -228,13 +236,20 @@ def _feeds(session: Any, inputs: Any) -> dict[str, Any]:
     return out
 
 
-def _prepare(session: Any, inputs: Any, opts: dict[str, Any], ort: Any,
-             requested: list[str] | None, source: str) -> Prepared:  # fmt: skip
+def _prepare(
+    session: Any,
+    inputs: Any,
+    opts: dict[str, Any],
+    ort: Any,
+    requested: list[str] | None,
+    source: str,
+) -> Prepared:
     warnings: list[str] = []
     used = list(session.get_providers())
     if requested is not None:
-        warnings += _check_providers(requested, used, bool(opts.get("allow_fallback")),
-                                     "onnxruntime")  # fmt: skip
+        warnings += _check_providers(
+            requested, used, bool(opts.get("allow_fallback")), "onnxruntime"
+        )
     feeds = _feeds(session, inputs)
     primary = used[0] if used else CPU
     on_cuda = primary in (CUDA, "TensorrtExecutionProvider")

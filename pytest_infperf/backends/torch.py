@@ -206,8 +206,7 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
             )
         if device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
-    if isinstance(model, torch.nn.Module) and model_device is not None \
-            and model_device != device:  # fmt: skip
+    if isinstance(model, torch.nn.Module) and model_device is not None and model_device != device:
         model.to(device)
     # Inputs go to the model's device before timing: a copy per call is not inference.
     moved = [t for t in input_tensors if t.device != device]
