@@ -99,7 +99,7 @@ def startup_ms(workdir: Path, repeats: int) -> tuple[float, float, float, str]:
             "-X",
             "importtime",
             "-c",
-            "import pytest; import pytest_infperf.plugin, pytest_infperf.session",
+            "import pytest, pytest_infperf.plugin, pytest_infperf.context, pytest_infperf.modes",
         ],
         capture_output=True,
         text=True,

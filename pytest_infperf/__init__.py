@@ -5,9 +5,10 @@ Importing the package is cheap: heavy names are resolved on first access.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .results import SCHEMA_VERSION, BenchmarkResult
+if TYPE_CHECKING:
+    from .results import SCHEMA_VERSION, BenchmarkResult
 
 __version__ = "0.1.0"
 
@@ -22,6 +23,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "SCHEMA_VERSION": ("results", "SCHEMA_VERSION"),
+    "BenchmarkResult": ("results", "BenchmarkResult"),
     "InferBench": ("fixture", "InferBench"),
     "BenchmarkError": ("fixture", "BenchmarkError"),
     "BackendError": ("backends", "BackendError"),

@@ -1,29 +1,32 @@
-"""``--perf-ab=REF``: measure the merge-base of REF and HEAD in the same job, interleaved.
+"""Interleaved measurement: one benchmark timed on two code versions in the same job.
 
 A stored baseline was measured at another time, maybe on another runner; a few percent of
 machine drift then looks like a regression and no statistic can tell the two apart. Here
 both sides run now, in alternating blocks (ABBA), and each verdict is decided on the
 ratios of neighbouring blocks, in which drift common to both cancels.
 
-The controller (this pytest process, the head's code):
+The pieces:
 
-1. resolves the merge-base of REF and HEAD and checks it out as a detached git worktree in
-   a temporary folder;
-2. starts one worker process, ``python -m pytest_infperf.abworker``, whose pytest runs in
-   that worktree (its rootdir, its folders first on ``sys.path``, plus ini
-   ``infperf_ab_pythonpath`` folders such as ``src``) and collects the same selection;
-3. when a head test calls ``infer_bench``, asks the worker to run the same test up to the
-   call with the same name; the worker warms its model up and waits; the head warms its
-   own; then blocks alternate until the verdict is decided or the budget is spent.
+- :class:`Checkout`: a commit checked out as a detached git worktree in a temporary folder
+  (or the head's own tree), removed on success, failure and Ctrl-C;
+- :class:`WorkerSide`: one ``python -m pytest_infperf.abworker`` process running pytest in
+  a checkout (its rootdir, its folders first on ``sys.path``, plus ini
+  ``infperf_ab_pythonpath`` folders such as ``src``) on the same selection of tests; asked
+  to run a test up to its ``infer_bench`` call, it warms up and times blocks on demand;
+- :class:`LocalSide`: the same for a model already prepared in this process;
+- :func:`interleave`: blocks alternate ABBA until the paired test decides or the budget is
+  spent, with sequential looks that split alpha.
 
-Worker and worktree are removed on success, failure and Ctrl-C; a crashed worker fails the
-test it was serving with its error and is restarted for the next one.
+A crashed worker fails the test it was serving with its error and is restarted for the
+next one.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
+import math
 import os
 import secrets
 import shutil
@@ -31,10 +34,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from statistics import median
+from typing import Any, Protocol
 
+from . import protocol
+from .compare import compare_paired
 from .gitinfo import GitError
+from .results import Verdict
+from .timing import take_samples
 
 #: Looks at the data after this many pairs, and the share of alpha each look spends
 #: (Bonferroni over the looks: the shares sum to 1, so the overall error rate stays at
@@ -43,120 +52,152 @@ from .gitinfo import GitError
 #: close ones, where power matters. A look cut short by the time budget spends what is left.
 LOOKS = (8, 16, 32, 64, 128)
 LOOK_SHARES = (2 / 8, 1 / 8, 1 / 8, 1 / 8, 3 / 8)
-#: Target duration of one block of samples on each side.
-BLOCK_TIME_S = 0.05
-#: Target duration of one sample in A/B mode: about 16 samples make a block.
-AB_SAMPLE_TIME_S = BLOCK_TIME_S / 16
 CONNECT_TIMEOUT_S = 120.0
 
 
 class ABError(Exception):
-    """The A/B base side failed; the message carries its error."""
+    """A worker side failed; the message carries its error."""
 
 
-class ABController:
-    """Owns the base worktree and the worker process for one pytest session."""
+@dataclasses.dataclass(frozen=True)
+class BaseCall:
+    """What a worker side said when asked for a test's call: ``ready`` (warmed up and
+    waiting, with its environment), or why not (``missing``, or ``failed`` with the error)."""
 
-    def __init__(
-        self,
-        ref: str,
-        rootdir: Path,
-        args: list[str],
-        pythonpath: tuple[str, ...],
-        keyword: str = "",
-        markexpr: str = "",
-    ) -> None:
-        self.ref = ref
-        self.rootdir = rootdir
-        self.args = args
-        self.pythonpath = pythonpath
-        self.keyword = keyword
-        self.markexpr = markexpr
-        self.base_sha: str | None = None
-        self.head_sha: str | None = None
-        self.toplevel: Path | None = None
-        self.tmp: Path | None = None
-        self.worktree: Path | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.conn: Any = None
-        self.base_nodeids: set[str] = set()
-        self.current: str | None = None
-        self.crashes: list[str] = []
-        self._closed = False
+    status: str  # "ready" | "missing" | "failed"
+    env: dict[str, Any] = dataclasses.field(default_factory=dict)
+    block: int = 1
+    error: str = ""
 
-    # --- set up ------------------------------------------------------------------------
-    def setup(self) -> None:
-        """Resolve the merge-base and check it out (GitError: a usage error)."""
-        from . import gitinfo
+    @property
+    def ready(self) -> bool:
+        return self.status == "ready"
 
-        repo = gitinfo.open_repo(self.rootdir)
-        self.head_sha = gitinfo.head_sha(repo)
-        target = gitinfo.resolve(repo, self.ref)
-        self.base_sha = gitinfo.merge_base(repo, target, self.head_sha)
-        self.toplevel = Path(repo.working_tree_dir).resolve()
-        self.tmp = Path(tempfile.mkdtemp(prefix="infperf-ab-"))
-        self.worktree = self.tmp / "base"
+
+class Side(Protocol):
+    """One side of an interleaved run: something that times blocks of calls on demand."""
+
+    def block(self, count: int, calls: int) -> list[float]:
+        """``count`` samples of ``calls`` calls each, in seconds per call."""
+        ...
+
+
+class LocalSide:
+    """The model prepared in this process (the head of ``--perf-ab``)."""
+
+    def __init__(self, sampler: Any, disable_gc: bool) -> None:
+        self.sampler = sampler
+        self.disable_gc = disable_gc
+
+    def block(self, count: int, calls: int) -> list[float]:
+        return take_samples(self.sampler, count, calls, self.disable_gc)
+
+
+class Checkout:
+    """A commit checked out as a detached worktree (``sha``), or the head's working tree
+    as it is (``sha=None``); paths of the head's checkout map onto it."""
+
+    def __init__(self, toplevel: Path, sha: str | None, tmp: Path, title: str = "") -> None:
+        self.toplevel = toplevel
+        self.sha = sha
+        self.tmp = tmp
+        #: For messages: "merge-base 1a2b3c4d5e", "the working tree".
+        self.title = title or (f"commit {sha[:10]}" if sha else "the working tree")
+        self.root = toplevel if sha is None else tmp / f"tree-{sha[:10]}"
+        self._added = False
+
+    def add(self) -> None:
+        if self.sha is None or self._added:
+            return
         import git
 
+        repo = git.Repo(self.toplevel)
         try:
             repo.git.worktree("prune")
-            repo.git.worktree("add", "--detach", "--force", str(self.worktree), self.base_sha)
+            repo.git.worktree("add", "--detach", "--force", str(self.root), self.sha)
         except git.GitCommandError as exc:
-            shutil.rmtree(self.tmp, ignore_errors=True)
             raise GitError(
-                f"cannot check out {self.base_sha[:10]} as a worktree: {exc.stderr.strip()}"
+                f"cannot check out {self.sha[:10]} as a worktree: {exc.stderr.strip()}"
             ) from None
-        atexit.register(self.close)
+        self._added = True
 
-    def _map(self, path: Path) -> Path:
-        """A path in the head checkout -> the same path in the base worktree."""
-        assert self.toplevel is not None and self.worktree is not None
+    def map(self, path: Path) -> Path:
+        """A path in the head checkout -> the same path in this checkout."""
         try:
-            return self.worktree / path.resolve().relative_to(self.toplevel)
+            return self.root / path.resolve().relative_to(self.toplevel)
         except ValueError:
             return path
 
-    def _worker_args(self) -> list[str]:
+    def remove(self) -> None:
+        if not self._added:
+            return
+        self._added = False
+        for args in (["worktree", "remove", "--force", str(self.root)], ["worktree", "prune"]):
+            subprocess.run(["git", *args], cwd=self.toplevel, capture_output=True, check=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The tests a worker collects: the controller's own selection, mapped."""
+
+    rootdir: Path
+    args: tuple[str, ...]
+    pythonpath: tuple[str, ...]
+    keyword: str = ""
+    markexpr: str = ""
+
+
+class WorkerSide:
+    """One worker process serving measurements of one checkout."""
+
+    def __init__(self, checkout: Checkout, selection: Selection, label: str) -> None:
+        self.checkout = checkout
+        self.selection = selection
+        self.label = label
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.conn: Any = None
+        self.nodeids: set[str] = set()
+        self.current: str | None = None
+        self.starts = 0
+        self.log = checkout.tmp / f"{label}-worker.log"
+
+    def _args(self) -> list[str]:
         out: list[str] = []
-        for arg in self.args:
+        for arg in self.selection.args:
             path_part, sep, rest = arg.partition("::")
             p = Path(path_part)
             if p.exists():
-                out.append(str(self._map(p)) + sep + rest)
-        if self.keyword:
-            out += ["-k", self.keyword]
-        if self.markexpr:
-            out += ["-m", self.markexpr]
+                out.append(str(self.checkout.map(p)) + sep + rest)
+        if self.selection.keyword:
+            out += ["-k", self.selection.keyword]
+        if self.selection.markexpr:
+            out += ["-m", self.selection.markexpr]
         return out
 
-    def _start(self) -> None:
+    def start(self) -> None:
         from multiprocessing.connection import Client
 
-        from .abworker import AUTHKEY_ENV
-
-        assert self.tmp is not None and self.worktree is not None
+        self.checkout.add()
         authkey = secrets.token_bytes(32)
-        address = str(self.tmp / f"worker-{len(self.crashes)}.sock")
-        log = (self.tmp / "worker.log").open("ab")
-        env = {**os.environ, AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
+        self.starts += 1
+        address = str(self.checkout.tmp / f"{self.label}-{self.starts}.sock")
+        env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
         env.pop("PYTEST_XDIST_WORKER", None)
-        rootdir = self._map(self.rootdir)
+        rootdir = self.checkout.map(self.selection.rootdir)
         cmd = [
             sys.executable,
             "-m",
             "pytest_infperf.abworker",
             address,
-            str(self.worktree),
+            str(self.checkout.root),
             str(rootdir),
-            os.pathsep.join(self.pythonpath),
+            os.pathsep.join(self.selection.pythonpath),
             "--",
-            *self._worker_args(),
+            *self._args(),
         ]
-        self.proc = subprocess.Popen(
-            cmd, cwd=rootdir, env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-        log.close()
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=log, stderr=log)
         # The worker listens; connect once it is up, unless it died first.
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         while True:
@@ -166,26 +207,30 @@ class ABController:
             except (FileNotFoundError, ConnectionRefusedError):
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.proc = None
-                    raise ABError(f"the A/B worker did not start: {self.log_tail()}") from None
+                    raise ABError(
+                        f"the A/B {self.label} worker ({self.checkout.title}) did not start: "
+                        f"{self.log_tail()}"
+                    ) from None
                 time.sleep(0.05)
         first = self._recv()
-        if first.get("ev") != "collected":
-            raise ABError(f"the A/B worker failed while collecting: {self.log_tail()}")
-        self.base_nodeids = set(first["nodeids"])
+        if first.get("ev") != protocol.COLLECTED:
+            raise ABError(
+                f"the A/B {self.label} worker ({self.checkout.title}) failed while collecting: "
+                f"{self.log_tail()}"
+            )
+        self.nodeids = set(first["nodeids"])
 
-    def ensure_worker(self) -> None:
+    def ensure(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
-            self._start()
+            self.start()
 
-    def base_tests(self) -> set[str]:
-        self.ensure_worker()
-        return set(self.base_nodeids)
+    def tests(self) -> set[str]:
+        self.ensure()
+        return set(self.nodeids)
 
     def log_tail(self, limit: int = 3000) -> str:
-        if self.tmp is None:
-            return ""
         try:
-            text = (self.tmp / "worker.log").read_text(errors="replace")
+            text = self.log.read_text(errors="replace")
         except OSError:
             return ""
         return text[-limit:].strip() or "(no output)"
@@ -196,7 +241,7 @@ class ABController:
             message = dict(self.conn.recv())
         except (EOFError, OSError):
             self._crashed()
-        if message.get("ev") == "error":
+        if message.get("ev") == protocol.ERROR:
             self._crashed(str(message.get("traceback", "")))
         return message
 
@@ -212,138 +257,176 @@ class ABController:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
         code = proc.returncode if proc is not None else None
-        self.crashes.append(self.current or "?")
         self.current = None
         self.proc = None
         raise ABError(
-            f"the A/B base worker (merge-base {str(self.base_sha)[:10]}) crashed (exit code "
-            f"{code}): {detail or self.log_tail()}"
+            f"the A/B {self.label} worker ({self.checkout.title}) crashed (exit code {code}): "
+            f"{detail or self.log_tail()}"
         )
 
     # --- one test ------------------------------------------------------------------------
-    def begin(self, nodeid: str, name: str | None) -> dict[str, Any] | None:
-        """Get the base side of ``nodeid``'s call ``name`` ready; None when the base has no
-        such test or call (then the head's measurement is ``no-baseline``)."""
-        self.ensure_worker()
-        if nodeid not in self.base_nodeids:
-            return None
+    def begin(self, nodeid: str, name: str | None) -> BaseCall:
+        """Get ``nodeid``'s call ``name`` ready on this side."""
+        self.ensure()
+        if nodeid not in self.nodeids:
+            return BaseCall("missing")
         if self.current != nodeid:
             self.end_test()
-            self._send(op="run", nodeid=nodeid)
+            self._send(op=protocol.RUN, nodeid=nodeid)
             self.current = nodeid
         while True:
             message = self._recv()
-            if message.get("ev") == "ready":
+            if message.get("ev") == protocol.READY:
                 if message.get("name") == name:
-                    return message
-                self._send(op="skip")  # a call the head does not make (any more)
+                    return BaseCall("ready", dict(message.get("env") or {}), int(message["block"]))
+                self._send(op=protocol.SKIP)  # a call the other side does not make
                 continue
-            if message.get("ev") == "done":
+            if message.get("ev") == protocol.DONE:
                 self.current = None
-                return None
+                if message.get("outcome") in ("failed", "error"):
+                    return BaseCall("failed", error=str(message.get("longrepr") or "").strip())
+                return BaseCall("missing")
 
     def block(self, count: int, calls: int) -> list[float]:
-        """``count`` samples of ``calls`` calls each from the base side."""
-        self._send(op="block", n=count, calls=calls)
-        message = self._recv()
-        return [float(v) for v in message["values"]]
+        self._send(op=protocol.BLOCK, n=count, calls=calls)
+        return [float(v) for v in self._recv()["values"]]
 
     def finish_call(self) -> dict[str, Any]:
-        self._send(op="finish")
+        self._send(op=protocol.FINISH)
         return self._recv()
 
     def end_test(self) -> None:
-        """Let the base test run to its end (later calls are skipped)."""
+        """Let the current test run to its end (later calls are skipped)."""
         if self.current is None or self.proc is None:
             return
-        self._send(op="end")
+        self._send(op=protocol.END)
         while True:
             message = self._recv()
-            if message.get("ev") == "done":
+            if message.get("ev") == protocol.DONE:
                 break
-            if message.get("ev") == "ready":
-                self._send(op="end")
+            if message.get("ev") == protocol.READY:
+                self._send(op=protocol.END)
         self.current = None
 
-    # --- tear down ---------------------------------------------------------------------
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        proc = self.proc
+        proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
-            with contextlib.suppress(OSError, ABError):
-                self.conn.send({"op": "quit"})
+            with contextlib.suppress(OSError):
+                self.conn.send({"op": protocol.QUIT})
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        if self.worktree is not None and self.toplevel is not None:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(self.worktree)],
-                cwd=self.toplevel,
-                capture_output=True,
-                check=False,
-            )
-            subprocess.run(
-                ["git", "worktree", "prune"], cwd=self.toplevel, capture_output=True, check=False
-            )
-        if self.tmp is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class ABController:
+    """The base side of one pytest session: the base commit's worktree and its worker."""
+
+    def __init__(
+        self, base_sha: str, toplevel: Path, selection: Selection, title: str = "merge-base"
+    ) -> None:
+        self.base_sha = base_sha
+        self.toplevel = toplevel
+        self.selection = selection
+        self.tmp = Path(tempfile.mkdtemp(prefix="infperf-ab-"))
+        self.checkout = Checkout(toplevel, base_sha, self.tmp, f"{title} {base_sha[:10]}")
+        self.base = WorkerSide(self.checkout, selection, "base")
+        self._closed = False
+        atexit.register(self.close)
+
+    def setup(self) -> None:
+        """Check the base commit out (GitError: a usage error for the caller)."""
+        try:
+            self.checkout.add()
+        except GitError:
+            self.close()
+            raise
+
+    def base_tests(self) -> set[str]:
+        return self.base.tests()
+
+    def end_test(self, nodeid: str) -> None:
+        if self.base.current == nodeid:
+            self.base.end_test()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.base.close()
+        self.checkout.remove()
+        shutil.rmtree(self.tmp, ignore_errors=True)
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
 
 
+@dataclasses.dataclass
+class Interleaved:
+    """One interleaved run: both sides' samples, the pairs' log-ratios, and the looks."""
+
+    head: list[float]
+    base: list[float]
+    ratios: list[float]
+    alpha_used: float
+    looks: int
+    block_samples: int
+    seconds: float
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "pairs": len(self.ratios),
+            "looks": self.looks,
+            "alpha_at_last_look": self.alpha_used,
+            "block_samples": self.block_samples,
+            "ab_seconds": round(self.seconds, 3),
+        }
+
+    def __add__(self, later: Interleaved) -> Interleaved:
+        """A confirmation's samples appended; its pairs and looks are the ones that count."""
+        return dataclasses.replace(later, head=self.head + later.head, base=self.base + later.base)
+
+
 def interleave(
-    controller: ABController, sampler: Any, block: int, per_sample_s: float, opts: dict[str, Any]
-) -> dict[str, Any]:
-    """Alternate base (A) and head (B) blocks in ABBA order; decide at the looks.
-
-    Returns the head samples, the base samples, the pairs' log-ratios and the decision.
-    """
-    import math
-    from statistics import median
-
-    from .compare import INCONCLUSIVE, compare_paired
-    from .timing import take_samples
-
-    count = max(1, min(256, math.ceil(BLOCK_TIME_S / max(per_sample_s, 1e-9))))
-    budget = opts["max_time"] * 4.0  # both sides, so about twice a stored-mode run each
+    base: Side,
+    head: Side,
+    calls: int,
+    per_sample_s: float,
+    opts: dict[str, Any],
+    time_scale: float = 4.0,
+) -> Interleaved:
+    """Alternate base (A) and head (B) blocks in ABBA order; stop at the first look whose
+    paired test decides, or when the budget (``max_time`` x ``time_scale``) is spent."""
+    count = max(1, min(256, math.ceil(protocol.BLOCK_TIME_S / max(per_sample_s, 1e-9))))
+    budget = opts["max_time"] * time_scale  # both sides, so about twice a stored run each
     spent = 0.0
     alpha_look = 0.0
-    head: list[float] = []
-    base: list[float] = []
+    a_all: list[float] = []
+    b_all: list[float] = []
     ratios: list[float] = []
-    decision: dict[str, Any] | None = None
     looks = 0
     start = time.perf_counter()
-
     while True:
-        a1 = controller.block(count, block)
-        b1 = take_samples(sampler, count, block, opts["disable_gc"])
-        b2 = take_samples(sampler, count, block, opts["disable_gc"])
-        a2 = controller.block(count, block)
-        base += a1 + a2
-        head += b1 + b2
-        ratios += [math.log(median(b1) / median(a1)), math.log(median(b2) / median(a2))]
-        elapsed = time.perf_counter() - start
-        out_of_time = elapsed >= budget
+        a1 = base.block(count, calls)
+        b1 = head.block(count, calls)
+        b2 = head.block(count, calls)
+        a2 = base.block(count, calls)
+        a_all += a1 + a2
+        b_all += b1 + b2
+        ratios += [_log_ratio(b1, a1), _log_ratio(b2, a2)]
+        out_of_time = time.perf_counter() - start >= budget
         at_look = looks < len(LOOKS) and len(ratios) >= LOOKS[looks]
         if at_look or out_of_time:
             share = 1.0 - spent if out_of_time else LOOK_SHARES[looks]
             spent += share
             alpha_look = opts["alpha"] * share
             looks += 1
-            decision = compare_paired(ratios, opts["threshold"], alpha_look)
-            if decision["verdict"] != INCONCLUSIVE or out_of_time or looks >= len(LOOKS):
+            verdict = compare_paired(ratios, opts["threshold"], alpha_look).verdict
+            if verdict is not Verdict.INCONCLUSIVE or out_of_time or looks >= len(LOOKS):
                 break
-    assert decision is not None
-    decision.update(
-        alpha=opts["alpha"],
-        alpha_at_last_look=alpha_look,
-        looks=looks,
-        block_samples=count,
-        ab_seconds=round(time.perf_counter() - start, 3),
-    )
-    return {"head": head, "base": base, "ratios": ratios, "decision": decision}
+    seconds = time.perf_counter() - start
+    return Interleaved(b_all, a_all, ratios, alpha_look, looks, count, seconds)
+
+
+def _log_ratio(head: Sequence[float], base: Sequence[float]) -> float:
+    return math.log(median(head) / median(base))

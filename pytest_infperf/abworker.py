@@ -1,16 +1,16 @@
-"""The base side of ``--perf-ab``: a pytest process running the merge-base's code.
+"""The far side of an interleaved comparison: a pytest process serving measurements.
 
 PYTEST_DONT_REWRITE
 
 Started by :mod:`pytest_infperf.ab` as ``python -m pytest_infperf.abworker``. It runs
-pytest in the base worktree (that checkout's rootdir, its folders first on ``sys.path``)
-with a plugin that, instead of running the session, waits for commands: run this test;
-inside it, ``infer_bench`` warms up, says it is ready, then times blocks of samples on
-demand, so the controller can interleave them with the head's blocks.
+pytest in one checkout (the base worktree, or the head's own tree for a fresh-process
+confirmation) with a plugin that, instead of running the session, waits for commands: run
+this test; inside it, ``infer_bench`` warms up, says it is ready, then times blocks of
+samples on demand, so the controller can interleave them with the other side's blocks.
 
-Messages (dicts over a ``multiprocessing.connection``): controller -> worker ``run``,
-``block``, ``finish``, ``skip``, ``end``, ``quit``; worker -> controller ``collected``,
-``ready``, ``samples``, ``result``, ``done``, ``error``.
+A leaf, like pytest-xdist's ``remote.py``: it imports the protocol, the measurement layer
+and the stash keys, nothing of the controller's session. The plugin is this session's
+measurement mode (``name = "ab-base"``).
 """
 
 from __future__ import annotations
@@ -21,31 +21,31 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-# Imported before sys.path changes: the plugin always runs the head's pytest_infperf, even
-# when the base worktree holds an older copy of it.
+# Imported before sys.path changes: the plugin always runs the controller's pytest_infperf,
+# even when the checkout holds an older copy of it.
 import pytest
 
-from .timing import take_samples, warm_up
+from . import protocol
+from .bench import BenchCall, from_warm
+from .keys import mode_key
+from .timing import take_samples
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from multiprocessing.connection import Connection
 
-    from .backends import Prepared
     from .results import BenchmarkResult
-    from .timing import Warm
-
-AUTHKEY_ENV = "INFPERF_AB_AUTHKEY"
 
 
 def _skip() -> NoReturn:
     # pytest.skip raises an OutcomeException (a BaseException): a test's own
     # `except Exception` cannot swallow it.
-    pytest.skip("not measured: the A/B controller needs no base measurement here")
+    pytest.skip("not measured: the A/B controller needs no measurement here")
 
 
 class ABWorkerPlugin:
-    """Serves the controller's commands inside the base checkout's pytest session."""
+    """Serves the controller's commands inside the checkout's pytest session."""
+
+    name = "ab-base"
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -57,20 +57,18 @@ class ABWorkerPlugin:
         self.conn.send(message)
 
     def recv(self) -> dict[str, Any]:
-        message = self.conn.recv()
-        return dict(message)
+        return dict(self.conn.recv())
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
-        from .plugin import session_key
-
-        config.stash[session_key].ab_server = self
+        # Before infperf's own configure, which then keeps this mode instead of choosing.
+        config.stash[mode_key] = self
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             if "infer_bench" in getattr(item, "fixturenames", ()):
                 self.items[item.nodeid] = item
-        self.send(ev="collected", nodeids=sorted(self.items))
+        self.send(ev=protocol.COLLECTED, nodeids=sorted(self.items))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -80,17 +78,17 @@ class ABWorkerPlugin:
             except (EOFError, OSError):
                 return True
             op = message.get("op")
-            if op == "quit":
+            if op == protocol.QUIT:
                 return True
-            if op != "run":
+            if op != protocol.RUN:
                 continue
             nodeid = str(message["nodeid"])
             item = self.items.get(nodeid)
             self.ending = False
-            self.outcome = {"outcome": "missing"}
+            self.outcome = {"outcome": "missing", "longrepr": ""}
             if item is not None:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
-            self.send(ev="done", nodeid=nodeid, **self.outcome)
+            self.send(ev=protocol.DONE, nodeid=nodeid, **self.outcome)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
@@ -99,55 +97,45 @@ class ABWorkerPlugin:
                 "longrepr": str(report.longrepr)[-2000:] if report.failed else "",
             }
 
-    def serve(
-        self,
-        name: str | None,
-        prepared: Prepared,
-        opts: dict[str, Any],
-        check: Any,
-        build: Callable[[list[float], Warm], BenchmarkResult],
-    ) -> BenchmarkResult:
-        """Inside the base test's ``infer_bench`` call: warm up, report ready, then time
-        blocks on demand until told to finish (returns the result) or skip."""
+    def measure(self, call: BenchCall) -> BenchmarkResult:
+        """Inside the test's ``infer_bench`` call: warm up, report ready, then time blocks
+        on demand until told to finish (returns the result) or to skip."""
         if self.ending:
             _skip()
+        prepared = call.prepared
         sampler = prepared.sampler
         with sampler.context():
-            from .ab import AB_SAMPLE_TIME_S
-
-            warm = warm_up(
-                sampler,
-                opts,
-                check_output=check,
-                target=max(opts["min_sample_time"], AB_SAMPLE_TIME_S),
-            )
+            warm = call.warm(max(call.opts["min_sample_time"], protocol.SAMPLE_TIME_S))
             self.send(
-                ev="ready",
-                name=name,
+                ev=protocol.READY,
+                name=call.name,
                 backend=prepared.backend,
                 env=prepared.env,
                 info=prepared.info,
                 block=warm.block,
+                per_call_s=warm.per_call_s,
             )
             samples: list[float] = []
             while True:
                 message = self.recv()
                 op = message.get("op")
-                if op == "block":
-                    # The head's calls per sample: both sides must time identical blocks,
-                    # or drift (preemption by a noisy neighbour) hits them unequally.
+                if op == protocol.BLOCK:
+                    # The controller's calls per sample: both sides must time identical
+                    # blocks, or drift (preemption by a noisy neighbour) hits them unequally.
                     calls = int(message.get("calls") or warm.block)
-                    values = take_samples(sampler, int(message["n"]), calls, opts["disable_gc"])
+                    values = take_samples(
+                        sampler, int(message["n"]), calls, call.opts["disable_gc"]
+                    )
                     samples.extend(values)
-                    self.send(ev="samples", values=values)
-                elif op == "finish":
-                    result = build(samples, warm)
-                    self.send(ev="result", median=result.median, n=len(samples))
+                    self.send(ev=protocol.SAMPLES, values=values)
+                elif op == protocol.FINISH:
+                    result = call.result(from_warm(samples, warm))
+                    self.send(ev=protocol.RESULT, median=result.median, n=len(samples))
                     return result
-                elif op == "end":
+                elif op == protocol.END:
                     self.ending = True
                     _skip()
-                else:  # "skip": the controller wants another call of this test
+                else:  # SKIP: the controller wants another call of this test
                     _skip()
 
 
@@ -158,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     address, worktree, rootdir, pythonpath = args[:4]
     pytest_args = args[args.index("--") + 1 :] if "--" in args else []
-    authkey = bytes.fromhex(os.environ.pop(AUTHKEY_ENV))
+    authkey = bytes.fromhex(os.environ.pop(protocol.AUTHKEY_ENV))
     # Listen on a socket only the controller knows (temp folder) and only it can
     # authenticate to (a fresh random key, passed in the environment).
     with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
@@ -169,15 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.path[:0] = [*extra, str(tree)]
         os.chdir(rootdir)
         plugin = ABWorkerPlugin(conn)
-        return int(
-            pytest.main(
-                [*pytest_args, "--rootdir", rootdir, "-p", "no:cacheprovider", "-q", "--no-header"],
-                plugins=[plugin],
-            )
-        )
+        options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-q", "--no-header"]
+        return int(pytest.main([*pytest_args, *options], plugins=[plugin]))
     except BaseException:
         try:
-            conn.send({"ev": "error", "traceback": traceback.format_exc()[-4000:]})
+            conn.send({"ev": protocol.ERROR, "traceback": traceback.format_exc()[-4000:]})
         except OSError:
             pass
         raise

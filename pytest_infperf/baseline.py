@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .fsutil import atomic_write_text, clean_stale_temps
+from .fsutil import atomic_write_text, clean_stale_temps, lock_dir
 from .results import SCHEMA_VERSION, bench_key, document, dumps, now_iso
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -282,24 +282,12 @@ class BaselineStore:
 
 
 def lock_path(path: Path) -> Path:
-    """The cross-process lock of a baseline file. It lives in the system temp directory, not
-    beside the file: lock files in ``baselines/`` would end up committed. Every saver on
-    this machine agrees on it (a hash of the resolved path)."""
+    """The cross-process lock of a baseline file, in :func:`~.fsutil.lock_dir`: every saver
+    on this machine agrees on it (a hash of the resolved path)."""
     import hashlib
 
     digest = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:24]
     return lock_dir() / f"{digest}.lock"
-
-
-def lock_dir() -> Path:
-    """This user's folder of lock files, shared by every pytest-infperf process here."""
-    import os
-    import tempfile
-
-    user = os.getuid() if hasattr(os, "getuid") else "user"
-    folder = Path(tempfile.gettempdir()) / f"pytest-infperf-locks-{user}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder
 
 
 def iter_entries(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

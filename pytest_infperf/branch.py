@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .baseline import KEY_RE, SHA_RE, iter_entries, parse_bytes
+from .fsutil import atomic_write_text
 from .gitinfo import GitError, open_repo
 from .results import document, dumps
 
@@ -100,8 +101,6 @@ def pull(
     log: Callable[[str], None] = print,
 ) -> int:
     """Write the branch's baselines into ``folder``; returns how many files were written."""
-    from .fsutil import atomic_write_text
-
     repo = open_repo(root)
     tip = fetch(repo, remote, branch)
     if tip is None:

@@ -16,6 +16,7 @@ from typing import Any
 from .backends import BackendError
 from .baseline import BaselineFileError, BaselineStore
 from .gitinfo import GitError
+from .options import option_type
 
 
 class CLIError(Exception):
@@ -121,13 +122,13 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    """B against A (A is the baseline), with the plugin's verdict engine."""
+    """B against A (A is the baseline), judged by the plugin's own judge."""
     from . import environment
-    from .compare import INCOMPARABLE, NO_BASELINE, REGRESSION
+    from .judge import Judge, Observation, Policy
     from .markdown import render
     from .options import DEFAULTS
     from .report import summary_lines
-    from .verdict import decide
+    from .results import Origin, Verdict
 
     base, head = _load(args.a, args), _load(args.b, args)
     base_entries = {r.key: r.to_json() for r in _results(base)}
@@ -135,22 +136,16 @@ def _compare(args: argparse.Namespace) -> int:
         head["environment"].get("hard", {}), base["environment"].get("hard", {})
     )
     results = _results(head)
-    opts = dict(DEFAULTS)
-    opts.update(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
+    opts = {**DEFAULTS, "threshold": args.threshold, "alpha": args.alpha, "metric": args.metric}
+    base_commit = (base.get("commit") or {}).get("sha")
+    origin = Origin("stored", base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
+    # No re-measuring here (stored documents only), so no Holm family; and no drift
+    # guard: both documents were measured elsewhere, their probes say nothing about now.
+    judge = Judge(Policy(drift_guard="off"))
     for r in results:
         entry = base_entries.get(r.key)
-        if entry is None:
-            r.comparison = {"verdict": NO_BASELINE}
-            continue
-        diff = {**env_diff, **environment.diff(r.env, entry.get("env") or {})}
-        if diff:
-            r.comparison = {
-                "verdict": INCOMPARABLE,
-                "env_diff": diff,
-                "baseline_median": entry["stats"].get("median"),
-            }
-            continue
-        r.comparison = decide(r.samples, r.memory, r.batch_size, entry, opts)
+        r.comparison = judge.against(Observation.of(r), entry, opts, origin, env_diff)
+        judge.conclude(r)
     for line in summary_lines(results):
         print(line)
     if env_diff:
@@ -158,16 +153,19 @@ def _compare(args: argparse.Namespace) -> int:
     if args.markdown:
         source = {"ref": args.a, "origin": "file", "path": args.a}
         Path(args.markdown).write_text(render(results, source=source))
-    regressions = [r.key for r in results if r.verdict == REGRESSION]
+    regressions = [r for r in results if r.verdict is Verdict.REGRESSION]
+    for r in regressions:
+        assert r.comparison is not None
+        print(r.comparison.message)
     if regressions:
-        print(f"{len(regressions)} regression(s): " + ", ".join(regressions))
+        print(f"{len(regressions)} regression(s): " + ", ".join(r.key for r in regressions))
         return 1
     return 0
 
 
 def _history(args: argparse.Namespace) -> int:
+    from .fmt import fmt_time
     from .history import choose_env, first_parent_history, load_series, with_changes
-    from .report import fmt_time
 
     store = _store(args)
     env = choose_env(store, args.env, _current_env())
@@ -350,11 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmp = common(sub.add_parser("compare", help="B against baseline A; exit 1 on regression"))
     cmp.add_argument("a", help="baseline: commit, ref or JSON file")
     cmp.add_argument("b", help="current: commit, ref or JSON file")
-    cmp.add_argument("--threshold", type=float, default=0.05)
-    cmp.add_argument("--alpha", type=float, default=0.05)
-    cmp.add_argument(
-        "--metric", default="median", choices=("median", "p90", "p99", "throughput", "memory")
-    )
+    # The plugin's own parsers: a value the plugin refuses is refused here too.
+    cmp.add_argument("--threshold", type=option_type("threshold", "--threshold"), default=0.05)
+    cmp.add_argument("--alpha", type=option_type("alpha", "--alpha"), default=0.05)
+    cmp.add_argument("--metric", type=option_type("metric", "--metric"), default="median")
     cmp.add_argument("--markdown", help="also write a Markdown report here")
     cmp.set_defaults(func=_compare)
     hist = common(

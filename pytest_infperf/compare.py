@@ -23,22 +23,17 @@ on *time units*: the medians of up to 20 contiguous blocks of samples per side
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
+from .results import Reason, Verdict
 from .stats import FloatArray, as_array
-
-REGRESSION = "regression"
-IMPROVEMENT = "improvement"
-UNCHANGED = "unchanged"
-INCONCLUSIVE = "inconclusive"
-NO_BASELINE = "no-baseline"
-INCOMPARABLE = "incomparable"
-VERDICTS = (REGRESSION, IMPROVEMENT, UNCHANGED, INCONCLUSIVE, NO_BASELINE, INCOMPARABLE)
 
 #: Minimum samples for a tail percentile to be judged (MLPerf's early-stopping minimums).
 TAIL_MIN = {"p90": 64, "p99": 662}
@@ -48,6 +43,32 @@ BOOTSTRAP_RESAMPLES = 2000
 #: Most time units per side; fewer when there are fewer than 4 samples per unit.
 MAX_UNITS = 20
 MIN_UNITS = 5
+_NORMAL = NormalDist()
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """What a statistical test concluded about now/baseline, before any policy (drift guard,
+    Holm, budgets) is applied. ``ci_low``/``ci_high`` are one-sided bounds at ``alpha`` each."""
+
+    verdict: Verdict
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    alpha: float
+    n: int
+    m: int
+    unit: str
+    reason: Reason | None = None
+    note: str | None = None
+    #: Test-specific figures (samples per side, bytes, pairs).
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ci_level(self) -> float | None:
+        """Two-sided coverage of [ci_low, ci_high]."""
+        return None if self.ci_low is None else 1.0 - 2.0 * self.alpha
 
 
 def time_units(samples: Sequence[float] | FloatArray, max_units: int = MAX_UNITS) -> FloatArray:
@@ -61,52 +82,9 @@ def time_units(samples: Sequence[float] | FloatArray, max_units: int = MAX_UNITS
     return np.asarray([np.median(chunk) for chunk in np.array_split(arr, groups)])
 
 
-def _norm_ppf(p: float) -> float:
-    """Inverse standard normal CDF (Acklam's rational approximation, |error| < 1.2e-9)."""
-    if not 0.0 < p < 1.0:
-        raise ValueError("p must be in (0, 1)")
-    a = (
-        -3.969683028665376e01,
-        2.209460984245205e02,
-        -2.759285104469687e02,
-        1.383577518672690e02,
-        -3.066479806614716e01,
-        2.506628277459239e00,
-    )
-    b = (
-        -5.447609879822406e01,
-        1.615858368580409e02,
-        -1.556989798598866e02,
-        6.680131188771972e01,
-        -1.328068155288572e01,
-    )
-    c = (
-        -7.784894002430293e-03,
-        -3.223964580411365e-01,
-        -2.400758277161838e00,
-        -2.549732539343734e00,
-        4.374664141464968e00,
-        2.938163982698783e00,
-    )
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
-    lo = 0.02425
-    if p < lo:
-        q = math.sqrt(-2 * math.log(p))
-        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / (
-            (((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1
-        )
-    if p > 1 - lo:
-        return -_norm_ppf(1 - p)
-    q = p - 0.5
-    r = q * q
-    return (
-        (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5])
-        * q
-        / (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
-    )
-
-
-def _norm_sf(z: float) -> float:
+def _normal_sf(z: float) -> float:
+    """P(Z > z). Not ``NormalDist().cdf(-z)``: that computes 1 + erf(-z/sqrt 2), which loses
+    every p-value below 1e-16 to rounding; erfc keeps them."""
     return 0.5 * math.erfc(z / math.sqrt(2.0))
 
 
@@ -151,7 +129,7 @@ def _sigma_u(n: int, m: int) -> float:
 def moses_rank(n: int, m: int, alpha: float) -> int:
     """1-based rank k of the pairwise difference that is a one-sided (1 - alpha) lower
     confidence bound of the shift; the upper bound is the (n*m + 1 - k)-th."""
-    z = _norm_ppf(1.0 - alpha)
+    z = _NORMAL.inv_cdf(1.0 - alpha)
     k = math.floor(n * m / 2.0 - z * _sigma_u(n, m) + 0.5)
     return max(k, 1)
 
@@ -183,12 +161,12 @@ def min_effect_p_value(x: FloatArray, y: FloatArray, delta: float) -> float:
     n, m = len(x), len(ys)
     u = mann_whitney_u(x - delta, ys)
     z = (u - n * m / 2.0 - 0.5) / _sigma_u(n, m)
-    return _norm_sf(z)
+    return _normal_sf(z)
 
 
 def classify(
     low: float, high: float, threshold: float, slower: float = 1.0, faster: float = 1.0
-) -> str:
+) -> Verdict:
     """Verdict from a ratio interval [low, high] and the tolerance d.
 
     ``slower``/``faster`` (>= 1) say how much slower/faster the machine itself ran than at
@@ -198,40 +176,47 @@ def classify(
     """
     low, high = low / slower, high * faster
     if low > 1.0 + threshold:
-        return REGRESSION
+        return Verdict.REGRESSION
     if high < 1.0 / (1.0 + threshold):
-        return IMPROVEMENT
+        return Verdict.IMPROVEMENT
     if low >= 1.0 / (1.0 + threshold) and high <= 1.0 + threshold:
-        return UNCHANGED
-    return INCONCLUSIVE
+        return Verdict.UNCHANGED
+    return Verdict.INCONCLUSIVE
 
 
-def _result(
-    verdict: str,
-    ratio: float | None,
-    low: float | None,
-    high: float | None,
-    p_value: float | None,
-    threshold: float,
+def _undecided(
+    reason: Reason,
+    note: str,
     alpha: float,
-    metric: str,
     n: int,
     m: int,
-    **extra: Any,
-) -> dict[str, Any]:
-    return {
-        "verdict": verdict,
-        "ratio": ratio,
-        "ci_low": low,
-        "ci_high": high,
-        "p_value": p_value,
-        "threshold": threshold,
-        "alpha": alpha,
-        "metric": metric,
-        "n": n,
-        "n_baseline": m,
-        **extra,
-    }
+    unit: str,
+    ratio: float | None = None,
+    details: dict[str, Any] | None = None,
+) -> Estimate:
+    """An inconclusive estimate without an interval: the data cannot support a bound."""
+    return Estimate(
+        Verdict.INCONCLUSIVE,
+        ratio,
+        None,
+        None,
+        None,
+        alpha,
+        n,
+        m,
+        unit,
+        reason,
+        note,
+        details or {},
+    )
+
+
+def _interval(
+    ratio: float, low: float, high: float, p: float, threshold: float, alpha: float, **kw: Any
+) -> Estimate:
+    verdict = classify(low, high, threshold)
+    reason = Reason.INTERVAL_WIDE if verdict is Verdict.INCONCLUSIVE else None
+    return Estimate(verdict, ratio, low, high, p, alpha, reason=reason, **kw)
 
 
 def compare_latency(
@@ -239,43 +224,35 @@ def compare_latency(
     baseline: Sequence[float] | FloatArray,
     threshold: float = 0.05,
     alpha: float = 0.05,
-) -> dict[str, Any]:
+) -> Estimate:
     """The min-effect decision on two sets of latency samples (seconds, in time order)."""
     x = np.log(time_units(current))
     y = np.log(time_units(baseline))
     n, m = len(x), len(y)
+    samples = {"samples": [len(current), len(baseline)]}
     if n < 2 or m < 2:
-        return _result(
-            INCONCLUSIVE,
-            None,
-            None,
-            None,
-            None,
-            threshold,
+        return _undecided(
+            Reason.TOO_FEW,
+            "fewer than 2 samples on a side",
             alpha,
-            "median",
             n,
             m,
-            reason="fewer than 2 samples on a side",
+            "time units",
+            details=samples,
         )
     hl, low, high = shift_estimate(x, y, alpha)
-    ratio, r_low, r_high = math.exp(hl), math.exp(low), math.exp(high)
     p = min_effect_p_value(x, y, math.log1p(threshold))
-    verdict = classify(r_low, r_high, threshold)
-    return _result(
-        verdict,
-        ratio,
-        r_low,
-        r_high,
+    return _interval(
+        math.exp(hl),
+        math.exp(low),
+        math.exp(high),
         p,
         threshold,
         alpha,
-        "median",
-        n,
-        m,
-        estimate_beyond=ratio > 1.0 + threshold,
-        units=[n, m],
-        samples=[len(current), len(baseline)],
+        n=n,
+        m=m,
+        unit="time units",
+        details=samples,
     )
 
 
@@ -310,7 +287,7 @@ def compare_tail(
     threshold: float = 0.05,
     alpha: float = 0.05,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> Estimate:
     """Ratio of a tail percentile (p90/p99) with a percentile-bootstrap interval.
 
     Rank shift tests say nothing about tails, so tails get their own test: resample each
@@ -322,38 +299,21 @@ def compare_tail(
     q = {"p90": 0.90, "p99": 0.99}[metric]
     need = TAIL_MIN[metric]
     point = float(np.quantile(x, q) / np.quantile(y, q)) if n and m else None
-    if n < need or m < need:
-        return _result(
-            INCONCLUSIVE,
-            point,
-            None,
-            None,
-            None,
-            threshold,
+    if n < need or m < need or point is None:
+        return _undecided(
+            Reason.TOO_FEW,
+            f"{metric} needs >= {need} samples on each side",
             alpha,
-            metric,
             n,
             m,
-            reason=f"{metric} needs >= {need} samples on each side",
+            "samples",
+            ratio=point,
         )
     boot = _quantile_bootstrap(x, y, q, BOOTSTRAP_RESAMPLES, seed)
     low = math.exp(float(np.quantile(boot, alpha)))
     high = math.exp(float(np.quantile(boot, 1.0 - alpha)))
     p = float((np.count_nonzero(boot <= math.log1p(threshold)) + 1) / (len(boot) + 1))
-    assert point is not None
-    return _result(
-        classify(low, high, threshold),
-        point,
-        low,
-        high,
-        p,
-        threshold,
-        alpha,
-        metric,
-        n,
-        m,
-        estimate_beyond=point > 1.0 + threshold,
-    )
+    return _interval(point, low, high, p, threshold, alpha, n=n, m=m, unit="samples")
 
 
 def compare_throughput(
@@ -363,7 +323,7 @@ def compare_throughput(
     batch_baseline: int,
     threshold: float = 0.05,
     alpha: float = 0.05,
-) -> dict[str, Any]:
+) -> Estimate:
     """Items/s, higher is better. Judged as the latency rule on batch/latency per sample, so
     a regression is a throughput ratio whose upper bound is below 1 / (1 + d)."""
     lat = compare_latency(
@@ -372,15 +332,12 @@ def compare_throughput(
         threshold,
         alpha,
     )
+    if lat.ratio is None or lat.ci_low is None or lat.ci_high is None:
+        return lat
     # Slower per item is lower throughput: the verdicts coincide, the ratio inverts.
-    out = dict(lat)
-    out["metric"] = "throughput"
-    if lat["ratio"] is not None:
-        out["ratio"] = 1.0 / lat["ratio"]
-        out["ci_low"] = 1.0 / lat["ci_high"]
-        out["ci_high"] = 1.0 / lat["ci_low"]
-        out["estimate_beyond"] = out["ratio"] < 1.0 / (1.0 + threshold)
-    return out
+    return dataclasses.replace(
+        lat, ratio=1.0 / lat.ratio, ci_low=1.0 / lat.ci_high, ci_high=1.0 / lat.ci_low
+    )
 
 
 def compare_memory(
@@ -388,47 +345,26 @@ def compare_memory(
     baseline_bytes: float | None,
     threshold: float = 0.05,
     alpha: float = 0.05,
-) -> dict[str, Any]:
+) -> Estimate:
     """Peak memory: a single number per run, so a plain ratio against the tolerance, ignoring
-    differences under 1 MiB."""
+    differences under 1 MiB. A baseline of 0 bytes has no ratio: growth past the floor from
+    nothing is a regression whatever the tolerance."""
+    details = {"current_bytes": current_bytes, "baseline_bytes": baseline_bytes}
     if current_bytes is None or baseline_bytes is None:
-        return _result(
-            INCONCLUSIVE,
-            None,
-            None,
-            None,
-            None,
-            threshold,
-            alpha,
-            "memory",
-            1,
-            1,
-            reason="no memory figure on one side",
+        return _undecided(
+            Reason.NO_FIGURE, "no memory figure on one side", alpha, 1, 1, "runs", details=details
         )
     diff = current_bytes - baseline_bytes
     ratio = current_bytes / baseline_bytes if baseline_bytes > 0 else None
     if abs(diff) < MEMORY_FLOOR_BYTES:
-        verdict = UNCHANGED
+        verdict = Verdict.UNCHANGED
     elif ratio is None or ratio > 1.0 + threshold:
-        verdict = REGRESSION if diff > 0 else IMPROVEMENT
+        verdict = Verdict.REGRESSION if diff > 0 else Verdict.IMPROVEMENT
     elif ratio < 1.0 / (1.0 + threshold):
-        verdict = IMPROVEMENT
+        verdict = Verdict.IMPROVEMENT
     else:
-        verdict = UNCHANGED
-    return _result(
-        verdict,
-        ratio,
-        ratio,
-        ratio,
-        None,
-        threshold,
-        alpha,
-        "memory",
-        1,
-        1,
-        current_bytes=current_bytes,
-        baseline_bytes=baseline_bytes,
-    )
+        verdict = Verdict.UNCHANGED
+    return Estimate(verdict, ratio, ratio, ratio, None, alpha, 1, 1, "runs", details=details)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -471,7 +407,7 @@ def signed_rank_rank(n: int, alpha: float) -> int:
         return k
     mean = n * (n + 1) / 4.0
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-    return max(0, math.floor(mean - _norm_ppf(1.0 - alpha) * sd + 0.5))
+    return max(0, math.floor(mean - _NORMAL.inv_cdf(1.0 - alpha) * sd + 0.5))
 
 
 def signed_rank_p(d: FloatArray, delta: float) -> float:
@@ -489,12 +425,12 @@ def signed_rank_p(d: FloatArray, delta: float) -> float:
         return 1.0 - (cdf[below] if below >= 0 else 0.0)
     mean = n * (n + 1) / 4.0
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-    return _norm_sf((w_plus - mean - 0.5) / sd)
+    return _normal_sf((w_plus - mean - 0.5) / sd)
 
 
 def compare_paired(
     log_ratios: Sequence[float] | FloatArray, threshold: float = 0.05, alpha: float = 0.05
-) -> dict[str, Any]:
+) -> Estimate:
     """The min-effect decision on paired A/B blocks: ``log_ratios`` are log(head/base) of
     blocks measured back to back (ABBA), so drift common to both cancels in each pair.
 
@@ -505,18 +441,14 @@ def compare_paired(
     n = len(d)
     k = signed_rank_rank(n, alpha)
     if n < 2 or k == 0:
-        return _result(
-            INCONCLUSIVE,
-            math.exp(float(np.median(d))) if n else None,
-            None,
-            None,
-            None,
-            threshold,
+        return _undecided(
+            Reason.TOO_FEW,
+            f"{n} pairs are too few for a bound at alpha {alpha:g}",
             alpha,
-            "median",
             n,
             n,
-            reason=f"{n} pairs are too few for a bound at alpha {alpha:g}",
+            "pairs",
+            ratio=math.exp(float(np.median(d))) if n else None,
         )
     i, j = np.triu_indices(n)
     walsh = np.sort((d[i] + d[j]) / 2.0)
@@ -524,18 +456,14 @@ def compare_paired(
     hl = float(np.median(walsh))
     low, high = float(walsh[k - 1]), float(walsh[total - k])
     p = signed_rank_p(d, math.log1p(threshold))
-    ratio, r_low, r_high = math.exp(hl), math.exp(low), math.exp(high)
-    return _result(
-        classify(r_low, r_high, threshold),
-        ratio,
-        r_low,
-        r_high,
+    return _interval(
+        math.exp(hl),
+        math.exp(low),
+        math.exp(high),
         p,
         threshold,
         alpha,
-        "median",
-        n,
-        n,
-        pairs=n,
-        estimate_beyond=ratio > 1.0 + threshold,
+        n=n,
+        m=n,
+        unit="pairs",
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Mapping
 from typing import Any
 
 WARMUP = 5
@@ -95,7 +96,7 @@ def summarize_probes(
 
 
 def speed_factors(
-    current: dict[str, Any] | None, baseline: dict[str, Any] | None
+    current: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None
 ) -> tuple[float, float] | None:
     """(slower, faster): how much slower (>= 1) and how much faster (>= 1) the machine ran
     during this measurement than during the baseline's, by the largest-moving probe part."""

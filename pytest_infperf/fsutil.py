@@ -40,6 +40,16 @@ def atomic_write_text(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
+def lock_dir() -> Path:
+    """This user's folder of lock files, shared by every pytest-infperf process here. Locks
+    live in the system temp directory, never beside the files they guard: lock files in
+    ``baselines/`` would end up committed."""
+    user = os.getuid() if hasattr(os, "getuid") else "user"
+    folder = Path(tempfile.gettempdir()) / f"pytest-infperf-locks-{user}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
 def _fsync_dir(directory: Path) -> None:
     try:
         fd = os.open(directory, os.O_RDONLY)

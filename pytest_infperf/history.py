@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from . import gitinfo
 from .baseline import BaselineFileError, BaselineStore, iter_entries
 from .changepoint import ChangePoint, detect
 
@@ -100,8 +101,6 @@ def with_changes(
 
 
 def first_parent_history(root: Path, ref: str, depth: int) -> list[str]:
-    from . import gitinfo
-
     repo = gitinfo.open_repo(root)
     sha = gitinfo.resolve(repo, ref)
     return gitinfo.first_parents(repo, sha, depth)

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from .backends import MissingBackendError
+from .baseline import iter_entries
+from .fmt import fmt_time
 from .history import Series
-from .report import fmt_time
 
 BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
 SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
@@ -229,8 +230,6 @@ def build(
     title: str = "pytest-infperf report",
 ) -> str:
     """The HTML text; with ``png_dir``, every figure is also written there as a PNG."""
-    from .baseline import iter_entries
-
     sections: list[tuple[str, list[tuple[str, bytes]]]] = []
     entries = dict(iter_entries(results)) if results else {}
     base_entries = dict(iter_entries(baseline)) if baseline else {}
@@ -273,8 +272,6 @@ def _html(
     sections: list[tuple[str, list[tuple[str, bytes]]]],
     history: dict[str, Series],
 ) -> str:
-    from .baseline import iter_entries
-
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>{html.escape(title)}</title>",

@@ -7,35 +7,33 @@ makes the comparison less trustworthy (environment differences, machine drift).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .report import fmt_rate, fmt_time, short_name
-from .results import BenchmarkResult
+from .fmt import fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, short_name
+from .results import BenchmarkResult, Comparison, Verdict
 
 MARK = {
-    "regression": "🔴 regression",
-    "inconclusive": "🟡 inconclusive",
-    "improvement": "🟢 improvement",
-    "unchanged": "✅ unchanged",
-    "no-baseline": "🆕 no baseline",
-    "incomparable": "⚠️ incomparable",
+    Verdict.REGRESSION: "🔴 regression",
+    Verdict.INCONCLUSIVE: "🟡 inconclusive",
+    Verdict.IMPROVEMENT: "🟢 improvement",
+    Verdict.UNCHANGED: "✅ unchanged",
+    Verdict.NO_BASELINE: "🆕 no-baseline",
+    Verdict.INCOMPARABLE: "⚠️ incomparable",
 }
-ORDER = ["regression", "inconclusive", "incomparable", "improvement", "unchanged", "no-baseline"]
+ORDER = [
+    Verdict.REGRESSION,
+    Verdict.INCONCLUSIVE,
+    Verdict.INCOMPARABLE,
+    Verdict.IMPROVEMENT,
+    Verdict.UNCHANGED,
+    Verdict.NO_BASELINE,
+]
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _ratio(c: dict[str, Any]) -> str:
-    if c.get("ratio") is None:
-        return "–"
-    if c.get("ci_low") is None or c.get("ci_high") is None or c["ci_low"] == c["ci_high"]:
-        return f"{c['ratio']:.3f}"
-    level = round((1 - 2 * c.get("alpha", 0.05)) * 100)
-    return f"{c['ratio']:.3f} [{c['ci_low']:.3f}, {c['ci_high']:.3f}] ({level}%)"
 
 
 def _noise(r: BenchmarkResult) -> str:
@@ -50,24 +48,22 @@ def _noise(r: BenchmarkResult) -> str:
 def render(
     results: Sequence[BenchmarkResult],
     *,
-    source: dict[str, Any] | None = None,
-    drift: dict[str, Any] | None = None,
+    source: Mapping[str, Any] | None = None,
+    drift: Mapping[str, Any] | None = None,
     warnings: Sequence[str] = (),
-    environment: dict[str, Any] | None = None,
+    environment: Mapping[str, Any] | None = None,
     mode: str = "stored",
     title: str = "pytest-infperf",
 ) -> str:
     """The whole report as Markdown."""
-    compared = any(r.comparison is not None for r in results)
-    counts: dict[str, int] = {}
-    for r in results:
-        if r.comparison is not None:
-            v = str(r.comparison["verdict"])
-            counts[v] = counts.get(v, 0) + 1
+    compared = [r.comparison for r in results if r.comparison is not None]
+    counts: dict[Verdict, int] = {}
+    for c in compared:
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
     n = len(results)
     lines: list[str] = []
     if compared:
-        regressions = counts.get("regression", 0)
+        regressions = counts.get(Verdict.REGRESSION, 0)
         head = (
             f"{regressions} regression{'s' * (regressions != 1)}"
             if regressions
@@ -75,11 +71,9 @@ def render(
         )
         lines.append(f"## {title}: {head} in {n} benchmark{'s' * (n != 1)}")
         summary = ", ".join(f"{counts[v]} {v}" for v in ORDER if counts.get(v))
-        lines.append("")
-        lines.append(f"**{summary}**")
+        lines += ["", f"**{summary}**"]
         if source:
-            lines.append("")
-            lines.append(_source_line(source, mode, results))
+            lines += ["", _source_line(source, mode, compared[0])]
     else:
         lines.append(f"## {title}: {n} benchmark{'s' * (n != 1)}")
     if drift and drift.get("drifted"):
@@ -89,57 +83,27 @@ def render(
         lines += [
             "",
             "> [!WARNING]",
-            f"> **Machine drift:** the fixed reference workload ran {parts} relative to "
-            "the baseline's run (more than "
-            f"{drift['limit']:.1%}). Verdicts against a stored baseline are unreliable "
-            "now; `--perf-ab` measures both sides in one job.",
+            f"> **Machine drift:** the fixed reference workload ran {parts} relative to the "
+            f"baseline's run (more than {drift['limit']:.1%}). Verdicts against a stored "
+            "baseline are unreliable now; `--perf-ab` measures both sides in one job.",
         ]
-    lines += ["", *(_table(results, compared))]
-    failing = [r for r in results if r.verdict == "regression"]
+    lines += ["", *(_table(results, bool(compared)))]
+    failing = [r for r in results if r.verdict is Verdict.REGRESSION]
     if failing:
         lines += ["", "### Regressions", ""]
-        for r in failing:
-            lines.append(_regression_detail(r))
-    env_diffs = [
-        (r, r.comparison["env_diff"])
-        for r in results
-        if r.comparison and r.comparison.get("env_diff")
-    ]
-    if env_diffs:
-        lines += [
-            "",
-            "<details><summary>Environment differences (verdict: incomparable)</summary>",
-            "",
-            "| benchmark | field | baseline | now |",
-            "|---|---|---|---|",
-        ]
-        seen: set[tuple[str, str]] = set()
-        for r, diff in env_diffs:
-            for field, (old, new) in sorted(diff.items()):
-                if (field, str(new)) in seen and len(env_diffs) > 3:
-                    continue
-                seen.add((field, str(new)))
-                lines.append(
-                    f"| `{_cell(short_name(r))}` | `{field}` | `{_cell(str(old))}` | "
-                    f"`{_cell(str(new))}` |"
-                )
-        lines += ["", "</details>"]
-    notes = [w for w in warnings if not w.startswith("environment drift")]
-    if notes:
+        lines += [_regression_detail(r) for r in failing]
+    lines += _env_diffs(results)
+    if warnings:
         lines += ["", "<details><summary>Warnings</summary>", ""]
-        lines += [f"- {_cell(w)}" for w in notes]
+        lines += [f"- {_cell(w)}" for w in warnings]
         lines += ["", "</details>"]
     if environment:
         lines += ["", _environment_line(environment)]
     return "\n".join(lines) + "\n"
 
 
-def _source_line(source: dict[str, Any], mode: str, results: Sequence[BenchmarkResult]) -> str:
-    first = next((r.comparison for r in results if r.comparison), {}) or {}
-    rule = (
-        f"threshold {first.get('threshold', 0.05):.0%}, alpha {first.get('alpha', 0.05):g}, "
-        f"metric {first.get('metric', 'median')}"
-    )
+def _source_line(source: Mapping[str, Any], mode: str, first: Comparison) -> str:
+    rule = f"threshold {first.threshold:.0%}, alpha {first.alpha:g}, metric {first.metric}"
     if mode == "ab":
         base = source.get("sha") or "?"
         return (
@@ -160,21 +124,21 @@ def _source_line(source: dict[str, Any], mode: str, results: Sequence[BenchmarkR
 
 def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
     rank = {v: i for i, v in enumerate(ORDER)}
-    rows = sorted(results, key=lambda r: (rank.get(str(r.verdict), 99), r.key))
+    rows = sorted(results, key=lambda r: (rank.get(r.verdict, 99) if r.verdict else 99, r.key))
     if compared:
         out = [
-            "| verdict | benchmark | median now | baseline | ratio [CI] | n now/base | noise |",
+            "| verdict | benchmark | now | baseline | ratio [CI] | n now/base | noise |",
             "|---|---|---:|---:|---|---:|---|",
         ]
         for r in rows:
-            c = r.comparison or {}
-            n_base = c.get("n_baseline")
-            n_now = r.stats.get("n")
+            c = r.comparison
+            if c is None:
+                out.append(f"| – | `{_cell(short_name(r))}` | {fmt_time(r.median)} | – | – | – | |")
+                continue
             out.append(
-                f"| {MARK.get(str(c.get('verdict')), '–')} | `{_cell(short_name(r))}` | "
-                f"{fmt_time(r.stats.get('median'))} | {fmt_time(c.get('baseline_median'))} | "
-                f"{_ratio(c)} | {n_now}/{n_base if n_base is not None else '–'} | "
-                f"{_noise(r)} |"
+                f"| {MARK[c.verdict]} | `{_cell(short_name(r))}` | "
+                f"{fmt_figure(c.metric, c.current)} | {fmt_figure(c.metric, c.baseline)} | "
+                f"{fmt_ratio(c, level=True)} | {fmt_n(c)} | {_noise(r)} |"
             )
         return out
     out = [
@@ -192,21 +156,50 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
 
 
 def _regression_detail(r: BenchmarkResult) -> str:
-    c = r.comparison or {}
+    c = r.comparison
+    assert c is not None
     bits = [
-        f"- **`{_cell(r.key)}`**: median {fmt_time(r.stats.get('median'))} vs "
-        f"{fmt_time(c.get('baseline_median'))}, ratio {_ratio(c)}"
+        f"- **`{_cell(r.key)}`**: {c.metric} {fmt_figure(c.metric, c.current)} vs "
+        f"{fmt_figure(c.metric, c.baseline)}, ratio {fmt_ratio(c, level=True)}"
     ]
-    if c.get("p_value") is not None:
-        bits.append(f"p = {c['p_value']:.2g} for 'slower by at most {c['threshold']:.0%}'")
-    if c.get("remeasured"):
-        bits.append("confirmed on fresh samples")
+    if c.p_value is not None:
+        bits.append(f"p = {c.p_value:.2g} for 'slower by at most {c.threshold:.0%}'")
+    if c.remeasured:
+        bits.append("confirmed on fresh pairs" if c.mode == "ab" else "confirmed on fresh samples")
     if r.path:
         bits.append(f"`{r.path}:{r.lineno}`")
     return "; ".join(bits)
 
 
-def _environment_line(env: dict[str, Any]) -> str:
+def _env_diffs(results: Sequence[BenchmarkResult]) -> list[str]:
+    diffs = [
+        (r, r.comparison.env_diff)
+        for r in results
+        if r.comparison is not None and r.comparison.env_diff
+    ]
+    if not diffs:
+        return []
+    lines = [
+        "",
+        "<details><summary>Environment differences (verdict: incomparable)</summary>",
+        "",
+        "| benchmark | field | baseline | now |",
+        "|---|---|---|---|",
+    ]
+    seen: set[tuple[str, str]] = set()
+    for r, diff in diffs:
+        for field, (old, new) in sorted(diff.items()):
+            if (field, str(new)) in seen and len(diffs) > 3:
+                continue
+            seen.add((field, str(new)))
+            lines.append(
+                f"| `{_cell(short_name(r))}` | `{field}` | `{_cell(str(old))}` | "
+                f"`{_cell(str(new))}` |"
+            )
+    return [*lines, "", "</details>"]
+
+
+def _environment_line(env: Mapping[str, Any]) -> str:
     cpu = (env.get("cpu") or {}).get("model", "?")
     gpu = env.get("gpu")
     gpus = ", ".join(sorted({d["name"] for d in gpu["devices"]})) if gpu else "no GPU"
@@ -232,15 +225,13 @@ def _escape_property(text: str) -> str:
 
 
 def github_annotations(
-    results: Sequence[BenchmarkResult],
-    messages: dict[str, str],
-    rootdir: Path,
-    workspace: Path | None,
+    results: Sequence[BenchmarkResult], rootdir: Path, workspace: Path | None
 ) -> list[str]:
     """``::error`` workflow commands for regressions, pointing at the test function."""
     out = []
     for r in results:
-        if r.verdict != "regression":
+        c = r.comparison
+        if c is None or c.verdict is not Verdict.REGRESSION:
             continue
         props = [f"title={_escape_property('Performance regression: ' + short_name(r))}"]
         if r.path:
@@ -253,6 +244,6 @@ def github_annotations(
             props.insert(0, f"file={_escape_property(str(path))}")
             if r.lineno:
                 props.insert(1, f"line={r.lineno}")
-        message = messages.get(r.key) or f"ratio {_ratio(r.comparison or {})}"
+        message = c.message or f"ratio {fmt_ratio(c)}"
         out.append(f"::error {','.join(props)}::{_escape_data(message)}")
     return out

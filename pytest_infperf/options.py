@@ -8,6 +8,7 @@ parsers, so an error names the option and what it accepts wherever it was writte
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -397,3 +398,18 @@ def marker_layer(item: Any) -> dict[str, Any]:
             "with infer_bench(model, name=...)"
         )
     return parse_layer(merged, f"@pytest.mark.infperf on {item.nodeid}")
+
+
+def option_type(option: str, flag: str | None = None) -> Callable[[str], Any]:
+    """An argparse ``type=`` that validates a flag through the option's own parser, so a
+    value is refused with the same words wherever it is given."""
+    name = flag or f"--perf-{option.replace('_', '-')}"
+
+    def parse(text: str) -> Any:
+        try:
+            return SPECS[option].parse(name, text)
+        except OptionError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = option  # argparse shows it in "invalid <name> value"
+    return parse

@@ -10,19 +10,28 @@ asks for ``infer_bench``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import options as _options
 from . import settings as _settings
+from .keys import collector_key, context_key, mode_key, settings_key
 
 if TYPE_CHECKING:
     from .fixture import InferBench
     from .hf import HFModels
-    from .session import InfperfSession
 
-session_key: pytest.StashKey[InfperfSession] = pytest.StashKey()
+
+#: The plugin objects this plugin registers, one per job.
+PLUGIN_NAMES = (
+    "infperf-collector",
+    "infperf-mode",
+    "infperf-xdist-worker",
+    "infperf-artifacts",
+    "infperf-terminal",
+    "infperf-xdist",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,7 +80,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="D",
         dest="perf_threshold",
         default=None,
-        type=_settings.option_type("threshold"),
+        type=_options.option_type("threshold"),
         help="tolerated slowdown as a fraction in (0, 1) (default 0.05)",
     )
     add(
@@ -79,7 +88,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="A",
         dest="perf_alpha",
         default=None,
-        type=_settings.option_type("alpha"),
+        type=_options.option_type("alpha"),
         help="significance level in (0, 0.5) (default 0.05)",
     )
     add(
@@ -87,7 +96,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="M",
         dest="perf_metric",
         default=None,
-        type=_settings.option_type("metric"),
+        type=_options.option_type("metric"),
         help=f"metric compared: {', '.join(_options.METRICS)} (default median)",
     )
     add(
@@ -95,7 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="S",
         dest="perf_max_time",
         default=None,
-        type=_settings.option_type("max_time"),
+        type=_options.option_type("max_time"),
         help="seconds of timed sampling per benchmark (default 3)",
     )
     add(
@@ -103,7 +112,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         dest="perf_rounds",
         default=None,
-        type=_settings.option_type("rounds"),
+        type=_options.option_type("rounds"),
         help="minimum timed samples per benchmark (default 20)",
     )
     add(
@@ -111,7 +120,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         dest="perf_remeasure",
         default=None,
-        type=_settings.option_type("remeasure"),
+        type=_options.option_type("remeasure"),
         help="re-measure flagged benchmarks N times before failing (default 1)",
     )
     add(
@@ -169,28 +178,51 @@ def pytest_configure(config: pytest.Config) -> None:
         "infperf(**options): tune infer_bench for this test (rounds, max_time, warmup, "
         "threshold, alpha, metric, batch_size, max_median_ms, ...)",
     )
+    from .collector import Collector
+    from .context import RunContext
+    from .modes import choose
+
     settings = _settings.from_config(config)
-    from .session import InfperfSession
+    context = RunContext.create(config, settings)
+    mode = choose(config, context)
+    collector = Collector(context)
+    config.stash[settings_key] = settings
+    config.stash[context_key] = context
+    config.stash[mode_key] = mode
+    config.stash[collector_key] = collector
+    manager = config.pluginmanager
+    manager.register(collector, "infperf-collector")
+    if not manager.is_registered(mode):  # the A/B worker registered itself already
+        manager.register(mode, "infperf-mode")
+    if hasattr(config, "workerinput"):
+        from .xdist import XdistWorker, pin_gpu
 
-    session = InfperfSession(config, settings)
-    config.stash[session_key] = session
-    config.pluginmanager.register(session, "infperf-session")
-    if config.pluginmanager.hasplugin("xdist"):
-        from .xdist import XdistHooks
+        pin_gpu(config, context.gpus)
+        manager.register(XdistWorker(config, collector), "infperf-xdist-worker")
+        return
+    # Controller-only objects exist only on the controller (as junitxml's LogXML).
+    from .artifacts import ArtifactWriter
+    from .terminal import TerminalReport
 
-        config.pluginmanager.register(XdistHooks(session), "infperf-xdist")
-    session.configure()
+    artifacts = ArtifactWriter(context, collector)
+    manager.register(artifacts, "infperf-artifacts")
+    manager.register(TerminalReport(config, context, collector, artifacts), "infperf-terminal")
+    if manager.hasplugin("xdist"):
+        from .xdist import XdistController
+
+        manager.register(XdistController(context, collector), "infperf-xdist")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session = config.stash.get(session_key, None)
-    if session is not None:
-        session.unconfigure()
-        config.pluginmanager.unregister(session)
-        hooks = config.pluginmanager.get_plugin("infperf-xdist")
-        if hooks is not None:
-            config.pluginmanager.unregister(hooks)
-        del config.stash[session_key]
+    manager = config.pluginmanager
+    for name in PLUGIN_NAMES:
+        plugin = manager.get_plugin(name)
+        if plugin is not None:
+            manager.unregister(plugin)
+    keys: tuple[pytest.StashKey[Any], ...] = (settings_key, context_key, mode_key, collector_key)
+    for key in keys:
+        if key in config.stash:
+            del config.stash[key]
 
 
 @pytest.fixture
@@ -204,7 +236,10 @@ def infer_bench(request: pytest.FixtureRequest) -> Iterator[InferBench]:
     """
     from .fixture import InferBench
 
-    yield InferBench(request.node, request.config.stash[session_key])
+    stash = request.config.stash
+    yield InferBench(
+        request.node, stash[mode_key], stash[collector_key], stash[settings_key].bench_layer
+    )
 
 
 @pytest.fixture(scope="session")

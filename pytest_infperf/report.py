@@ -1,81 +1,22 @@
-"""Human-readable output: the terminal summary table and number formatting."""
+"""The terminal summary table (and the lines the terminal prints beside it)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .results import BenchmarkResult
-
-VERDICT_MARK = {
-    "regression": "REGRESSION",
-    "improvement": "improved",
-    "unchanged": "ok",
-    "inconclusive": "inconclusive",
-    "no-baseline": "no baseline",
-    "incomparable": "incomparable",
-}
-
-
-def fmt_time(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return (
-                f"{seconds / scale:.3g} {unit}"
-                if seconds / scale < 100
-                else f"{seconds / scale:.0f} {unit}"
-            )
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def fmt_bytes(n: float | None, signed: bool = False) -> str:
-    if n is None:
-        return "-"
-    sign = "+" if signed and n > 0 else ""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            return f"{sign}{n / scale:.1f} {unit}"
-    return f"{sign}{int(n)} B"
-
-
-def fmt_rate(per_s: float | None) -> str:
-    if per_s is None or not math.isfinite(per_s):
-        return "-"
-    for unit, scale in (("M", 1e6), ("k", 1e3)):
-        if per_s >= scale:
-            return f"{per_s / scale:.3g}{unit}/s"
-    return f"{per_s:.3g}/s"
-
-
-def fmt_ratio(comparison: dict[str, Any] | None) -> str:
-    if not comparison or comparison.get("ratio") is None:
-        return "-"
-    ratio = comparison["ratio"]
-    lo, hi = comparison.get("ci_low"), comparison.get("ci_high")
-    if lo is None or hi is None or lo == hi:
-        return f"{ratio:.3f}"
-    return f"{ratio:.3f} [{lo:.3f}, {hi:.3f}]"
-
-
-def short_name(result: BenchmarkResult | dict[str, Any]) -> str:
-    nodeid = result.nodeid if isinstance(result, BenchmarkResult) else result["nodeid"]
-    name = result.name if isinstance(result, BenchmarkResult) else result.get("name")
-    path, _, rest = nodeid.partition("::")
-    label = f"{path.rsplit('/', 1)[-1]}::{rest}" if rest else path
-    return f"{label}#{name}" if name else label
-
-
-def memory_figure(memory: dict[str, Any]) -> float | None:
-    """The memory number a row shows and a memory comparison uses: CUDA peak allocated when
-    the model ran on a GPU, else RSS growth over the timed region."""
-    if memory.get("cuda_max_allocated_bytes") is not None:
-        return float(memory["cuda_max_allocated_bytes"])
-    if memory.get("rss_growth_bytes") is not None:
-        return float(memory["rss_growth_bytes"])
-    return None
+from .fmt import (
+    fmt_bytes,
+    fmt_figure,
+    fmt_level,
+    fmt_n,
+    fmt_rate,
+    fmt_ratio,
+    fmt_time,
+    short_name,
+)
+from .results import BenchmarkResult, memory_figure
 
 
 def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
@@ -89,54 +30,60 @@ def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
     return out
 
 
+def _noise(s: Mapping[str, Any]) -> tuple[str, str | None]:
+    flag = {"high": " !", "severe": " !!"}.get(s.get("noise", "ok"), "")
+    cv = s.get("cv")
+    text = f"{cv:.1%}{flag}" if cv is not None and math.isfinite(cv) else "-"
+    return text, "! IQR/median >= 10% (noisy), !! >= 25% (very noisy)" if flag else None
+
+
 def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
-    """The summary table; comparison columns appear when any result was compared."""
+    """The summary table. Compared runs show, per benchmark, the figures the verdict was
+    computed from (``now``, ``baseline``, the ratio with its interval and level, and how
+    many units each side had), then the verdict by its name."""
     compared = any(r.comparison is not None for r in results)
-    header = [
-        "benchmark",
-        "backend",
-        "median",
-        "p90",
-        "95% CI of median",
-        "CV",
-        "items/s",
-        "n",
-        "mem",
-    ]
+    metrics = {r.comparison.metric for r in results if r.comparison is not None}
+    label = f" ({metrics.pop()})" if len(metrics) == 1 else ""
     if compared:
-        header += ["baseline", "ratio [CI]", "verdict"]
+        header = ["benchmark", "backend", f"now{label}", "baseline", "ratio [CI]", "n now/base"]
+        header += ["verdict", "CV", "items/s", "mem"]
+        right = {2, 3, 7, 8, 9}
+    else:
+        header = ["benchmark", "backend", "median", "p90", "95% CI of median", "CV", "items/s"]
+        header += ["n", "mem"]
+        right = {2, 3, 5, 6, 7, 8}
     rows = [header]
     notes: set[str] = set()
+    levels: set[tuple[str, str]] = set()
     for r in sorted(results, key=lambda r: r.key):
         s = r.stats
+        cv, note = _noise(s)
+        if note:
+            notes.add(note)
+        mem = fmt_bytes(memory_figure(r.memory), signed=True)
+        if compared:
+            c = r.comparison
+            if c is None:
+                rows.append([short_name(r), r.backend, fmt_time(s.get("median")), "-", "-", "-"])
+                rows[-1] += ["-", cv, fmt_rate(r.throughput), mem]
+                continue
+            if c.ci_level is not None and c.bound_level is not None and c.ci_low != c.ci_high:
+                levels.add((fmt_level(c.ci_level), fmt_level(c.bound_level)))
+            row = [short_name(r), r.backend, fmt_figure(c.metric, c.current)]
+            row += [fmt_figure(c.metric, c.baseline), fmt_ratio(c), fmt_n(c), c.verdict.value]
+            rows.append([*row, cv, fmt_rate(r.throughput), mem])
+            continue
         p90 = fmt_time(s.get("p90"))
         if "p90" in s.get("low_sample_percentiles", []):
             p90 += "*"
             notes.add("* p90 from fewer than 64 samples (MLPerf's minimum): indicative only")
-        noise = {"high": " !", "severe": " !!"}.get(s.get("noise", "ok"), "")
-        if noise:
-            notes.add("! IQR/median >= 10% (noisy), !! >= 25% (very noisy)")
-        row = [
-            short_name(r),
-            r.backend,
-            fmt_time(s.get("median")),
-            p90,
-            f"{fmt_time(s.get('ci_low'))} - {fmt_time(s.get('ci_high'))}",
-            f"{s['cv']:.1%}{noise}" if s.get("cv") is not None and math.isfinite(s["cv"]) else "-",
-            fmt_rate(r.throughput),
-            str(s.get("n", 0)),
-            fmt_bytes(memory_figure(r.memory), signed=True),
-        ]
-        if compared:
-            c = r.comparison or {}
-            row += [
-                fmt_time(c.get("baseline_median")),
-                fmt_ratio(c),
-                VERDICT_MARK.get(str(c.get("verdict")), "-"),
-            ]
-        rows.append(row)
-    lines = _table(rows, right={2, 3, 5, 6, 7, 8})
+        ci = f"{fmt_time(s.get('ci_low'))} - {fmt_time(s.get('ci_high'))}"
+        row = [short_name(r), r.backend, fmt_time(s.get("median")), p90, ci, cv]
+        rows.append([*row, fmt_rate(r.throughput), str(s.get("n", 0)), mem])
+    lines = _table(rows, right=right)
     lines.insert(1, "-" * max(len(line) for line in lines))
+    for two, one in sorted(levels):
+        notes.add(f"ratio [CI]: now/baseline, {two} interval (each bound alone {one} one-sided)")
     return lines + sorted(notes)
 
 
@@ -144,6 +91,21 @@ def verdict_counts(results: Sequence[BenchmarkResult]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for r in results:
         if r.comparison is not None:
-            v = str(r.comparison["verdict"])
+            v = r.comparison.verdict.value
             counts[v] = counts.get(v, 0) + 1
     return counts
+
+
+def drift_warning(drift: Mapping[str, Any] | None) -> str | None:
+    """The drift guard's session-level warning, when the reference workload moved."""
+    if not drift or not drift.get("drifted"):
+        return None
+    parts = ", ".join(
+        f"{k.replace('_ratio', '')} x{v:.3f}" for k, v in drift.items() if k.endswith("_ratio")
+    )
+    return (
+        f"environment drift: the fixed reference workload runs {parts} relative to the "
+        f"baseline's run (more than {drift['limit']:.1%}): this machine is not in the state "
+        "the baseline was measured in, so verdicts against the stored baseline are "
+        "unreliable; --perf-ab measures both sides in one job"
+    )

@@ -10,14 +10,146 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import enum
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 SCHEMA_VERSION = 1
 #: Significant digits kept for floats: sub-picosecond detail of a timing is noise.
 FLOAT_DIGITS = 12
+
+
+class Verdict(str, enum.Enum):
+    """What a comparison concluded. A str, so it is its own JSON value."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"
+    NO_BASELINE = "no-baseline"
+    INCOMPARABLE = "incomparable"
+
+    def __str__(self) -> str:  # f-strings and str() give the name users see
+        return self.value
+
+    @property
+    def decisive(self) -> bool:
+        """The interval settled it (as opposed to inconclusive, or nothing to compare)."""
+        return self in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED)
+
+
+class Reason(str, enum.Enum):
+    """Why a comparison is not decisive, or why a verdict was changed after the statistics."""
+
+    INTERVAL_WIDE = "interval-too-wide"
+    TOO_FEW = "too-few-samples"
+    NO_FIGURE = "no-figure"
+    DRIFT_WITHHELD = "drift-guard"
+    DRIFT_EXPLAINS = "drift-explains"
+    HOLM = "holm"
+    NOT_IN_BASELINE = "not-in-baseline"
+    BASE_ERROR = "base-error"
+    ENVIRONMENT = "environment-differs"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where the baseline side of a comparison came from."""
+
+    #: "stored": a baseline saved earlier; "ab": measured in this job, interleaved.
+    mode: str
+    commit: str | None = None
+    distance: int | None = None
+    #: For people: "commit 1a2b3c4d5e (1 commit before the merge-base of main and HEAD)".
+    text: str = "a baseline"
+
+
+@dataclasses.dataclass
+class Comparison:
+    """One benchmark judged against its baseline: the verdict and the numbers behind it.
+
+    Built only by :mod:`pytest_infperf.judge`; everything that shows a verdict (terminal,
+    Markdown, JUnit, HTML, the failure message) reads these fields, never message text.
+    """
+
+    verdict: Verdict
+    metric: str = "median"
+    threshold: float = 0.05
+    #: The overall significance level asked for.
+    alpha: float = 0.05
+    #: How the baseline side was measured: "stored" (a saved baseline) or "ab" (in this job).
+    mode: str = "stored"
+    #: now / baseline of the metric's figure (for throughput, higher is better).
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    #: Two-sided coverage of [ci_low, ci_high]; each bound alone holds at (1 + ci_level) / 2.
+    ci_level: float | None = None
+    p_value: float | None = None
+    #: The metric's figure the ratio compares, now and in the baseline (s, items/s, bytes).
+    current: float | None = None
+    baseline: float | None = None
+    #: How many independent units the test used on each side, and what one unit is.
+    n: int | None = None
+    n_baseline: int | None = None
+    unit: str | None = None
+    reason: Reason | None = None
+    note: str | None = None
+    #: Where the baseline came from, for people (the commit and how it was found).
+    source: str | None = None
+    baseline_commit: str | None = None
+    baseline_distance: int | None = None
+    env_diff: dict[str, list[Any]] | None = None
+    machine_speed: dict[str, float] | None = None
+    remeasured: bool = False
+    first_pass: Comparison | None = None
+    family_size: int | None = None
+    holm_p: float | None = None
+    #: Figures particular to how it was measured (samples per side, A/B pairs and looks...).
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The failure message, when the verdict fails the test.
+    message: str | None = None
+
+    @property
+    def bound_level(self) -> float | None:
+        """The one-sided confidence of each bound alone."""
+        return None if self.ci_level is None else (1.0 + self.ci_level) / 2.0
+
+    @property
+    def estimate_beyond(self) -> bool:
+        """The point estimate alone is past the threshold (worth a warning when undecided)."""
+        if self.ratio is None:
+            return False
+        if self.metric == "throughput":
+            return self.ratio < 1.0 / (1.0 + self.threshold)
+        return self.ratio > 1.0 + self.threshold
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        # asdict copies nested comparisons as dicts already; enums become their values.
+        data["verdict"] = self.verdict.value
+        data["reason"] = None if self.reason is None else self.reason.value
+        for nested in ("first_pass",):
+            inner = getattr(self, nested)
+            data[nested] = None if inner is None else inner.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Comparison:
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        values["verdict"] = Verdict(values["verdict"])
+        if values.get("reason") is not None:
+            values["reason"] = Reason(values["reason"])
+        for nested in ("first_pass",):
+            if values.get(nested) is not None:
+                values[nested] = cls.from_json(values[nested])
+        return cls(**values)
 
 
 @dataclasses.dataclass
@@ -44,7 +176,7 @@ class BenchmarkResult:
     warnings: list[str] = dataclasses.field(default_factory=list)
     #: Machine-speed probes taken while sampling (the drift guard), or None.
     reference: dict[str, Any] | None = None
-    comparison: dict[str, Any] | None = None
+    comparison: Comparison | None = None
     path: str | None = None
     lineno: int | None = None
 
@@ -57,8 +189,8 @@ class BenchmarkResult:
         return float(self.stats["median"])
 
     @property
-    def verdict(self) -> str | None:
-        return None if self.comparison is None else str(self.comparison["verdict"])
+    def verdict(self) -> Verdict | None:
+        return None if self.comparison is None else self.comparison.verdict
 
     def __getitem__(self, stat: str) -> Any:
         """``result["p90"]`` reads a statistic."""
@@ -66,13 +198,27 @@ class BenchmarkResult:
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
+        data["comparison"] = None if self.comparison is None else self.comparison.to_json()
         data["key"] = self.key
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BenchmarkResult:
+    def from_json(cls, data: Mapping[str, Any]) -> BenchmarkResult:
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        values = {k: v for k, v in data.items() if k in names}
+        if values.get("comparison") is not None:
+            values["comparison"] = Comparison.from_json(values["comparison"])
+        return cls(**values)
+
+
+def memory_figure(memory: Mapping[str, Any]) -> float | None:
+    """The memory number a row shows and a memory comparison uses: CUDA peak allocated when
+    the model ran on a GPU, else RSS growth over the timed region."""
+    if memory.get("cuda_max_allocated_bytes") is not None:
+        return float(memory["cuda_max_allocated_bytes"])
+    if memory.get("rss_growth_bytes") is not None:
+        return float(memory["rss_growth_bytes"])
+    return None
 
 
 def bench_key(nodeid: str, name: str | None) -> str:
@@ -87,6 +233,8 @@ def now_iso() -> str:
 
 def clean(value: Any) -> Any:
     """JSON-safe and stable: non-finite floats become None, floats keep 12 digits."""
+    if isinstance(value, enum.Enum):
+        return clean(value.value)
     if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
         return value
     if isinstance(value, float):

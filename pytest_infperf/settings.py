@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -59,19 +58,6 @@ CLI_OPTIONS = {
 }
 
 
-def option_type(option: str) -> Any:
-    """An argparse ``type=`` that validates through the option's parser."""
-
-    def parse(text: str) -> Any:
-        try:
-            return _options.SPECS[option].parse(f"--perf-{option.replace('_', '-')}", text)
-        except _options.OptionError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.__name__ = option  # argparse shows it in "invalid <name> value"
-    return parse
-
-
 @dataclasses.dataclass(frozen=True)
 class Settings:
     rootdir: Path
@@ -80,7 +66,6 @@ class Settings:
     compare: str | None
     ab: str | None
     baselines: Path
-    baselines_explicit: bool
     strict_env: bool
     warn_only: bool
     markdown: Path | None
@@ -93,11 +78,6 @@ class Settings:
     drift_guard: str
     drift_limit: float
     bench_layer: dict[str, Any]
-
-    @property
-    def active(self) -> bool:
-        """Whether anything beyond measuring was asked for."""
-        return self.save or self.compare is not None or self.ab is not None
 
 
 def _ini(config: pytest.Config, name: str) -> str:
@@ -190,7 +170,6 @@ def from_config(config: pytest.Config) -> Settings:
         compare=compare,
         ab=ab,
         baselines=baselines.resolve(),
-        baselines_explicit=bool(cli_baselines or ini_baselines),
         strict_env=bool(config.getoption("perf_strict_env")),
         warn_only=bool(config.getoption("perf_warn_only")),
         markdown=Path(md).expanduser().absolute() if md else None,

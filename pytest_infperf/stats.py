@@ -23,30 +23,6 @@ PERCENTILE_MIN_SAMPLES: dict[str, int] = {"p90": 64, "p95": 130, "p99": 662}
 NOISE_WARN = 0.10
 NOISE_SEVERE = 0.25
 
-STAT_KEYS = (
-    "n",
-    "mean",
-    "median",
-    "stdev",
-    "min",
-    "max",
-    "q1",
-    "q3",
-    "iqr",
-    "p50",
-    "p90",
-    "p95",
-    "p99",
-    "cv",
-    "ci_low",
-    "ci_high",
-    "ci_level",
-    "ci_rel_halfwidth",
-    "outliers",
-    "noise",
-    "low_sample_percentiles",
-)
-
 
 def as_array(samples: Sequence[float] | FloatArray) -> FloatArray:
     arr = np.asarray(samples, dtype=np.float64)
@@ -83,13 +59,6 @@ def median_ci_ranks(n: int, level: float = 0.95) -> tuple[int, int, float]:
     return lo, hi, coverage
 
 
-def median_ci(samples: Sequence[float] | FloatArray, level: float = 0.95) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median from order statistics."""
-    arr = np.sort(as_array(samples))
-    lo, hi, _ = median_ci_ranks(len(arr), level)
-    return float(arr[lo]), float(arr[hi])
-
-
 def ci_rel_halfwidth(samples: Sequence[float] | FloatArray, level: float = 0.95) -> float:
     """Half the width of the median's CI relative to the median (the stopping criterion)."""
     arr = np.sort(as_array(samples))
@@ -101,11 +70,6 @@ def ci_rel_halfwidth(samples: Sequence[float] | FloatArray, level: float = 0.95)
     if med <= 0:
         return math.inf
     return (float(arr[hi]) - float(arr[lo])) / 2.0 / med
-
-
-def percentile(samples: Sequence[float] | FloatArray, q: float) -> float:
-    """Linear-interpolation percentile (numpy's default, Hyndman-Fan type 7)."""
-    return float(np.percentile(as_array(samples), q))
 
 
 def noise_level(iqr_over_median: float) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from . import memory as _memory
+from .drift import summarize_probes
 from .stats import ci_rel_halfwidth
 
 #: Warmup stability is judged on windows of this many samples (medians compared).
@@ -179,6 +180,8 @@ class Warm:
     first_output: Any
     warm_ns: list[float]
     decisions: dict[str, Any]
+    #: Seconds per call as warmup last saw it (never empty, whatever warmup was allowed).
+    per_call_s: float
 
 
 def warm_up(
@@ -244,7 +247,10 @@ def warm_up(
         warm_ns.append(value)
         warm_calls += block
     decisions = {"warmup_calls": warm_calls, "warmup_stable": stable, "block_size": block}
-    return Warm(block, first_call_s, first_output, warm_ns, decisions)
+    if warm_ns:
+        recent = sorted(warm_ns[-STABILITY_WINDOW:])
+        per_call = recent[len(recent) // 2] / 1e9
+    return Warm(block, first_call_s, first_output, warm_ns, decisions, per_call)
 
 
 def take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool = True) -> list[float]:
@@ -343,8 +349,6 @@ def measure(
         ci_rel_halfwidth=None if rel == math.inf else round(rel, 6),
     )
     scale = 1e9 * block
-    from .drift import summarize_probes
-
     return Measurement(
         samples=[v / scale for v in out[:n]],
         warmup_samples=[v / 1e9 for v in warm_ns],

@@ -1,12 +1,12 @@
 """pytest-xdist support: measuring stays on under ``-n N``.
 
-- The controller resolves git, baselines and the environment once and hands the result to
-  every worker through ``workerinput``; workers never touch git.
+- The controller resolves git, baselines and the environment once (the run context) and
+  hands it to every worker through ``workerinput``; workers never touch git.
 - Each worker sends its results back through ``workeroutput``; only the controller writes
   the JSON, the baseline and the reports.
-- Benchmarks never time at the same time: the fixture holds a cross-process lock around
-  each measurement (one lock for the CPU, one per GPU), so workers interleave their tests
-  but not their timed regions.
+- Benchmarks never time at the same time: each measurement holds a cross-process lock
+  (one for the CPU, one per GPU), so workers interleave their tests but not their timed
+  regions.
 - On a GPU machine each worker is pinned to one GPU (``CUDA_VISIBLE_DEVICES``) before any
   CUDA initialisation: ``gwK`` gets GPU ``K mod count`` (ini ``infperf_gpus`` chooses them).
 """
@@ -17,28 +17,46 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
+from .context import WORKER_KEY
+
 if TYPE_CHECKING:
-    from .session import InfperfSession
+    from .collector import Collector
+    from .context import RunContext
 
-WORKER_KEY = "infperf"
 
-
-class XdistHooks:
+class XdistController:
     """Controller-side xdist hooks; registered only when xdist is installed, since pytest
     rejects implementations of unknown hooks."""
 
-    def __init__(self, session: InfperfSession) -> None:
-        self.session = session
+    def __init__(self, context: RunContext, collector: Collector) -> None:
+        self.context = context
+        self.collector = collector
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[WORKER_KEY] = json.dumps(self.session.worker_payload())
+        node.workerinput[WORKER_KEY] = self.context.to_worker()
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         # A crashed worker may have no workeroutput: its tests are already reported failed.
         output = getattr(node, "workeroutput", None) or {}
         data = output.get(WORKER_KEY)
         if data:
-            self.session.absorb(json.loads(data))
+            self.collector.absorb(json.loads(data))
+
+
+class XdistWorker:
+    """Worker side: send this worker's results to the controller at the end."""
+
+    def __init__(self, config: pytest.Config, collector: Collector) -> None:
+        self.config = config
+        self.collector = collector
+
+    def pytest_sessionfinish(self) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            worker = str(getattr(self.config, "workerinput", {}).get("workerid"))
+            workeroutput[WORKER_KEY] = json.dumps(self.collector.payload(worker))
 
 
 def worker_index(config: Any) -> int | None:
@@ -60,9 +78,3 @@ def pin_gpu(config: Any, gpus: list[int] | None) -> int | None:
     gpu = gpus[index % len(gpus)]
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     return gpu
-
-
-def decode(payload: Any) -> dict[str, Any] | None:
-    if payload is None:
-        return None
-    return dict(json.loads(payload)) if isinstance(payload, str) else dict(payload)

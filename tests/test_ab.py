@@ -73,7 +73,8 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     verdicts = {b["key"].split("::", 1)[1]: b["comparison"] for b in doc["benchmarks"]}
     slowed = verdicts["test_slowed"]
     assert slowed["verdict"] == "regression" and slowed["mode"] == "ab"
-    assert 1.2 < slowed["ratio"] < 1.4 and slowed["pairs"] >= 8
+    assert 1.2 < slowed["ratio"] < 1.4 and slowed["details"]["pairs"] >= 8
+    assert slowed["unit"] == "pairs" and slowed["n"] == slowed["details"]["pairs"]
     assert verdicts["test_steady"]["verdict"] in ("unchanged", "inconclusive")
     assert verdicts["test_steady#second"]["verdict"] in ("unchanged", "inconclusive")
     assert verdicts["test_new"]["verdict"] == "no-baseline"

@@ -34,10 +34,9 @@ def test_mann_whitney_u_counts_ties_as_half() -> None:
     assert compare.mann_whitney_u(np.array([1.0, 2.0]), np.array([1.0, 3.0])) == 1.5
 
 
-def test_norm_ppf() -> None:
-    assert compare._norm_ppf(0.95) == pytest.approx(1.6448536, abs=1e-6)
-    assert compare._norm_ppf(0.5) == pytest.approx(0.0, abs=1e-9)
-    assert compare._norm_ppf(0.001) == pytest.approx(-3.0902323, abs=1e-6)
+def test_normal_tail_keeps_tiny_p_values() -> None:
+    assert compare._normal_sf(1.6448536) == pytest.approx(0.05, abs=1e-7)
+    assert 0 < compare._normal_sf(12.0) < 1e-30  # 1 - cdf would round this to 0
 
 
 def test_holm() -> None:
@@ -85,10 +84,11 @@ def test_clear_changes_are_detected() -> None:
     base = _lognormal(rng, 200, 0.05)
     slow = compare.compare_latency(_lognormal(rng, 200, 0.05, 1.3), base)
     fast = compare.compare_latency(_lognormal(rng, 200, 0.05, 0.7), base)
-    assert (slow["verdict"], fast["verdict"]) == ("regression", "improvement")
+    assert (slow.verdict, fast.verdict) == ("regression", "improvement")
     same = compare.compare_latency(_lognormal(rng, 200, 0.05), base)
-    assert same["verdict"] == "unchanged"
-    assert same["units"] == [20, 20] and same["samples"] == [200, 200]
+    assert same.verdict == "unchanged"
+    assert (same.n, same.m, same.unit) == (20, 20, "time units")
+    assert same.details["samples"] == [200, 200]
 
 
 def test_one_sided_coverage_by_simulation() -> None:
@@ -97,12 +97,12 @@ def test_one_sided_coverage_by_simulation() -> None:
     rng = np.random.default_rng(7)
     trials = 600
     lows = [
-        compare.compare_latency(_lognormal(rng, 80, 0.1), _lognormal(rng, 80, 0.1), threshold=1e-9)[
-            "ci_low"
-        ]
+        compare.compare_latency(
+            _lognormal(rng, 80, 0.1), _lognormal(rng, 80, 0.1), threshold=1e-9
+        ).ci_low
         for _ in range(trials)
     ]
-    hits = sum(low > 1.0 for low in lows)
+    hits = sum(low is not None and low > 1.0 for low in lows)
     assert 0.02 < hits / trials < 0.085
 
 
@@ -113,25 +113,25 @@ def test_min_effect_rule_keeps_small_changes_quiet() -> None:
         compare.compare_latency(_lognormal(rng, 100, 0.05, 1.03), _lognormal(rng, 100, 0.05))
         for _ in range(300)
     ]
-    flagged = sum(c["verdict"] == "regression" for c in verdicts)
+    flagged = sum(c.verdict == "regression" for c in verdicts)
     assert flagged / 300 < 0.05
 
 
 def test_p_value_agrees_with_the_bound() -> None:
     rng = np.random.default_rng(5)
     c = compare.compare_latency(_lognormal(rng, 100, 0.05, 1.3), _lognormal(rng, 100, 0.05))
-    assert c["p_value"] < 0.05 and c["ci_low"] > 1.05
+    assert c.p_value < 0.05 and c.ci_low > 1.05
     c = compare.compare_latency(_lognormal(rng, 100, 0.05), _lognormal(rng, 100, 0.05))
-    assert c["p_value"] > 0.5
+    assert c.p_value > 0.5
 
 
 def test_tail_metric_needs_enough_samples() -> None:
     rng = np.random.default_rng(2)
     short = compare.compare_tail(_lognormal(rng, 40, 0.05), _lognormal(rng, 40, 0.05), "p90")
-    assert short["verdict"] == "inconclusive" and "needs >= 64" in short["reason"]
+    assert short.verdict == "inconclusive" and "needs >= 64" in str(short.note)
     long_base = _lognormal(rng, 400, 0.05)
     slow = compare.compare_tail(_lognormal(rng, 400, 0.05, 1.3), long_base, "p90")
-    assert slow["verdict"] == "regression" and slow["ratio"] == pytest.approx(1.3, rel=0.05)
+    assert slow.verdict == "regression" and slow.ratio == pytest.approx(1.3, rel=0.05)
 
 
 def test_throughput_orientation() -> None:
@@ -139,17 +139,17 @@ def test_throughput_orientation() -> None:
     base = _lognormal(rng, 100, 0.03)
     # same latency per call but the batch doubled: throughput doubles -> improvement
     c = compare.compare_throughput(_lognormal(rng, 100, 0.03), base, 8, 4)
-    assert c["verdict"] == "improvement" and c["ratio"] == pytest.approx(2.0, rel=0.03)
+    assert c.verdict == "improvement" and c.ratio == pytest.approx(2.0, rel=0.03)
     c = compare.compare_throughput(_lognormal(rng, 100, 0.03, 1.3), base, 4, 4)
-    assert c["verdict"] == "regression" and c["ratio"] < 1 / 1.05
+    assert c.verdict == "regression" and c.ratio < 1 / 1.05
 
 
 def test_memory_is_a_plain_ratio_with_a_floor() -> None:
     mib = 1 << 20
-    assert compare.compare_memory(100 * mib, 90 * mib)["verdict"] == "regression"
-    assert compare.compare_memory(80 * mib, 90 * mib)["verdict"] == "improvement"
-    assert compare.compare_memory(1.5 * mib, 1.0 * mib)["verdict"] == "unchanged"  # < 1 MiB
-    assert compare.compare_memory(None, mib)["verdict"] == "inconclusive"
+    assert compare.compare_memory(100 * mib, 90 * mib).verdict == "regression"
+    assert compare.compare_memory(80 * mib, 90 * mib).verdict == "improvement"
+    assert compare.compare_memory(1.5 * mib, 1.0 * mib).verdict == "unchanged"  # < 1 MiB
+    assert compare.compare_memory(None, mib).verdict == "inconclusive"
 
 
 # --- properties ------------------------------------------------------------------------
@@ -176,16 +176,16 @@ def test_statistics_scale_with_the_unit(samples: list[float], c: float) -> None:
 def test_comparison_is_unit_free(x: list[float], y: list[float], c: float) -> None:
     a = compare.compare_latency(x, y)
     b = compare.compare_latency([v * c for v in x], [v * c for v in y])
-    assert b["verdict"] == a["verdict"]
-    assert b["ratio"] == pytest.approx(a["ratio"], rel=1e-6)
+    assert b.verdict == a.verdict
+    assert b.ratio == pytest.approx(a.ratio, rel=1e-6)
 
 
 @settings(max_examples=80, deadline=None)
 @given(positive_samples)
 def test_a_sample_against_itself_is_never_a_change(samples: list[float]) -> None:
     c = compare.compare_latency(samples, samples)
-    assert c["verdict"] in ("unchanged", "inconclusive")
-    assert c["ratio"] == pytest.approx(1.0)
+    assert c.verdict in ("unchanged", "inconclusive")
+    assert c.ratio == pytest.approx(1.0)
 
 
 @settings(max_examples=40, deadline=None)
@@ -196,7 +196,7 @@ def test_a_sample_against_itself_is_never_a_change(samples: list[float]) -> None
 )
 def test_a_quiet_sample_against_itself_is_unchanged(n: int, cv: float, seed: int) -> None:
     samples = _lognormal(np.random.default_rng(seed), n, cv)
-    assert compare.compare_latency(samples, samples)["verdict"] == "unchanged"
+    assert compare.compare_latency(samples, samples).verdict == "unchanged"
 
 
 RANK = {"improvement": 0, "unchanged": 1, "inconclusive": 1, "regression": 2}
@@ -208,10 +208,10 @@ def test_verdicts_are_monotone_in_an_injected_slowdown(seed: int, cv: float) -> 
     rng = np.random.default_rng(seed)
     x, y = _lognormal(rng, 60, cv), _lognormal(rng, 60, cv)
     ranks = [
-        RANK[compare.compare_latency(x * s, y)["verdict"]]
+        RANK[compare.compare_latency(x * s, y).verdict]
         for s in (0.5, 0.7, 0.9, 1.0, 1.1, 1.3, 1.6, 2.0)
     ]
     assert ranks == sorted(ranks)
-    ratios = [compare.compare_latency(x * s, y)["ratio"] for s in (0.8, 1.0, 1.25)]
+    ratios = [compare.compare_latency(x * s, y).ratio for s in (0.8, 1.0, 1.25)]
     assert ratios == sorted(ratios)
     assert math.isclose(ratios[2] / ratios[1], 1.25, rel_tol=1e-6)

@@ -29,7 +29,10 @@ def test_plugin_load_imports_nothing_heavy() -> None:
     code = textwrap.dedent(
         """
         import sys
-        import pytest_infperf.plugin, pytest_infperf.session, pytest_infperf.settings
+        # everything pytest_configure imports, whatever the flags
+        import pytest_infperf.plugin, pytest_infperf.settings, pytest_infperf.context
+        import pytest_infperf.modes, pytest_infperf.collector, pytest_infperf.artifacts
+        import pytest_infperf.terminal, pytest_infperf.xdist, pytest_infperf.keys
         heavy = {"numpy", "scipy", "torch", "onnxruntime", "transformers", "git", "psutil"}
         loaded = sorted(heavy & {m.split(".")[0] for m in sys.modules})
         print("LOADED", loaded)

@@ -361,7 +361,9 @@ def test_odd_test_ids_never_become_paths(pytester: pytest.Pytester, git_env: Non
     files = sorted(p for p in (pytester.path / "baselines").rglob("*") if p.is_file())
     assert len(files) == 1 and files[0].parent.parent == pytester.path / "baselines"
     assert not (pytester.path.parent / "escape").exists()
-    result = pytester.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    # Paths are what this checks, not verdicts: a ~50 ns lambda compared with itself on a
+    # shared machine may come out either way, so the comparison only reports.
+    result = pytester.runpytest("--perf-compare=HEAD", "--perf-json=out.json", "--perf-warn-only")
     result.assert_outcomes(passed=6)
     names = {b["name"] for b in load_json(pytester.path / "out.json")["benchmarks"]}
     assert "../../escape" in names and "ünï cödé ☃" in names

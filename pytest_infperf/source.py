@@ -1,4 +1,8 @@
-"""Finding the baseline a run compares against, and judging one benchmark against it."""
+"""What ``--perf-compare=REF`` (or a CLI argument naming a commit) resolves to: the stored
+baseline of the nearest first-parent ancestor of the merge-base that has one, or a JSON file.
+
+One resolver for the plugin and the ``infperf`` command, so both find the same baseline.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from . import compare as _cmp
+from . import environment, gitinfo
 from .baseline import BaselineFileError, BaselineStore, Location, iter_entries
-from .drift import speed_factors
 from .gitinfo import SHALLOW_FIX, GitError
-from .report import fmt_time, memory_figure
+from .results import Origin
 
 
 class CompareError(Exception):
@@ -50,6 +53,11 @@ class BaselineSource:
             return f"commit {self.sha[:10]} ({back} of {self.ref} and HEAD)"
         return f"nothing ({self.note})"
 
+    def as_origin(self) -> Origin:
+        """The typed record every comparison against this source carries."""
+        mode = "ab" if self.origin == "ab" else "stored"
+        return Origin(mode, self.sha, self.distance, self.describe())
+
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data.pop("entries")
@@ -81,8 +89,6 @@ def resolve(
     is found and its first-parent ancestors are walked (at most ``depth`` back) to the
     nearest commit with a baseline for this environment.
     """
-    from . import gitinfo
-
     as_path = Path(ref).expanduser()
     if _looks_like_file(ref):
         return _from_file(ref, as_path, store, hard)
@@ -165,106 +171,6 @@ def _load_into(
 
 
 def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> None:
-    from . import environment
-
     source.entries = dict(iter_entries(doc))
     source.env_diff = environment.diff(hard, doc["environment"].get("hard", {}))
     source.reference = doc.get("reference")
-
-
-# --- one benchmark ----------------------------------------------------------------------
-
-
-def decide(
-    samples: list[float],
-    memory: dict[str, Any],
-    batch: int | None,
-    entry: dict[str, Any],
-    opts: dict[str, Any],
-    reference: dict[str, Any] | None = None,
-    drift_limit: float | None = None,
-) -> dict[str, Any]:
-    """Apply the configured metric's test to a measurement and a stored entry; with
-    ``reference`` (this measurement's machine-speed probes), the drift guard raises the bar
-    by how much slower or faster the machine ran than during the baseline's measurement."""
-    metric, d, alpha = opts["metric"], opts["threshold"], opts["alpha"]
-    base = entry["samples"]
-    if metric == "median":
-        out = _cmp.compare_latency(samples, base, d, alpha)
-    elif metric in ("p90", "p99"):
-        out = _cmp.compare_tail(samples, base, metric, d, alpha)
-    elif metric == "throughput":
-        out = _cmp.compare_throughput(
-            samples, base, batch or 1, entry.get("batch_size") or 1, d, alpha
-        )
-    else:
-        out = _cmp.compare_memory(
-            memory_figure(memory), memory_figure(entry.get("memory", {})), d, alpha
-        )
-    out["baseline_median"] = entry["stats"].get("median")
-    factors = speed_factors(reference, entry.get("reference"))
-    if factors is not None and metric != "memory" and out.get("ci_low") is not None:
-        slower, faster = factors
-        out["machine_speed"] = {"slower": round(slower, 4), "faster": round(faster, 4)}
-        low, high = out["ci_low"], out["ci_high"]
-        if metric == "throughput":  # judge on the latency orientation
-            low, high = 1.0 / high, 1.0 / low
-        plain = out["verdict"]
-        out["verdict"] = _cmp.classify(low, high, d, slower, faster)
-        moved = max(slower, faster)
-        decided = (_cmp.REGRESSION, _cmp.IMPROVEMENT)
-        if (
-            drift_limit is not None
-            and moved > 1.0 + drift_limit
-            and (plain in decided or out["verdict"] in decided)
-        ):
-            out["verdict"] = _cmp.INCONCLUSIVE
-            out["note"] = (
-                f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
-                f"{'slower' if slower >= faster else 'faster'} than during the baseline's "
-                f"measurement (reference probes), beyond infperf_drift_limit={drift_limit:g}: "
-                "a stored baseline cannot be trusted now; --perf-ab measures both sides now"
-            )
-        elif out["verdict"] != plain:
-            out["note"] = (
-                f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
-                f"x{faster:.3f} faster than at the baseline (reference probes), which "
-                "explains the change"
-            )
-    return out
-
-
-def failure_message(
-    key: str, comparison: dict[str, Any], source: BaselineSource, current_median: float
-) -> str:
-    """What a reviewer reads when a benchmark regressed: the numbers and where they come from."""
-    c = comparison
-    metric = c["metric"]
-    lines = [
-        f"PERFORMANCE REGRESSION in {key}",
-        f"  {metric}: now {fmt_time(current_median)}, baseline {fmt_time(c.get('baseline_median'))}"
-        if metric in ("median", "p90", "p99")
-        else f"  metric: {metric}",
-        f"  ratio now/baseline {c['ratio']:.3f}, {round((1 - c['alpha']) * 100)}% one-sided"
-        f" confidence bound {c['ci_low']:.3f} > 1 + threshold = {1 + c['threshold']:.3f}"
-        if metric != "throughput"
-        else f"  throughput ratio now/baseline {c['ratio']:.3f}, upper bound {c['ci_high']:.3f} "
-        f"< 1 / (1 + threshold) = {1 / (1 + c['threshold']):.3f}",
-    ]
-    if c.get("p_value") is not None:
-        lines.append(
-            f"  p = {c['p_value']:.2g} for H0 'slower by at most "
-            f"{c['threshold']:.0%}' (alpha {c['alpha']:g}); n = {c['n']} now, "
-            f"{c['n_baseline']} in the baseline"
-        )
-    if c.get("remeasured"):
-        first = c.get("first_pass", {})
-        confirm = (
-            f"  confirmed on fresh samples (first pass: ratio {first.get('ratio', 0):.3f}, "
-            f"verdict {first.get('verdict')})"
-        )
-        if "family_size" in c:
-            confirm += f"; Holm over {c['family_size']} flagged benchmark(s)"
-        lines.append(confirm)
-    lines.append(f"  baseline: {source.describe()}")
-    return "\n".join(lines)

@@ -1,0 +1,153 @@
+"""The artifact writer (registered as ``infperf-artifacts``, on the controller only): at the
+end of the session it writes the baseline (``--perf-save``), the results JSON, the Markdown
+report and the GitHub job summary.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .collector import Collector
+    from .context import RunContext
+
+
+class ArtifactWriter:
+    def __init__(self, context: RunContext, collector: Collector) -> None:
+        self.context = context
+        self.collector = collector
+        self.settings = context.settings
+        #: What was written, and what could not be, for the terminal summary.
+        self.written: list[str] = []
+        self.errors: list[str] = []
+        self.environment: dict[str, Any] | None = None
+        self.drift: dict[str, Any] | None = None
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        status = self.finish(exitstatus)
+        if status is not None and session.exitstatus == 0:
+            session.exitstatus = status
+
+    def finish(self, exitstatus: int) -> int | None:
+        """Write everything; returns a new exit status when saving failed."""
+        if not self.collector.results:
+            return None
+        from . import environment
+
+        context = self.context
+        self.environment = environment.collect()
+        if context.hard is not None:
+            # The key was fixed at configure time; store the hard fields it was made from.
+            self.environment["hard"] = context.hard
+            self.environment["key"] = context.env_key
+        self.drift = context.drift()
+        new_status = None
+        if self.settings.save:
+            new_status = self._save(exitstatus)
+        if self.settings.json_path is not None:
+            self.write_json(self.settings.json_path)
+        self._write_markdown()
+        return new_status
+
+    def _save(self, exitstatus: int) -> int | None:
+        from .baseline import BaselineFileError, BaselineStore
+
+        context = self.context
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            context.warn("not saving the baseline: the run was interrupted")
+            return None
+        assert context.commit is not None and context.env_key and self.environment is not None
+        store = BaselineStore(self.settings.baselines, self.settings.max_baseline_bytes)
+        try:
+            path, n, total = store.save(
+                context.env_key,
+                context.commit.sha,
+                [r.to_json() for r in self.collector.results],
+                self.environment,
+                context.commit.to_json(),
+                reference=context.reference,
+            )
+        except (OSError, BaselineFileError) as exc:
+            self.errors.append(f"could not save the baseline: {exc}")
+            return int(pytest.ExitCode.TESTS_FAILED)
+        except Exception as exc:  # filelock.Timeout and friends
+            self.errors.append(f"could not save the baseline: {type(exc).__name__}: {exc}")
+            return int(pytest.ExitCode.TESTS_FAILED)
+        rel = _relative(path, self.settings.rootdir)
+        self.written.append(
+            f"baseline of {context.commit.short}: {rel} ({n} benchmark{'s' * (n != 1)} saved, "
+            f"{total} stored)"
+        )
+        return None
+
+    def document(self) -> dict[str, Any]:
+        from . import environment, gitinfo
+        from .results import document
+
+        context = self.context
+        env = self.environment or environment.collect()
+        mode = "ab" if self.settings.ab else "stored"
+        extra: dict[str, Any] = {"mode": mode, "warnings": context.warnings}
+        if context.reference is not None:
+            extra["reference"] = context.reference
+        if context.source is not None:
+            extra["comparison"] = {**context.source.to_json(), "environment_drift": self.drift}
+            if self.settings.ab:
+                extra["comparison"]["removed"] = context.removed
+                extra["base_commit"] = context.source.sha
+        commit = (
+            context.commit.to_json()
+            if context.commit is not None
+            else gitinfo.describe(self.settings.rootdir, self.settings.baselines)
+        )
+        return document(self.collector.results, env, commit, **extra)
+
+    def write_json(self, path: os.PathLike[str] | str) -> None:
+        from .fsutil import atomic_write_text
+        from .results import dumps
+
+        atomic_write_text(Path(path), dumps(self.document()))
+        self.written.append(f"results JSON: {path}")
+
+    def markdown(self) -> str:
+        from .markdown import render
+
+        source = self.context.source
+        return render(
+            self.collector.results,
+            source=source.to_json() if source is not None else None,
+            drift=self.drift,
+            warnings=self.context.warnings,
+            environment=self.environment,
+            mode="ab" if self.settings.ab else "stored",
+        )
+
+    def _write_markdown(self) -> None:
+        """--perf-markdown, and the GitHub job summary when running in Actions."""
+        from .fsutil import atomic_write_text
+
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        want_summary = bool(summary) and self.settings.summary
+        if self.settings.markdown is None and not want_summary:
+            return
+        text = self.markdown()
+        if self.settings.markdown is not None:
+            atomic_write_text(self.settings.markdown, text)
+            self.written.append(f"Markdown report: {self.settings.markdown}")
+        if want_summary:
+            try:
+                with Path(str(summary)).open("a", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as exc:
+                self.context.warn(f"could not append to GITHUB_STEP_SUMMARY: {exc}")
+
+
+def _relative(path: Any, root: Any) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return str(path)

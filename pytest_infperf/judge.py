@@ -1,0 +1,413 @@
+"""The judge: every verdict of every mode is made here, and nowhere else.
+
+The stored mode, the A/B mode and ``infperf compare`` hand the judge what was measured and
+what it is compared with; the judge picks the metric's test (:mod:`.compare`), applies the
+session's policy (drift guard, strict environment, Holm over re-measured benchmarks) and
+returns a typed :class:`~pytest_infperf.results.Comparison`. :meth:`Judge.conclude` then
+says which of a result's facts fail its test (a regression, a blown budget, a baseline from
+another environment under ``--perf-strict-env``), with the message a reviewer reads. A rule
+added here holds in every mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import compare as _cmp
+from . import environment
+from .backends import runs_on_gpu
+from .drift import speed_factors
+from .fmt import fmt_bytes, fmt_figure, fmt_level
+from .results import BenchmarkResult, Comparison, Origin, Reason, Verdict, memory_figure
+
+#: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
+#: it ("warn"), or take no probes ("off").
+DRIFT_GUARDS = ("adjust", "warn", "off")
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """The session's rules that apply on top of the statistics."""
+
+    drift_guard: str = "adjust"
+    drift_limit: float = 0.25
+    strict_env: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """One side's measurement, as the judge needs it."""
+
+    samples: Sequence[float]
+    memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    batch_size: int | None = None
+    env: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Machine-speed probes taken while sampling (the drift guard), or None.
+    reference: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, source: BenchmarkResult | Mapping[str, Any]) -> Observation:
+        """From a result, or from a stored baseline entry (the same fields in JSON)."""
+        if isinstance(source, BenchmarkResult):
+            return cls(
+                source.samples, source.memory, source.batch_size, source.env, source.reference
+            )
+        return cls(
+            source["samples"],
+            source.get("memory") or {},
+            source.get("batch_size"),
+            source.get("env") or {},
+            source.get("reference"),
+        )
+
+    def figure(self, metric: str) -> float | None:
+        """The metric's own figure: a percentile (s), items/s, or bytes."""
+        if metric == "memory":
+            return memory_figure(self.memory)
+        if not self.samples:
+            return None
+        if metric == "throughput":
+            median = statistics.median(self.samples)
+            return (self.batch_size or 1) / median if median > 0 else None
+        q = {"median": 50, "p90": 90, "p99": 99}[metric]
+        if q == 50:
+            return float(statistics.median(self.samples))
+        return float(statistics.quantiles(self.samples, n=100, method="inclusive")[q - 1])
+
+
+def _estimate(current: Observation, base: Observation, opts: Mapping[str, Any]) -> _cmp.Estimate:
+    metric, d, alpha = opts["metric"], opts["threshold"], opts["alpha"]
+    if metric == "median":
+        return _cmp.compare_latency(current.samples, base.samples, d, alpha)
+    if metric in ("p90", "p99"):
+        return _cmp.compare_tail(current.samples, base.samples, metric, d, alpha)
+    if metric == "throughput":
+        return _cmp.compare_throughput(
+            current.samples, base.samples, current.batch_size or 1, base.batch_size or 1, d, alpha
+        )
+    return _cmp.compare_memory(memory_figure(current.memory), memory_figure(base.memory), d, alpha)
+
+
+class Judge:
+    """Verdicts for one pytest process (or one ``infperf compare``).
+
+    Holds the family of benchmarks flagged on a first pass, for Holm: a re-measured
+    regression must survive Holm among the benchmarks flagged so far (a test's verdict is
+    due when the test ends, before later tests' p-values exist).
+    """
+
+    def __init__(self, policy: Policy | None = None) -> None:
+        self.policy = policy or Policy()
+        self._flagged: list[float] = []
+
+    # --- verdicts ---------------------------------------------------------------------
+    def against(
+        self,
+        current: Observation,
+        entry: Mapping[str, Any] | None,
+        opts: Mapping[str, Any],
+        origin: Origin,
+        env_diff: Mapping[str, list[Any]] | None = None,
+    ) -> Comparison:
+        """A measurement against a stored baseline entry (``None``: the baseline has no such
+        benchmark). ``env_diff``: hard environment fields that differ for the whole run."""
+        metric = opts["metric"]
+        base = _blank(opts, origin)
+        if entry is None:
+            return dataclasses.replace(
+                base,
+                verdict=Verdict.NO_BASELINE,
+                reason=Reason.NOT_IN_BASELINE,
+                current=current.figure(metric),
+            )
+        baseline = Observation.of(entry)
+        diff = {**(env_diff or {}), **environment.diff(dict(current.env), dict(baseline.env))}
+        if diff:
+            return dataclasses.replace(
+                base,
+                verdict=Verdict.INCOMPARABLE,
+                reason=Reason.ENVIRONMENT,
+                env_diff=diff,
+                current=current.figure(metric),
+                baseline=baseline.figure(metric),
+            )
+        estimate = _estimate(current, baseline, opts)
+        c = _from_estimate(base, estimate, current.figure(metric), baseline.figure(metric))
+        # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
+        if self.policy.drift_guard == "adjust" and not runs_on_gpu(current.env):
+            c = self._drift_guarded(c, current, baseline, opts)
+        return c
+
+    def _drift_guarded(
+        self, c: Comparison, current: Observation, base: Observation, opts: Mapping[str, Any]
+    ) -> Comparison:
+        """Raise the bar by how much slower or faster the machine itself ran than during
+        the baseline's measurement; beyond the drift limit, withhold a decided verdict."""
+        factors = speed_factors(current.reference, base.reference)
+        if factors is None or c.metric == "memory" or c.ci_low is None or c.ci_high is None:
+            return c
+        slower, faster = factors
+        low, high = c.ci_low, c.ci_high
+        if c.metric == "throughput":  # judge on the latency orientation
+            low, high = 1.0 / high, 1.0 / low
+        plain = c.verdict
+        guarded = _cmp.classify(low, high, c.threshold, slower, faster)
+        moved = max(slower, faster)
+        limit = self.policy.drift_limit
+        speed = {"slower": round(slower, 4), "faster": round(faster, 4)}
+        decided = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+        if moved > 1.0 + limit and (plain in decided or guarded in decided):
+            way = "slower" if slower >= faster else "faster"
+            note = (
+                f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
+                f"{way} than during the baseline's measurement (reference probes), beyond "
+                f"infperf_drift_limit={limit:g}: a stored baseline cannot be trusted now"
+            )
+            return dataclasses.replace(
+                c,
+                verdict=Verdict.INCONCLUSIVE,
+                reason=Reason.DRIFT_WITHHELD,
+                note=note,
+                machine_speed=speed,
+            )
+        if guarded is not plain:
+            note = (
+                f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
+                f"x{faster:.3f} faster than at the baseline (reference probes), which "
+                "explains the change"
+            )
+            return dataclasses.replace(
+                c, verdict=guarded, reason=Reason.DRIFT_EXPLAINS, note=note, machine_speed=speed
+            )
+        return dataclasses.replace(c, machine_speed=speed)
+
+    def remeasured(self, first: Comparison, last: Comparison) -> Comparison:
+        """The verdict on fresh samples after a flagged first pass, which it replaces; a
+        regression must also survive Holm over the benchmarks flagged so far."""
+        c = dataclasses.replace(last, remeasured=True, first_pass=_summary(first))
+        if c.p_value is None:
+            return c
+        self._flagged.append(c.p_value)
+        adjusted = _cmp.holm(self._flagged)[-1]
+        c = dataclasses.replace(c, family_size=len(self._flagged), holm_p=adjusted)
+        if c.verdict is Verdict.REGRESSION and adjusted > c.alpha:
+            note = (
+                f"regression on fresh samples not confirmed after Holm over "
+                f"{len(self._flagged)} flagged benchmarks (adjusted p {adjusted:.2g})"
+            )
+            c = dataclasses.replace(c, verdict=Verdict.INCONCLUSIVE, reason=Reason.HOLM, note=note)
+        return c
+
+    def paired(
+        self,
+        head: Sequence[float],
+        base: Sequence[float],
+        log_ratios: Sequence[float],
+        opts: Mapping[str, Any],
+        origin: Origin,
+        alpha_used: float,
+        details: Mapping[str, Any] | None = None,
+        env_diff: Mapping[str, list[Any]] | None = None,
+    ) -> Comparison:
+        """An interleaved A/B run: the paired test on the blocks' log-ratios, at the alpha
+        the sequential look spent (the interval is labelled with that level, not the
+        overall alpha). A/B judges the median latency whatever ``metric`` says."""
+        blank = dataclasses.replace(_blank(opts, origin), metric="median")
+        current = Observation(head).figure("median")
+        baseline = Observation(base).figure("median")
+        if env_diff:
+            return dataclasses.replace(
+                blank,
+                verdict=Verdict.INCOMPARABLE,
+                reason=Reason.ENVIRONMENT,
+                env_diff=dict(env_diff),
+                current=current,
+                baseline=baseline,
+            )
+        estimate = _cmp.compare_paired(log_ratios, opts["threshold"], alpha_used)
+        c = _from_estimate(blank, estimate, current, baseline)
+        note = c.note
+        if opts["metric"] != "median":
+            note = (
+                f"A/B judges the median latency; metric={opts['metric']} applies to stored "
+                "comparisons" + (f"; {note}" if note else "")
+            )
+        extra = {"samples": [len(head), len(base)], **(details or {})}
+        return dataclasses.replace(c, note=note, details={**c.details, **extra})
+
+    def confirmed(self, first: Comparison, second: Comparison) -> Comparison:
+        """An A/B regression confirmed (or not) by a second interleaved run on fresh pairs:
+        the second run's verdict stands, with the first recorded."""
+        return dataclasses.replace(second, remeasured=True, first_pass=_summary(first))
+
+    def no_base_run(
+        self, opts: Mapping[str, Any], origin: Origin, current: float | None, error: str | None
+    ) -> Comparison:
+        """The base side has no such measurement: the test or call is new, or the base test
+        failed before reaching it (``error``)."""
+        blank = dataclasses.replace(_blank(opts, origin), metric="median", current=current)
+        if error:
+            note = f"the base side's test failed before this measurement: {error}"
+            return dataclasses.replace(
+                blank, verdict=Verdict.NO_BASELINE, reason=Reason.BASE_ERROR, note=note
+            )
+        return dataclasses.replace(
+            blank,
+            verdict=Verdict.NO_BASELINE,
+            reason=Reason.NOT_IN_BASELINE,
+            note="not in the base commit",
+        )
+
+    # --- consequences -----------------------------------------------------------------
+    def conclude(self, result: BenchmarkResult) -> list[str]:
+        """What fails ``result``'s test, as messages; sets the comparison's message, records
+        the budget check and adds warnings for verdicts that deserve one."""
+        failures: list[str] = []
+        budget = _budget(result)
+        if budget is not None:
+            result.extra["budget"] = budget["record"]
+            if budget["failure"]:
+                failures.append(budget["failure"])
+        c = result.comparison
+        if c is None:
+            return failures
+        if c.verdict is Verdict.INCOMPARABLE and self.policy.strict_env:
+            failures.append(
+                f"{result.key}: the baseline ({c.source}) comes from a different environment: "
+                f"{environment.describe_diff(c.env_diff or {})} (--perf-strict-env)"
+            )
+        if c.verdict is Verdict.REGRESSION:
+            c.message = failure_message(result.key, c)
+            failures.append(c.message)
+        elif c.verdict is Verdict.INCONCLUSIVE and c.estimate_beyond:
+            result.warnings.append(_inconclusive_warning(c))
+        elif c.reason is Reason.BASE_ERROR and c.note:
+            result.warnings.append(c.note)
+        return failures
+
+
+def _blank(opts: Mapping[str, Any], origin: Origin) -> Comparison:
+    return Comparison(
+        verdict=Verdict.INCONCLUSIVE,
+        metric=opts["metric"],
+        threshold=opts["threshold"],
+        alpha=opts["alpha"],
+        mode=origin.mode,
+        source=origin.text,
+        baseline_commit=origin.commit,
+        baseline_distance=origin.distance,
+    )
+
+
+def _from_estimate(
+    base: Comparison, e: _cmp.Estimate, current: float | None, baseline: float | None
+) -> Comparison:
+    return dataclasses.replace(
+        base,
+        verdict=e.verdict,
+        ratio=e.ratio,
+        ci_low=e.ci_low,
+        ci_high=e.ci_high,
+        ci_level=e.ci_level,
+        p_value=e.p_value,
+        n=e.n,
+        n_baseline=e.m,
+        unit=e.unit,
+        reason=e.reason,
+        note=e.note,
+        current=current,
+        baseline=baseline,
+        details=dict(e.details),
+    )
+
+
+def _summary(c: Comparison) -> Comparison:
+    """A pass kept for the record: its verdict and numbers, not its own history."""
+    return dataclasses.replace(c, first_pass=None, details={}, message=None)
+
+
+def _budget(result: BenchmarkResult) -> dict[str, Any] | None:
+    budget_ms = result.options.get("max_median_ms")
+    if budget_ms is None or not result.samples:
+        return None
+    ci_low_ms = result.stats["ci_low"] * 1e3
+    passed = ci_low_ms <= budget_ms
+    failure = None
+    if not passed:
+        failure = (
+            f"{result.key}: median {result.stats['median'] * 1e3:.4g} ms (95% CI "
+            f"{ci_low_ms:.4g}-{result.stats['ci_high'] * 1e3:.4g} ms) is over the "
+            f"budget max_median_ms={budget_ms:g}"
+        )
+    return {"record": {"max_median_ms": budget_ms, "passed": passed}, "failure": failure}
+
+
+def _inconclusive_warning(c: Comparison) -> str:
+    """The true reason an estimate past the threshold did not become a verdict."""
+    head = (
+        f"inconclusive: the estimated ratio {c.ratio:.3f} is beyond the {c.threshold:.0%} threshold"
+    )
+    if c.reason in (Reason.DRIFT_WITHHELD, Reason.DRIFT_EXPLAINS, Reason.HOLM) and c.note:
+        return f"{head}, but {c.note}"
+    if c.reason is Reason.TOO_FEW and c.note:
+        return f"{head}, but {c.note}"
+    interval = ""
+    if c.ci_low is not None and c.ci_high is not None:
+        interval = f" [{c.ci_low:.3f}, {c.ci_high:.3f}] ({fmt_level(c.ci_level)})"
+    return (
+        f"{head}, but the interval{interval} is too wide to decide; more samples (max_time) or "
+        "less noise would settle it"
+    )
+
+
+def failure_message(key: str, c: Comparison) -> str:
+    """What a reviewer reads when a benchmark regressed: the numbers and where they come
+    from, each labelled with what it is (the metric's figure, the bound's own level)."""
+    metric = c.metric
+    lines = [f"PERFORMANCE REGRESSION in {key}"]
+    lines.append(
+        f"  {metric}: now {fmt_figure(metric, c.current)}, "
+        f"baseline {fmt_figure(metric, c.baseline)}"
+    )
+    level = fmt_level(c.bound_level)
+    if metric == "memory" and c.ratio is None:
+        lines.append(
+            f"  memory grew from {fmt_bytes(c.baseline)} to {fmt_bytes(c.current)}, past the "
+            f"{fmt_bytes(_cmp.MEMORY_FLOOR_BYTES)} floor"
+        )
+    elif metric == "memory":
+        lines.append(
+            f"  ratio now/baseline {c.ratio:.3f} > 1 + threshold = {1 + c.threshold:.3f} "
+            f"(differences under {fmt_bytes(_cmp.MEMORY_FLOOR_BYTES)} are ignored)"
+        )
+    elif metric == "throughput":
+        lines.append(
+            f"  throughput ratio now/baseline {c.ratio:.3f}, {level} one-sided upper bound "
+            f"{c.ci_high:.3f} < 1 / (1 + threshold) = {1 / (1 + c.threshold):.3f}"
+        )
+    else:
+        lines.append(
+            f"  ratio now/baseline {c.ratio:.3f}, {level} one-sided confidence bound "
+            f"{c.ci_low:.3f} > 1 + threshold = {1 + c.threshold:.3f}"
+        )
+    if c.p_value is not None:
+        alpha = f"alpha {c.alpha:g}"
+        if c.ci_level is not None and abs((1 - c.ci_level) / 2 - c.alpha) > 1e-12:
+            alpha = f"alpha {(1 - c.ci_level) / 2:.3g} at this look, {c.alpha:g} overall"
+        lines.append(
+            f"  p = {c.p_value:.2g} for H0 'slower by at most {c.threshold:.0%}' ({alpha}); "
+            f"n = {c.n} now, {c.n_baseline} in the baseline ({c.unit})"
+        )
+    if c.remeasured and c.first_pass is not None:
+        first = c.first_pass
+        ratio = f"{first.ratio:.3f}" if first.ratio is not None else "-"
+        again = "fresh pairs" if c.mode == "ab" else "fresh samples"
+        confirm = f"  confirmed on {again} (first pass: ratio {ratio}, verdict {first.verdict})"
+        if c.family_size is not None:
+            confirm += f"; Holm over {c.family_size} flagged benchmark(s)"
+        lines.append(confirm)
+    lines.append(f"  baseline: {c.source}")
+    return "\n".join(lines)

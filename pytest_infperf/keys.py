@@ -1,0 +1,21 @@
+"""Stash keys: where each per-session object lives on ``config.stash`` (and the per-test
+failures on ``item.stash``). Core layer: the types are named for type checking only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from .bench import Mode
+    from .collector import Collector
+    from .context import RunContext
+    from .settings import Settings
+
+settings_key: pytest.StashKey[Settings] = pytest.StashKey()
+context_key: pytest.StashKey[RunContext] = pytest.StashKey()
+mode_key: pytest.StashKey[Mode] = pytest.StashKey()
+collector_key: pytest.StashKey[Collector] = pytest.StashKey()
+#: Messages that fail a test once its body has finished (regressions, budgets).
+failures_key: pytest.StashKey[list[str]] = pytest.StashKey()

@@ -1,0 +1,61 @@
+"""The A/B worker protocol: message names and shapes shared by the controller
+(:mod:`.ab`) and the worker (:mod:`.abworker`). A leaf: it imports nothing of the package.
+
+Messages are dicts over a ``multiprocessing.connection``. The controller sends ``op``s, the
+worker answers with ``ev``s:
+
+- ``run`` a test -> ``ready`` at each ``infer_bench`` call (warmed up, waiting), then
+  ``done`` with the test's outcome;
+- inside a ready call: ``block`` -> ``samples``; ``finish`` -> ``result``; ``skip`` (the
+  controller wants a later call); ``end`` (let the test finish, measure nothing more);
+- ``quit`` ends the worker; ``error`` reports a crash of the worker itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+#: Target duration of one block of samples on each side.
+BLOCK_TIME_S = 0.05
+#: Target duration of one sample in an interleaved run: about 16 samples make a block.
+SAMPLE_TIME_S = BLOCK_TIME_S / 16
+
+#: Environment variable carrying the one-off key that authenticates the controller.
+AUTHKEY_ENV = "INFPERF_AB_AUTHKEY"
+
+# controller -> worker
+RUN = "run"
+BLOCK = "block"
+FINISH = "finish"
+SKIP = "skip"
+END = "end"
+QUIT = "quit"
+
+# worker -> controller
+COLLECTED = "collected"
+READY = "ready"
+SAMPLES = "samples"
+RESULT = "result"
+DONE = "done"
+ERROR = "error"
+
+
+class Ready(TypedDict):
+    """The worker is inside ``infer_bench(..., name=name)``, warmed up and waiting."""
+
+    ev: str
+    name: str | None
+    backend: str
+    env: dict[str, Any]
+    info: dict[str, Any]
+    block: int
+
+
+class Done(TypedDict):
+    """The worker's test ended: ``outcome`` is pytest's (passed, failed, skipped, missing),
+    ``longrepr`` the tail of its error when it failed."""
+
+    ev: str
+    nodeid: str
+    outcome: str
+    longrepr: str

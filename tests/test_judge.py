@@ -1,0 +1,282 @@
+"""The one judge: the same rules in every mode, and the six bugs the old three-way split
+caused (each reproduced through a real pytest run where it showed there)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_infperf.fmt import fmt_level, fmt_time
+from pytest_infperf.judge import Judge, Observation, Policy
+from pytest_infperf.results import BenchmarkResult, Comparison, Origin, Reason, Verdict
+
+from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo, load_json
+
+#: The busy-wait helper without the factor file: these suites change by editing the code.
+BUSY = BUSY_HEADER.replace('FACTOR = float((Path(__file__).parent / "factor.txt").read_text())', "")
+AB_INI = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
+OPTS = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
+ORIGIN = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa (the merge-base of main and HEAD)")
+
+
+def _ab_repo(pytester: pytest.Pytester, base_suite: str, head_suite: str) -> pytest.Pytester:
+    pytester.makefile(".ini", pytest=AB_INI)
+    pytester.makepyfile(test_suite=base_suite)
+    (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
+    init_repo(pytester.path, "base")
+    git(pytester.path, "checkout", "-q", "-b", "feature")
+    pytester.makepyfile(test_suite=head_suite)
+    git(pytester.path, "commit", "-qam", "head")
+    return pytester
+
+
+# --- bug 1: --perf-ab with no warmup ---------------------------------------------------
+
+
+def test_ab_without_warmup_measures(pytester: pytest.Pytester, git_env: None) -> None:
+    """warmup=0, warmup_time=0 and a call slower than an A/B sample (3.1 ms) left the A/B
+    head without warm samples (IndexError)."""
+    suite = BUSY + (
+        "\nimport pytest\n\n"
+        "@pytest.mark.infperf(warmup=0, warmup_time=0)\n"
+        "def test_ms(infer_bench):\n"
+        "    infer_bench(lambda: busy(5000))\n"
+    )
+    repo = _ab_repo(pytester, suite, suite + "\n# unchanged\n")
+    result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
+    result.assert_outcomes(passed=1)
+    (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
+    assert bench["comparison"]["mode"] == "ab"
+    assert bench["comparison"]["verdict"] in ("unchanged", "inconclusive")
+
+
+# --- bug 2: budgets under --perf-ab ------------------------------------------------------
+
+
+def test_budget_holds_under_ab(pytester: pytest.Pytester, git_env: None) -> None:
+    suite = BUSY + (
+        "\nimport pytest\n\n"
+        "@pytest.mark.infperf(max_median_ms=0.001)\n"
+        "def test_over_budget(infer_bench):\n"
+        "    infer_bench(lambda: busy(3500))\n"
+    )
+    repo = _ab_repo(pytester, suite, suite + "\n# unchanged\n")
+    result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*is over the budget max_median_ms=0.001*"])
+    (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
+    assert bench["extra"]["budget"] == {"max_median_ms": 0.001, "passed": False}
+
+
+# --- bug 3: memory against a baseline of 0 bytes -----------------------------------------
+
+
+def _result(
+    samples: list[float], memory: dict[str, float] | None = None, **opts: object
+) -> BenchmarkResult:
+    from pytest_infperf.stats import summarize
+
+    return BenchmarkResult(
+        nodeid="test_m.py::test_m",
+        name=None,
+        backend="callable",
+        samples=samples,
+        stats=summarize(samples),
+        memory=memory or {},
+        options={**OPTS, **opts},
+    )
+
+
+def test_memory_regression_from_zero_has_a_message() -> None:
+    """A baseline memory figure of 0 gives no ratio; the failure message used to raise
+    TypeError formatting None."""
+    judge = Judge()
+    now = _result([1e-3] * 20, {"rss_growth_bytes": 50 * 2**20})
+    entry = _result([1e-3] * 20, {"rss_growth_bytes": 0}).to_json()
+    opts = {**OPTS, "metric": "memory"}
+    now.comparison = judge.against(Observation.of(now), entry, opts, ORIGIN)
+    assert now.comparison.verdict is Verdict.REGRESSION and now.comparison.ratio is None
+    (message,) = judge.conclude(now)
+    assert "memory: now 50.0 MiB, baseline 0 B" in message
+    assert "memory grew from 0 B to 50.0 MiB, past the 1.0 MiB floor" in message
+
+
+def test_memory_metric_from_zero_in_a_real_run(pytester: pytest.Pytester, git_env: None) -> None:
+    pytester.makefile(".ini", pytest=FAST_INI + "infperf_metric = memory\n")
+    pytester.makepyfile(
+        test_mem="""
+        import numpy as np
+        from pathlib import Path
+
+        SIZE = int(Path(__file__).with_name("size.txt").read_text())
+
+        def test_alloc(infer_bench):
+            infer_bench(lambda: np.ones(SIZE).sum())
+        """
+    )
+    (pytester.path / "size.txt").write_text("1")
+    init_repo(pytester.path)
+    pytester.runpytest("--perf-save").assert_outcomes(passed=1)
+    (path,) = (pytester.path / "baselines").glob("*/*.json")
+    doc = json.loads(path.read_text())
+    doc["benchmarks"][0]["memory"]["rss_growth_bytes"] = 0
+    path.write_text(json.dumps(doc))
+    (pytester.path / "size.txt").write_text(str(16 * 2**20))  # 128 MiB per call
+    result = pytester.runpytest("--perf-compare=HEAD")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*memory grew from 0 B to * MiB, past the 1.0 MiB floor*"])
+    assert "TypeError" not in result.stdout.str()
+
+
+# --- bug 4: a base test that fails before infer_bench ----------------------------------
+
+
+def test_base_error_is_reported_as_such(pytester: pytest.Pytester, git_env: None) -> None:
+    base = "def test_model(infer_bench):\n    raise RuntimeError('broken on main')\n"
+    head = "def test_model(infer_bench):\n    infer_bench(lambda: sum(range(100)))\n"
+    repo = _ab_repo(pytester, base, head)
+    result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
+    result.assert_outcomes(passed=1)
+    c = load_json(repo.path / "ab.json")["benchmarks"][0]["comparison"]
+    assert c["verdict"] == "no-baseline" and c["reason"] == "base-error"
+    assert "RuntimeError: broken on main" in c["note"]
+    assert "not in the base commit" not in c["note"]
+    result.stdout.fnmatch_lines(["*the base side's test failed before this measurement*"])
+
+
+# --- bug 5 and 6: labels that mean one thing --------------------------------------------
+
+
+def test_paired_interval_carries_the_level_it_was_computed_at() -> None:
+    """A look that spent a quarter of alpha gives an interval at 1 - 2 * alpha/4: the
+    message and the level say so, not the overall 95%."""
+    judge = Judge()
+    ratios = [0.3] * 4 + [0.31] * 4
+    head, base = [1.35e-3] * 40, [1e-3] * 41
+    origin = Origin("ab", "b" * 40, None, "the merge-base")
+    c = judge.paired(head, base, ratios, OPTS, origin, alpha_used=0.0125)
+    assert c.verdict is Verdict.REGRESSION and c.unit == "pairs" and c.n == 8
+    assert c.ci_level == pytest.approx(0.975) and c.bound_level == pytest.approx(0.9875)
+    r = _result(head)
+    r.comparison = c
+    (message,) = judge.conclude(r)
+    assert f"{fmt_level(c.bound_level)} one-sided confidence bound" in message
+    assert "95% one-sided" not in message
+    assert "(alpha 0.0125 at this look, 0.05 overall)" in message
+    # the baseline figure is the median of the base samples (41, odd; 40, even below)
+    assert c.baseline == statistics.median(base)
+    even = judge.paired(head, [1e-3] * 20 + [2e-3] * 20, ratios, OPTS, origin, 0.0125)
+    assert even.baseline == pytest.approx(1.5e-3)
+
+
+def test_ab_records_the_median_and_its_level(pytester: pytest.Pytester, git_env: None) -> None:
+    suite = BUSY + ("\ndef test_a(infer_bench):\n    infer_bench(lambda: busy(200))\n")
+    repo = _ab_repo(pytester, suite, suite + "\n# same\n")
+    result = repo.runpytest_subprocess(
+        "--perf-ab=main", "--perf-json=ab.json", "--perf-markdown=r.md"
+    )
+    result.assert_outcomes(passed=1)
+    (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
+    c = bench["comparison"]
+    assert c["baseline"] == pytest.approx(statistics.median(bench["extra"]["base_samples"]))
+    assert c["current"] == pytest.approx(statistics.median(bench["samples"]))
+    alpha = c["details"]["alpha_at_last_look"]
+    assert c["ci_level"] == pytest.approx(1 - 2 * alpha)
+    assert f"({fmt_level(c['ci_level'])})" in (repo.path / "r.md").read_text()
+
+
+def test_metric_figures_are_labelled_by_what_they_are() -> None:
+    """metric=p90: the message shows p90s, not medians labelled p90."""
+    judge = Judge(Policy(drift_guard="off"))
+    base = [1e-3 * (1 + (i % 10) / 100) for i in range(200)]
+    now = [v * 1.5 for v in base]
+    r, entry = _result(now), _result(base).to_json()
+    opts = {**OPTS, "metric": "p90"}
+    r.comparison = judge.against(Observation.of(r), entry, opts, ORIGIN)
+    assert r.comparison.verdict is Verdict.REGRESSION
+    p90_now = statistics.quantiles(now, n=100, method="inclusive")[89]
+    assert r.comparison.current == pytest.approx(p90_now)
+    assert r.comparison.current != pytest.approx(statistics.median(now))
+    (message,) = judge.conclude(r)
+    assert message.splitlines()[1].startswith("  p90: now 1.6")
+
+
+def test_p90_failure_shows_p90s(pytester: pytest.Pytester, git_env: None) -> None:
+    pytester.makefile(
+        ".ini",
+        pytest=FAST_INI.replace("infperf_rounds = 10", "infperf_rounds = 80")
+        + "infperf_metric = p90\ninfperf_drift_guard = warn\n",
+    )
+    pytester.makepyfile(
+        test_p=BUSY_HEADER
+        + "\ndef test_p(infer_bench):\n    infer_bench(lambda: busy(200 * FACTOR))\n"
+    )
+    (pytester.path / "factor.txt").write_text("1.0")
+    init_repo(pytester.path)
+    pytester.runpytest("--perf-save").assert_outcomes(passed=1)
+    (pytester.path / "factor.txt").write_text("1.5")
+    result = pytester.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    result.assert_outcomes(failed=1)
+    (bench,) = load_json(pytester.path / "out.json")["benchmarks"]
+    c = bench["comparison"]
+    fresh = bench["extra"].get("remeasured_samples") or bench["samples"]
+    assert c["current"] == pytest.approx(statistics.quantiles(fresh, n=100, method="inclusive")[89])
+    result.stdout.fnmatch_lines(
+        [f"  p90: now {fmt_time(c['current'])}, baseline {fmt_time(c['baseline'])}"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--threshold", "2"], "--threshold='2': must be a number in (0, 1)"),
+        (["--alpha", "0.7"], "--alpha='0.7': must be a number in (0, 0.5)"),
+        (["--metric", "mean"], "--metric='mean': unknown metric"),
+    ],
+)
+def test_cli_compare_refuses_what_the_plugin_refuses(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest_infperf", "compare", "a.json", "b.json", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **GIT_ENV},
+    )
+    assert out.returncode == 2 and message in out.stderr
+
+
+# --- one rule, every mode ----------------------------------------------------------------
+
+
+def test_comparison_round_trips_through_json() -> None:
+    c = Judge().remeasured(
+        Comparison(Verdict.REGRESSION, ratio=1.3, p_value=0.01, reason=None),
+        Comparison(Verdict.REGRESSION, ratio=1.29, p_value=0.001, reason=Reason.INTERVAL_WIDE),
+    )
+    again = Comparison.from_json(json.loads(json.dumps(c.to_json())))
+    assert again == c and again.first_pass is not None
+    assert again.first_pass.verdict is Verdict.REGRESSION
+
+
+def test_strict_env_and_budget_are_the_judges_in_every_mode() -> None:
+    judge = Judge(Policy(strict_env=True))
+    r = _result([2e-3] * 20, max_median_ms=1.0)
+    entry = _result([2e-3] * 20).to_json()
+    entry["env"] = {"backend": "onnxruntime"}
+    r.env = {"backend": "callable"}
+    r.comparison = judge.against(Observation.of(r), entry, OPTS, ORIGIN)
+    assert r.comparison.verdict is Verdict.INCOMPARABLE
+    failures = judge.conclude(r)
+    assert any("max_median_ms=1" in f for f in failures)
+    assert any(
+        "--perf-strict-env" in f and "backend: 'onnxruntime' -> 'callable'" in f for f in failures
+    )
