@@ -1,16 +1,25 @@
-"""False-alarm and detection rates of the stored-baseline gate, through the real plugin.
+"""False-alarm and detection rates of the gate, through the real plugin, quiet or with a
+noisy neighbour.
 
     python benchmarks/decision_quality.py [--reps 9] [--workloads 12]
+        [--mode stored|stored-off|ab] [--neighbour] [--scenarios A/A,+10%,+20%,-30%]
 
 A temporary git repository holds a perf suite of CPU workloads (Python loops, json, sort,
 numpy GEMMs, a torch MLP), each doing ``round(20 * factor)`` units of work, with the factor
-in ``factor.txt``. Per repetition: the baseline is saved on ``main`` with ``--perf-save``,
-then for each scenario a branch changes the factor (A/A: a commit that changes nothing) and
-``pytest --perf-compare=main`` runs in a subprocess; verdicts are read from its JSON.
+in ``factor.txt``. Per repetition: the baseline is saved on ``main`` with ``--perf-save``
+(on a quiet machine), then for each scenario a branch changes the factor (A/A: a commit
+that changes nothing) and pytest runs in a subprocess; verdicts are read from its JSON.
+
+Modes: ``stored`` is ``--perf-compare=main`` as users run it (undecided verdicts settled in
+the job); ``stored-off`` adds ``--perf-settle=off`` (the stored baseline alone); ``ab`` is
+``--perf-ab=main``. ``--neighbour`` starts a busy loop on every core for the duration of
+each comparing run (never during the baseline save) and stops it afterwards: the noisy
+neighbour of a shared runner.
 
 Prints, per scenario, the share of benchmarks judged regression / improvement / unchanged
-/ inconclusive, the median within-run CV, and the reference-workload drift seen.
-With ``--mode ab`` the same scenarios run through ``--perf-ab=main`` instead (issue 7).
+/ inconclusive, who decided (stored baseline or interleaved in the job), how many runs
+exited 0 / 1 / other, the median wall time of a run, the median within-run CV, and the
+reference-workload drift seen.
 """
 
 from __future__ import annotations
@@ -119,12 +128,35 @@ def git(repo: Path, *args: str) -> None:
     )
 
 
-def pytest_run(repo: Path, *args: str) -> dict[str, Any] | None:
+class Neighbour:
+    """A busy loop on every core while the ``with`` block runs."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> Neighbour:
+        if self.on:
+            code = "while True: pass"
+            self.procs = [
+                subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)
+            ]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        self.procs = []
+
+
+def pytest_run(repo: Path, *args: str) -> tuple[dict[str, Any] | None, int, float]:
+    """The run's JSON, exit code and wall time."""
     out = repo / "out.json"
     if out.exists():
         out.unlink()
-    # Exit codes are not checked: a regression exits 1, and verdicts come from the JSON.
-    subprocess.run(
+    started = time.time()
+    proc = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -140,7 +172,8 @@ def pytest_run(repo: Path, *args: str) -> dict[str, Any] | None:
         check=False,
         env={**os.environ, **ENV},
     )
-    return json.loads(out.read_text()) if out.exists() else None
+    took = time.time() - started
+    return (json.loads(out.read_text()) if out.exists() else None), proc.returncode, took
 
 
 def make_repo(root: Path, nwork: int) -> Path:
@@ -164,31 +197,44 @@ def scenario_branch(repo: Path, label: str, factor: float) -> str:
     return branch
 
 
+MODES = {
+    "stored": ["--perf-compare=main"],
+    "stored-off": ["--perf-compare=main", "--perf-settle=off"],
+    "ab": ["--perf-ab=main"],
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3, help="repetitions (9 gives >= 100 A/A)")
     parser.add_argument("--workloads", type=int, default=12)
-    parser.add_argument("--mode", choices=("stored", "ab"), default="stored")
+    parser.add_argument("--mode", choices=tuple(MODES), default="stored")
+    parser.add_argument("--neighbour", action="store_true", help="busy loops on every core")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--json", help="also write the raw verdicts here")
     args = parser.parse_args()
     wanted = [s for s in args.scenarios.split(",") if s in SCENARIOS]
     verdicts: dict[str, list[str]] = {s: [] for s in wanted}
+    deciders: dict[str, list[str]] = {s: [] for s in wanted}
     ratios: dict[str, list[float]] = {s: [] for s in wanted}
     cvs: dict[str, list[float]] = {s: [] for s in wanted}
+    exits: dict[str, list[int]] = {s: [] for s in wanted}
+    walls: dict[str, list[float]] = {s: [] for s in wanted}
     drift: list[float] = []
     raw: list[dict[str, Any]] = []
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp), args.workloads)
         for rep in range(args.reps):
-            if args.mode == "stored":
+            if args.mode != "ab":
                 git(repo, "checkout", "-q", "main")
-                pytest_run(repo, "--perf-save")
+                pytest_run(repo, "--perf-save")  # quiet: the neighbour is off
             for label in wanted:
                 scenario_branch(repo, label, SCENARIOS[label])
-                flag = "--perf-compare=main" if args.mode == "stored" else "--perf-ab=main"
-                doc = pytest_run(repo, flag)
+                with Neighbour(args.neighbour):
+                    doc, code, took = pytest_run(repo, *MODES[args.mode])
+                exits[label].append(code)
+                walls[label].append(took)
                 if doc is None:
                     print(f"rep {rep} {label}: no JSON (pytest crashed?)", file=sys.stderr)
                     continue
@@ -205,6 +251,7 @@ def main() -> None:
                         }
                     )
                     verdicts[label].append(c.get("verdict", "none"))
+                    deciders[label].append(str(c.get("decided_by") or "-"))
                     if c.get("ratio"):
                         ratios[label].append(c["ratio"])
                     cvs[label].append(b["stats"]["cv"])
@@ -217,28 +264,41 @@ def main() -> None:
                 flush=True,
             )
     names = ("regression", "improvement", "unchanged", "inconclusive")
+    neighbour = "busy loop on every core" if args.neighbour else "quiet"
     print(
-        f"\nmode {args.mode}; {args.reps} repetitions x {args.workloads} workloads; "
-        f"threshold 5%, alpha 0.05; {time.time() - started:.0f} s"
+        f"\nmode {args.mode} ({' '.join(MODES[args.mode])}), {neighbour}; {args.reps} "
+        f"repetitions x {args.workloads} workloads; threshold 5%, alpha 0.05; "
+        f"{time.time() - started:.0f} s"
     )
-    print(f"| scenario | n | {' | '.join(names)} | median ratio | median CV |")
-    print("|---|---|" + "---|" * (len(names) + 2))
+    print(
+        f"| scenario | n | {' | '.join(names)} | decided by A/B | exit 0/1/other | "
+        "median run | median ratio | median CV |"
+    )
+    print("|---|---|" + "---|" * (len(names) + 5))
     for label in wanted:
         v = verdicts[label]
         n = len(v)
         if not n:
             continue
-        shares = " | ".join(f"{100 * v.count(k) / n:.1f}%" for k in names)
+        shares = " | ".join(f"{v.count(k)} ({100 * v.count(k) / n:.1f}%)" for k in names)
+        by_ab = deciders[label].count("ab")
+        e = exits[label]
+        codes = f"{e.count(0)}/{e.count(1)}/{len(e) - e.count(0) - e.count(1)}"
+        wall = statistics.median(walls[label])
         med_ratio = statistics.median(ratios[label]) if ratios[label] else float("nan")
         med_cv = statistics.median(cvs[label]) if cvs[label] else float("nan")
-        print(f"| {label} | {n} | {shares} | {med_ratio:.3f} | {med_cv:.1%} |")
+        print(
+            f"| {label} | {n} | {shares} | {by_ab} | {codes} | {wall:.0f} s | "
+            f"{med_ratio:.3f} | {med_cv:.1%} |"
+        )
     if drift:
         print(
             f"reference drift (python part, current/baseline): median "
             f"{statistics.median(drift):.3f}, range {min(drift):.3f}-{max(drift):.3f}"
         )
     if args.json:
-        Path(args.json).write_text(json.dumps({"verdicts": verdicts, "ratios": ratios, "raw": raw}))
+        data = {"verdicts": verdicts, "ratios": ratios, "walls": walls, "exits": exits, "raw": raw}
+        Path(args.json).write_text(json.dumps(data))
 
 
 if __name__ == "__main__":

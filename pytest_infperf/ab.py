@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import itertools
 import math
 import os
 import secrets
@@ -39,11 +40,14 @@ from pathlib import Path
 from statistics import median
 from typing import Any, Protocol
 
-from . import protocol
+from . import environment, protocol
+from . import memory as _memory
+from .bench import BenchCall
 from .compare import compare_paired
 from .gitinfo import GitError
-from .results import Verdict
-from .timing import take_samples
+from .judge import Judge
+from .results import Comparison, Origin, Verdict
+from .timing import Warm, take_samples
 
 #: Looks at the data after this many pairs, and the share of alpha each look spends
 #: (Bonferroni over the looks: the shares sum to 1, so the overall error rate stays at
@@ -53,6 +57,7 @@ from .timing import take_samples
 LOOKS = (8, 16, 32, 64, 128)
 LOOK_SHARES = (2 / 8, 1 / 8, 1 / 8, 1 / 8, 3 / 8)
 CONNECT_TIMEOUT_S = 120.0
+_SERIAL = itertools.count(1)
 
 
 class ABError(Exception):
@@ -159,7 +164,8 @@ class WorkerSide:
         self.nodeids: set[str] = set()
         self.current: str | None = None
         self.starts = 0
-        self.log = checkout.tmp / f"{label}-worker.log"
+        self.serial = next(_SERIAL)
+        self.log = checkout.tmp / f"{label}-{self.serial}-worker.log"
 
     def _args(self) -> list[str]:
         out: list[str] = []
@@ -180,7 +186,7 @@ class WorkerSide:
         self.checkout.add()
         authkey = secrets.token_bytes(32)
         self.starts += 1
-        address = str(self.checkout.tmp / f"{self.label}-{self.starts}.sock")
+        address = str(self.checkout.tmp / f"{self.label}-{self.serial}-{self.starts}.sock")
         env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
         env.pop("PYTEST_XDIST_WORKER", None)
@@ -309,6 +315,9 @@ class WorkerSide:
         self.current = None
 
     def close(self) -> None:
+        if self.proc is not None and self.current is not None:
+            with contextlib.suppress(ABError, OSError):
+                self.end_test()
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(OSError):
@@ -345,6 +354,31 @@ class ABController:
 
     def base_tests(self) -> set[str]:
         return self.base.tests()
+
+    def confirm(
+        self, nodeid: str, name: str | None, calls: int, per_sample_s: float, opts: dict[str, Any]
+    ) -> Interleaved:
+        """Interleave the call again between two processes that have run nothing yet: a new
+        worker on the base checkout and one on the head's own tree. A process can sit in a
+        slow or fast state for seconds (pyperf and asv run many processes for this reason);
+        a first pass and a confirmation in different processes turn that bias into
+        variance instead of a verdict."""
+        head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
+        base = WorkerSide(self.checkout, self.selection, "base")
+        head = WorkerSide(head_tree, self.selection, "head")
+        try:
+            for side in (base, head):
+                ready = side.begin(nodeid, name)
+                if not ready.ready:
+                    detail = f": {ready.error}" if ready.error else ""
+                    raise ABError(
+                        f"a fresh {side.label} process ({side.checkout.title}) did not reach "
+                        f"{nodeid} call {name!r} ({ready.status}{detail})"
+                    )
+            return interleave(base, head, calls, per_sample_s, opts)
+        finally:
+            base.close()
+            head.close()
 
     def end_test(self, nodeid: str) -> None:
         if self.base.current == nodeid:
@@ -414,7 +448,9 @@ def interleave(
         a_all += a1 + a2
         b_all += b1 + b2
         ratios += [_log_ratio(b1, a1), _log_ratio(b2, a2)]
-        out_of_time = time.perf_counter() - start >= budget
+        # The budget may end a run only after the first look: fewer pairs than that give
+        # no bound at any useful alpha, so stopping earlier would measure for nothing.
+        out_of_time = len(ratios) >= LOOKS[0] and time.perf_counter() - start >= budget
         at_look = looks < len(LOOKS) and len(ratios) >= LOOKS[looks]
         if at_look or out_of_time:
             share = 1.0 - spent if out_of_time else LOOK_SHARES[looks]
@@ -430,3 +466,56 @@ def interleave(
 
 def _log_ratio(head: Sequence[float], base: Sequence[float]) -> float:
     return math.log(median(head) / median(base))
+
+
+@dataclasses.dataclass
+class PairedRun:
+    """An interleaved measurement of one call: the verdict, both sides' samples, the head's
+    warmup, and the head process's memory over the run."""
+
+    comparison: Comparison
+    run: Interleaved
+    warm: Warm
+    memory: dict[str, Any]
+
+
+def run_paired(
+    call: BenchCall, controller: ABController, judge: Judge, origin: Origin
+) -> PairedRun | BaseCall:
+    """``call`` interleaved with the same call on the controller's base side (the head is
+    this process's prepared model); a regression is confirmed in fresh processes on both
+    sides. Returns the base side's answer instead when it is not ready (no such test or
+    call, or its test failed first). Raises :class:`ABError` when a worker crashes."""
+    base = controller.base.begin(call.nodeid, call.name)
+    if not base.ready:
+        return base
+    opts = call.opts
+    env_diff = environment.diff(call.prepared.env, base.env)
+
+    def judged(run: Interleaved) -> Comparison:
+        return judge.paired(
+            run.head, run.base, run.ratios, opts, origin, run.alpha_used, run.details(), env_diff
+        )
+
+    sampler = call.prepared.sampler
+    warm = call.warm(max(opts["min_sample_time"], protocol.SAMPLE_TIME_S))
+    local = LocalSide(sampler, opts["disable_gc"])
+    per_sample = warm.per_call_s * warm.block
+    _memory.before_timed()
+    run = interleave(controller.base, local, warm.block, per_sample, opts)
+    c = judged(run)
+    if c.verdict is Verdict.REGRESSION and opts["remeasure"] > 0:
+        # The base worker waits inside its call meanwhile: nothing else runs.
+        try:
+            again = controller.confirm(call.nodeid, call.name, warm.block, per_sample, opts)
+            where = "fresh processes"
+        except ABError as exc:
+            again = interleave(controller.base, local, warm.block, per_sample, opts)
+            where = f"the same processes (fresh ones could not run it: {exc})"
+        second = judged(again)
+        second.details["confirmed_in"] = where
+        c = judge.confirmed(c, second)
+        run = run + again
+    memory = _memory.after_timed()
+    controller.base.finish_call()
+    return PairedRun(c, run, warm, memory)

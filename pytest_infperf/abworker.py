@@ -104,39 +104,38 @@ class ABWorkerPlugin:
             _skip()
         prepared = call.prepared
         sampler = prepared.sampler
-        with sampler.context():
-            warm = call.warm(max(call.opts["min_sample_time"], protocol.SAMPLE_TIME_S))
-            self.send(
-                ev=protocol.READY,
-                name=call.name,
-                backend=prepared.backend,
-                env=prepared.env,
-                info=prepared.info,
-                block=warm.block,
-                per_call_s=warm.per_call_s,
-            )
-            samples: list[float] = []
-            while True:
-                message = self.recv()
-                op = message.get("op")
-                if op == protocol.BLOCK:
-                    # The controller's calls per sample: both sides must time identical
-                    # blocks, or drift (preemption by a noisy neighbour) hits them unequally.
-                    calls = int(message.get("calls") or warm.block)
-                    values = take_samples(
-                        sampler, int(message["n"]), calls, call.opts["disable_gc"]
-                    )
-                    samples.extend(values)
-                    self.send(ev=protocol.SAMPLES, values=values)
-                elif op == protocol.FINISH:
-                    result = call.result(from_warm(samples, warm))
-                    self.send(ev=protocol.RESULT, median=result.median, n=len(samples))
-                    return result
-                elif op == protocol.END:
-                    self.ending = True
-                    _skip()
-                else:  # SKIP: the controller wants another call of this test
-                    _skip()
+        warm = call.warm(max(call.opts["min_sample_time"], protocol.SAMPLE_TIME_S))
+        self.send(
+            ev=protocol.READY,
+            name=call.name,
+            backend=prepared.backend,
+            env=prepared.env,
+            info=prepared.info,
+            block=warm.block,
+            per_call_s=warm.per_call_s,
+        )
+        samples: list[float] = []
+        while True:
+            message = self.recv()
+            op = message.get("op")
+            if op == protocol.BLOCK:
+                # The controller's calls per sample: both sides must time identical
+                # blocks, or drift (preemption by a noisy neighbour) hits them unequally.
+                calls = int(message.get("calls") or warm.block)
+                values = take_samples(sampler, int(message["n"]), calls, call.opts["disable_gc"])
+                samples.extend(values)
+                self.send(ev=protocol.SAMPLES, values=values)
+            elif op == protocol.FINISH:
+                result = call.result(from_warm(samples, warm))
+                self.send(ev=protocol.RESULT, median=result.median, n=len(samples))
+                return result
+            elif op == protocol.SKIP:
+                # The controller wants a later call of this test: this one returns
+                # unmeasured (no samples, like --perf-disable) and the test goes on.
+                return call.disabled_result()
+            else:  # END, or anything unknown: let the test finish, measuring nothing
+                self.ending = True
+                _skip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.path[:0] = [*extra, str(tree)]
         os.chdir(rootdir)
         plugin = ABWorkerPlugin(conn)
-        options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-q", "--no-header"]
+        # No xdist: this process serves one measurement at a time, in its own session.
+        options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
+        options.append("--no-header")
         return int(pytest.main([*pytest_args, *options], plugins=[plugin]))
     except BaseException:
         try:

@@ -81,6 +81,27 @@ def fmt_n(c: Comparison) -> str:
     return f"{c.n}/{base} {c.unit or 'samples'}"
 
 
+#: Why a verdict is what it is, in words (``Reason`` values, and "regression" for a
+#: stored first pass that was settled because it said so).
+WHY = {
+    "interval-too-wide": "interval too wide",
+    "too-few-samples": "too few samples",
+    "no-figure": "no figure to compare",
+    "drift-guard": "withheld by the drift guard",
+    "drift-explains": "machine drift explains it",
+    "holm": "not confirmed after Holm",
+    "not-in-baseline": "not in the baseline",
+    "base-error": "the base side's test failed",
+    "environment-differs": "environment differs",
+    "regression": "first-pass regression",
+}
+
+
+def fmt_why(reason: object) -> str:
+    text = str(reason.value if hasattr(reason, "value") else reason)
+    return WHY.get(text, text)
+
+
 def short_name(result: BenchmarkResult | Mapping[str, Any]) -> str:
     nodeid = result.nodeid if isinstance(result, BenchmarkResult) else result["nodeid"]
     name = result.name if isinstance(result, BenchmarkResult) else result.get("name")

@@ -20,7 +20,7 @@ from . import compare as _cmp
 from . import environment
 from .backends import runs_on_gpu
 from .drift import speed_factors
-from .fmt import fmt_bytes, fmt_figure, fmt_level
+from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why
 from .results import BenchmarkResult, Comparison, Origin, Reason, Verdict, memory_figure
 
 #: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
@@ -136,6 +136,7 @@ class Judge:
             )
         estimate = _estimate(current, baseline, opts)
         c = _from_estimate(base, estimate, current.figure(metric), baseline.figure(metric))
+        c = dataclasses.replace(c, decided_by="stored")
         # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
         if self.policy.drift_guard == "adjust" and not runs_on_gpu(current.env):
             c = self._drift_guarded(c, current, baseline, opts)
@@ -229,6 +230,7 @@ class Judge:
             )
         estimate = _cmp.compare_paired(log_ratios, opts["threshold"], alpha_used)
         c = _from_estimate(blank, estimate, current, baseline)
+        c = dataclasses.replace(c, decided_by="ab")
         note = c.note
         if opts["metric"] != "median":
             note = (
@@ -242,6 +244,18 @@ class Judge:
         """An A/B regression confirmed (or not) by a second interleaved run on fresh pairs:
         the second run's verdict stands, with the first recorded."""
         return dataclasses.replace(second, remeasured=True, first_pass=_summary(first))
+
+    def settled(self, stored: Comparison, ab: Comparison) -> Comparison:
+        """A stored verdict that was not decisive, settled in this job by an interleaved
+        run against the baseline commit's code: the interleaved verdict is the verdict."""
+        because = stored.reason.value if stored.reason is not None else stored.verdict.value
+        return dataclasses.replace(
+            ab, decided_by="ab", stored_pass=_summary(stored), settled_because=because
+        )
+
+    def unsettled(self, stored: Comparison, why: str) -> Comparison:
+        """The stored verdict stands, because settling could not happen (``why``)."""
+        return dataclasses.replace(stored, not_settled=why)
 
     def no_base_run(
         self, opts: Mapping[str, Any], origin: Origin, current: float | None, error: str | None
@@ -404,10 +418,22 @@ def failure_message(key: str, c: Comparison) -> str:
     if c.remeasured and c.first_pass is not None:
         first = c.first_pass
         ratio = f"{first.ratio:.3f}" if first.ratio is not None else "-"
-        again = "fresh pairs" if c.mode == "ab" else "fresh samples"
-        confirm = f"  confirmed on {again} (first pass: ratio {ratio}, verdict {first.verdict})"
+        if c.mode == "ab":
+            where = c.details.get("confirmed_in", "the same processes")
+            confirm = f"  confirmed by a second interleaved run in {where}"
+        else:
+            confirm = "  confirmed on fresh samples"
+        confirm += f" (first pass: ratio {ratio}, verdict {first.verdict})"
         if c.family_size is not None:
             confirm += f"; Holm over {c.family_size} flagged benchmark(s)"
         lines.append(confirm)
+    if c.stored_pass is not None:
+        first = c.stored_pass
+        lines.append(
+            f"  settled in this job ({fmt_why(c.settled_because)} against the stored baseline: "
+            f"{first.verdict} {fmt_ratio(first)}, {first.source})"
+        )
+    elif c.not_settled:
+        lines.append(f"  not settled in this job: {c.not_settled}")
     lines.append(f"  baseline: {c.source}")
     return "\n".join(lines)

@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .fmt import fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, short_name
+from .fmt import fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
+from .report import DECIDED_BY, settle_summary
 from .results import BenchmarkResult, Comparison, Verdict
 
 MARK = {
@@ -72,6 +73,9 @@ def render(
         lines.append(f"## {title}: {head} in {n} benchmark{'s' * (n != 1)}")
         summary = ", ".join(f"{counts[v]} {v}" for v in ORDER if counts.get(v))
         lines += ["", f"**{summary}**"]
+        settled = settle_summary(results)
+        if settled:
+            lines += ["", " · ".join(s[0].upper() + s[1:] for s in settled)]
         if source:
             lines += ["", _source_line(source, mode, compared[0])]
     else:
@@ -127,16 +131,19 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
     rows = sorted(results, key=lambda r: (rank.get(r.verdict, 99) if r.verdict else 99, r.key))
     if compared:
         out = [
-            "| verdict | benchmark | now | baseline | ratio [CI] | n now/base | noise |",
-            "|---|---|---:|---:|---|---:|---|",
+            "| verdict | by | benchmark | now | baseline | ratio [CI] | n now/base | noise |",
+            "|---|---|---|---:|---:|---|---:|---|",
         ]
         for r in rows:
             c = r.comparison
             if c is None:
-                out.append(f"| – | `{_cell(short_name(r))}` | {fmt_time(r.median)} | – | – | – | |")
+                out.append(
+                    f"| – | – | `{_cell(short_name(r))}` | {fmt_time(r.median)} | – | – | – | |"
+                )
                 continue
             out.append(
-                f"| {MARK[c.verdict]} | `{_cell(short_name(r))}` | "
+                f"| {_verdict(c)} | {DECIDED_BY.get(c.decided_by or '', '–')} | "
+                f"`{_cell(short_name(r))}` | "
                 f"{fmt_figure(c.metric, c.current)} | {fmt_figure(c.metric, c.baseline)} | "
                 f"{fmt_ratio(c, level=True)} | {fmt_n(c)} | {_noise(r)} |"
             )
@@ -155,6 +162,13 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
     return out
 
 
+def _verdict(c: Comparison) -> str:
+    """The verdict's mark, with its reason when the verdict is not a decision."""
+    if c.verdict.decisive or c.reason is None:
+        return MARK[c.verdict]
+    return f"{MARK[c.verdict]} ({fmt_why(c.reason)})"
+
+
 def _regression_detail(r: BenchmarkResult) -> str:
     c = r.comparison
     assert c is not None
@@ -164,8 +178,13 @@ def _regression_detail(r: BenchmarkResult) -> str:
     ]
     if c.p_value is not None:
         bits.append(f"p = {c.p_value:.2g} for 'slower by at most {c.threshold:.0%}'")
+    if c.stored_pass is not None:
+        bits.append(
+            f"settled in this job ({fmt_why(c.settled_because)} against the stored baseline)"
+        )
     if c.remeasured:
-        bits.append("confirmed on fresh pairs" if c.mode == "ab" else "confirmed on fresh samples")
+        where = c.details.get("confirmed_in", "the same processes")
+        bits.append(f"confirmed in {where}" if c.mode == "ab" else "confirmed on fresh samples")
     if r.path:
         bits.append(f"`{r.path}:{r.lineno}`")
     return "; ".join(bits)

@@ -16,21 +16,22 @@ start-up, so the measuring code (numpy, scipy) is imported inside the methods.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .context import RunContext
 from .keys import mode_key
+from .settings import Settings
 
 if TYPE_CHECKING:
-    from .ab import ABController, Interleaved
+    from .ab import ABController, Selection
     from .bench import BenchCall, Mode
     from .judge import Judge
     from .results import BenchmarkResult, Comparison
-    from .timing import Measurement
 
 
 class Disabled:
@@ -82,10 +83,25 @@ class Plain:
 
 
 class Stored(Plain):
-    """``--perf-compare``: judged against the stored baseline; a regression or an
-    inconclusive first pass is re-measured on fresh samples before it counts."""
+    """``--perf-compare``: judged against the stored baseline. A verdict the stored
+    baseline cannot decide (inconclusive, withheld by the drift guard, or a first-pass
+    regression) is settled right there, in the same test call, by interleaved measurement
+    against the code of the baseline's commit; where that cannot happen (``--perf-settle=off``,
+    a JSON file, a base test that fails...), it is re-measured on fresh samples instead,
+    and the reason is recorded. Also a plugin: it removes its worktree at the end."""
 
     name = "stored"
+
+    def __init__(self, context: RunContext, selection: Selection) -> None:
+        super().__init__(context)
+        self.selection = selection
+        self._controller: ABController | None = None
+        #: Why no controller could be set up (then nothing is settled in this session).
+        self._broken: str | None = None
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._controller is not None:
+            self._controller.close()
 
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
         from .judge import Observation
@@ -96,22 +112,121 @@ class Stored(Plain):
         judge, opts, origin = self.judge, call.opts, source.as_origin()
         entry = source.entries.get(result.key)
         c = judge.against(Observation.of(result), entry, opts, origin, source.env_diff)
-        flagged = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
-        if c.verdict not in flagged or opts["remeasure"] == 0 or opts["metric"] == "memory":
+        if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE):
             return c
-        first = c
-        fresh: Measurement | None = None
+        why_not = self._why_not_settle(opts)
+        if why_not is None:
+            settled = self._settle(call, result, c)
+            if not isinstance(settled, str):
+                return settled
+            why_not = settled
+        c = self._remeasure(call, result, c)
+        return c if why_not == "" else judge.unsettled(c, why_not)
+
+    def _why_not_settle(self, opts: dict[str, Any]) -> str | None:
+        """Why settling cannot happen for this benchmark ("" when switched off), or None."""
+        source = self.context.source
+        assert source is not None
+        if self.context.settings.settle == "off":
+            return ""
+        if source.origin != "commit" or not source.sha:
+            return "--perf-compare names a results file, so there is no commit to measure"
+        if opts["metric"] != "median":
+            return (
+                f"metric={opts['metric']}: an interleaved run judges the median latency, so "
+                f"the stored {opts['metric']} verdict stands"
+            )
+        return self._broken
+
+    def _settle(
+        self, call: BenchCall, result: BenchmarkResult, stored: Comparison
+    ) -> Comparison | str:
+        """The interleaved verdict, or why there is none."""
+        from . import environment
+        from .ab import ABError, BaseCall, run_paired
+
+        controller = self._controller_or_none()
+        if controller is None:
+            return str(self._broken)
+        source = self.context.source
+        assert source is not None and source.sha
+        origin = dataclasses.replace(
+            source.as_origin(),
+            mode="ab",
+            text=(
+                f"commit {source.sha[:10]} (the stored baseline's commit), measured in this "
+                "job, interleaved with it"
+            ),
+        )
+        try:
+            paired = run_paired(call, controller, self.judge, origin)
+        except ABError as exc:
+            return f"the baseline commit's worker failed: {exc}"
+        if isinstance(paired, BaseCall):
+            if paired.status == "failed":
+                return f"the test failed at the baseline's commit: {paired.error}"
+            return "the baseline's commit has no such test or call"
+        c = paired.comparison
+        if c.env_diff:
+            return (
+                "the baseline commit's code runs in a different environment here: "
+                f"{environment.describe_diff(c.env_diff)}"
+            )
+        run = paired.run
+        result.extra["settle"] = {
+            "head_samples": run.head,
+            "base_samples": run.base,
+            "log_ratios": run.ratios,
+        }
+        return self.judge.settled(stored, c)
+
+    def _controller_or_none(self) -> ABController | None:
+        """The baseline commit's worktree and worker, set up on first need and reused."""
+        if self._controller is not None or self._broken is not None:
+            return self._controller
+        from . import gitinfo
+        from .ab import ABController
+
+        source = self.context.source
+        assert source is not None and source.sha
+        try:
+            toplevel = Path(gitinfo.open_repo(self.context.settings.rootdir).working_tree_dir)
+            controller = ABController(
+                source.sha, toplevel.resolve(), self.selection, title="baseline commit"
+            )
+            controller.setup()
+        except gitinfo.GitError as exc:
+            self._broken = f"the baseline's commit cannot be checked out: {exc}"
+            self.context.warn(f"settling is off for this session: {self._broken}")
+            return None
+        self._controller = controller
+        return controller
+
+    def _remeasure(self, call: BenchCall, result: BenchmarkResult, first: Comparison) -> Comparison:
+        """Fresh samples against the stored baseline, until the verdict changes or the
+        ``remeasure`` budget is spent; Holm over the flagged benchmarks."""
+        from .judge import Observation
+        from .results import Verdict
+
+        source = self.context.source
+        assert source is not None
+        opts = call.opts
+        if opts["remeasure"] == 0 or opts["metric"] == "memory":
+            return first
+        entry = source.entries.get(result.key)
+        flagged = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
+        c, fresh = first, None
         for _ in range(opts["remeasure"]):
             fresh = call.measure(first=False, probe=self.context.probe())
             again = Observation(
                 fresh.samples, fresh.memory, result.batch_size, result.env, fresh.reference
             )
-            c = judge.against(again, entry, opts, origin, source.env_diff)
+            c = self.judge.against(again, entry, opts, source.as_origin(), source.env_diff)
             if c.verdict not in flagged:
                 break
         if fresh is not None:
             result.extra["remeasured_samples"] = fresh.samples
-        return judge.remeasured(first, c)
+        return self.judge.remeasured(first, c)
 
 
 class ABHead(Plain):
@@ -163,64 +278,42 @@ class ABHead(Plain):
     def _interleaved(self, call: BenchCall) -> BenchmarkResult:
         """The base is brought to the same call in its own process, both sides warm up,
         then blocks alternate (ABBA) until the paired verdict is decided; a regression is
-        confirmed by a second interleaved run on fresh pairs."""
+        confirmed by a second interleaved run in fresh processes."""
         __tracebackhide__ = True
-        from . import environment, protocol
-        from . import memory as _memory
-        from .ab import ABError, LocalSide, interleave
+        from .ab import ABError, BaseCall, run_paired
         from .bench import BenchmarkError, from_warm
-        from .results import Verdict
 
         source = self.context.source
         assert source is not None
-        origin, opts, judge = source.as_origin(), call.opts, self.judge
-        base_side = self.controller.base
+        origin = source.as_origin()
         try:
-            base = base_side.begin(call.nodeid, call.name)
+            paired = run_paired(call, self.controller, self.judge, origin)
         except ABError as exc:
             raise BenchmarkError(str(exc)) from None
-        if not base.ready:
+        if isinstance(paired, BaseCall):  # the base has no such call, or failed first
             result = call.result(call.measure())
-            result.comparison = judge.no_base_run(opts, origin, result.median, base.error or None)
+            error = paired.error or None
+            result.comparison = self.judge.no_base_run(call.opts, origin, result.median, error)
             return result
-        env_diff = environment.diff(call.prepared.env, base.env)
-        sampler = call.prepared.sampler
-        with sampler.context():
-            warm = call.warm(max(opts["min_sample_time"], protocol.SAMPLE_TIME_S))
-            head_side = LocalSide(sampler, opts["disable_gc"])
-            per_sample = warm.per_call_s * warm.block
-            _memory.before_timed()
-
-            def judged(run: Interleaved) -> Comparison:
-                return judge.paired(
-                    run.head,
-                    run.base,
-                    run.ratios,
-                    opts,
-                    origin,
-                    run.alpha_used,
-                    run.details(),
-                    env_diff,
-                )
-
-            try:
-                run = interleave(base_side, head_side, warm.block, per_sample, opts)
-                c = judged(run)
-                if c.verdict is Verdict.REGRESSION and opts["remeasure"] > 0:
-                    # A regression must show in two independent interleaved runs.
-                    again = interleave(base_side, head_side, warm.block, per_sample, opts)
-                    c = judge.confirmed(c, judged(again))
-                    run = run + again
-                base_side.finish_call()
-            except ABError as exc:
-                raise BenchmarkError(str(exc)) from None
-            memory = _memory.after_timed()
-        m = from_warm(run.head, warm)
-        m.memory = memory
+        m = from_warm(paired.run.head, paired.warm)
+        m.memory = paired.memory
         result = call.result(m)
-        result.extra.update(base_samples=run.base, ab_log_ratios=run.ratios)
-        result.comparison = c
+        result.extra.update(base_samples=paired.run.base, ab_log_ratios=paired.run.ratios)
+        result.comparison = paired.comparison
         return result
+
+
+def selection(config: pytest.Config, settings: Settings) -> Selection:
+    """The tests an interleaving worker collects: this session's own selection."""
+    from .ab import Selection
+
+    return Selection(
+        rootdir=settings.rootdir,
+        args=tuple(str(Path(config.invocation_params.dir) / a) for a in config.args),
+        pythonpath=settings.ab_pythonpath,
+        keyword=str(config.getoption("keyword", "") or ""),
+        markexpr=str(config.getoption("markexpr", "") or ""),
+    )
 
 
 def choose(config: pytest.Config, context: RunContext) -> Mode:
@@ -235,24 +328,17 @@ def choose(config: pytest.Config, context: RunContext) -> Mode:
     if s.ab:
         return _ab_head(config, context)
     if context.source is not None:
-        return Stored(context)
+        return Stored(context, selection(config, s))
     return Plain(context)
 
 
 def _ab_head(config: pytest.Config, context: RunContext) -> ABHead:
-    from .ab import ABController, Selection
+    from .ab import ABController
     from .gitinfo import GitError
 
     s = context.settings
     assert context.source is not None and context.source.sha and context.toplevel
-    selection = Selection(
-        rootdir=s.rootdir,
-        args=tuple(str(Path(config.invocation_params.dir) / a) for a in config.args),
-        pythonpath=s.ab_pythonpath,
-        keyword=str(config.getoption("keyword", "") or ""),
-        markexpr=str(config.getoption("markexpr", "") or ""),
-    )
-    controller = ABController(context.source.sha, context.toplevel, selection)
+    controller = ABController(context.source.sha, context.toplevel, selection(config, s))
     try:
         controller.setup()
     except GitError as exc:

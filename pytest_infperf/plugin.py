@@ -159,6 +159,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="call each model once without timing (run perf tests as plain tests)",
     )
     add(
+        "--perf-settle",
+        dest="perf_settle",
+        default=None,
+        choices=("auto", "off"),
+        help="when a stored-baseline verdict is not decisive (inconclusive, withheld by the "
+        "drift guard, or a first-pass regression), settle it in this job by interleaved "
+        "measurement against the baseline commit's code: auto, off (default: ini "
+        "infperf_settle, else auto)",
+    )
+    add(
         "--perf-progress",
         dest="perf_progress",
         default="auto",

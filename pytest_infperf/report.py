@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .fmt import (
@@ -14,6 +14,7 @@ from .fmt import (
     fmt_rate,
     fmt_ratio,
     fmt_time,
+    fmt_why,
     short_name,
 )
 from .results import BenchmarkResult, memory_figure
@@ -46,8 +47,8 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     label = f" ({metrics.pop()})" if len(metrics) == 1 else ""
     if compared:
         header = ["benchmark", "backend", f"now{label}", "baseline", "ratio [CI]", "n now/base"]
-        header += ["verdict", "CV", "items/s", "mem"]
-        right = {2, 3, 7, 8, 9}
+        header += ["verdict", "by", "CV", "items/s", "mem"]
+        right = {2, 3, 8, 9, 10}
     else:
         header = ["benchmark", "backend", "median", "p90", "95% CI of median", "CV", "items/s"]
         header += ["n", "mem"]
@@ -65,12 +66,13 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
             c = r.comparison
             if c is None:
                 rows.append([short_name(r), r.backend, fmt_time(s.get("median")), "-", "-", "-"])
-                rows[-1] += ["-", cv, fmt_rate(r.throughput), mem]
+                rows[-1] += ["-", "-", cv, fmt_rate(r.throughput), mem]
                 continue
             if c.ci_level is not None and c.bound_level is not None and c.ci_low != c.ci_high:
                 levels.add((fmt_level(c.ci_level), fmt_level(c.bound_level)))
             row = [short_name(r), r.backend, fmt_figure(c.metric, c.current)]
             row += [fmt_figure(c.metric, c.baseline), fmt_ratio(c), fmt_n(c), c.verdict.value]
+            row.append(DECIDED_BY.get(c.decided_by or "", "-"))
             rows.append([*row, cv, fmt_rate(r.throughput), mem])
             continue
         p90 = fmt_time(s.get("p90"))
@@ -85,6 +87,37 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     for two, one in sorted(levels):
         notes.add(f"ratio [CI]: now/baseline, {two} interval (each bound alone {one} one-sided)")
     return lines + sorted(notes)
+
+
+#: Who decided a verdict, as the tables say it.
+DECIDED_BY = {"stored": "stored", "ab": "A/B"}
+
+
+def settle_summary(results: Sequence[BenchmarkResult]) -> list[str]:
+    """How many stored verdicts were settled in this job and why, and how many could not be
+    (with why): one line each, none when nothing was undecided."""
+    compared = [r.comparison for r in results if r.comparison is not None]
+    settled = [c for c in compared if c.stored_pass is not None]
+    unsettled = [c for c in compared if c.not_settled]
+    lines = []
+    if settled:
+        lines.append(
+            f"settled in this job: {len(settled)} of {len(compared)} "
+            f"({_tally(fmt_why(c.settled_because) for c in settled)})"
+        )
+    if unsettled:
+        lines.append(
+            f"not settled in this job: {len(unsettled)} "
+            f"({_tally(str(c.not_settled) for c in unsettled)})"
+        )
+    return lines
+
+
+def _tally(items: Iterable[str]) -> str:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return ", ".join(f"{n} {what}" for what, n in sorted(counts.items(), key=lambda x: -x[1]))
 
 
 def verdict_counts(results: Sequence[BenchmarkResult]) -> dict[str, int]:

@@ -69,6 +69,10 @@ class Origin:
     text: str = "a baseline"
 
 
+#: Comparison fields that hold another (earlier) pass.
+NESTED = ("first_pass", "stored_pass")
+
+
 @dataclasses.dataclass
 class Comparison:
     """One benchmark judged against its baseline: the verdict and the numbers behind it.
@@ -110,6 +114,13 @@ class Comparison:
     first_pass: Comparison | None = None
     family_size: int | None = None
     holm_p: float | None = None
+    #: Who decided: "stored" (the stored baseline) or "ab" (interleaved in this job).
+    decided_by: str | None = None
+    #: When settled in this job: the stored baseline's first pass, and why it was settled.
+    stored_pass: Comparison | None = None
+    settled_because: str | None = None
+    #: Why an undecided stored verdict could not be settled in this job.
+    not_settled: str | None = None
     #: Figures particular to how it was measured (samples per side, A/B pairs and looks...).
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The failure message, when the verdict fails the test.
@@ -134,7 +145,7 @@ class Comparison:
         # asdict copies nested comparisons as dicts already; enums become their values.
         data["verdict"] = self.verdict.value
         data["reason"] = None if self.reason is None else self.reason.value
-        for nested in ("first_pass",):
+        for nested in NESTED:
             inner = getattr(self, nested)
             data[nested] = None if inner is None else inner.to_json()
         return data
@@ -146,7 +157,7 @@ class Comparison:
         values["verdict"] = Verdict(values["verdict"])
         if values.get("reason") is not None:
             values["reason"] = Reason(values["reason"])
-        for nested in ("first_pass",):
+        for nested in NESTED:
             if values.get(nested) is not None:
                 values[nested] = cls.from_json(values[nested])
         return cls(**values)

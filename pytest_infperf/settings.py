@@ -39,6 +39,11 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "its stored-baseline verdict is withheld (default 0.25)",
         "0.25",
     ),
+    "infperf_settle": (
+        "auto (default): settle an undecided stored-baseline verdict in the same job, "
+        "interleaved against the baseline commit's code; off: the stored verdict stands",
+        "auto",
+    ),
     "infperf_drift_guard": (
         "adjust (default): probe machine speed while sampling and raise "
         "the bar for a verdict by how much slower/faster the machine ran "
@@ -76,6 +81,7 @@ class Settings:
     gpus: tuple[int, ...] | None
     ab_pythonpath: tuple[str, ...]
     drift_guard: str
+    settle: str
     drift_limit: float
     bench_layer: dict[str, Any]
 
@@ -145,6 +151,9 @@ def from_config(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"infperf_drift_guard = {drift_guard!r}: expected one of adjust, warn, off"
         )
+    settle = config.getoption("perf_settle") or _ini(config, "infperf_settle").lower() or "auto"
+    if settle not in ("auto", "off"):
+        raise pytest.UsageError(f"infperf_settle = {settle!r}: expected auto or off")
     limit_text = _ini(config, "infperf_drift_limit") or SESSION_INI["infperf_drift_limit"][1]
     try:
         drift_limit = float(limit_text)
@@ -180,6 +189,7 @@ def from_config(config: pytest.Config) -> Settings:
         gpus=gpus,
         ab_pythonpath=tuple(_ini(config, "infperf_ab_pythonpath").replace(",", " ").split()),
         drift_guard=drift_guard,
+        settle=settle,
         drift_limit=drift_limit,
         bench_layer=layer,
     )

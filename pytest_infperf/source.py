@@ -47,10 +47,12 @@ class BaselineSource:
             return f"file {self.path}"
         if self.origin == "commit" and self.sha:
             n = self.distance or 0
-            back = (
-                "the merge-base" if n == 0 else f"{n} commit{'s' * (n != 1)} before the merge-base"
+            # REF=HEAD: its merge-base with HEAD is HEAD itself, so say that.
+            anchor = (
+                "HEAD" if self.ref in ("HEAD", "@") else f"the merge-base of {self.ref} and HEAD"
             )
-            return f"commit {self.sha[:10]} ({back} of {self.ref} and HEAD)"
+            back = anchor if n == 0 else f"{n} commit{'s' * (n != 1)} before {anchor}"
+            return f"commit {self.sha[:10]} ({back})"
         return f"nothing ({self.note})"
 
     def as_origin(self) -> Origin:

@@ -84,7 +84,7 @@ class TerminalReport:
         results = self.collector.results
         if not results:
             return
-        from .report import drift_warning, summary_lines, verdict_counts
+        from .report import drift_warning, settle_summary, summary_lines, verdict_counts
 
         verbosity = config.get_verbosity()
         if verbosity < -1:
@@ -106,6 +106,8 @@ class TerminalReport:
                     "serialised by a cross-process lock, so no two benchmarks timed at once"
                 )
             for line in summary_lines(results):
+                tr.write_line(line)
+            for line in settle_summary(results):
                 tr.write_line(line)
             for r in results:
                 for warning in r.warnings:

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from . import memory as _memory
 from .drift import summarize_probes
 from .stats import ci_rel_halfwidth
+
+T = TypeVar("T")
 
 #: Warmup stability is judged on windows of this many samples (medians compared).
 STABILITY_WINDOW = 5
@@ -127,6 +131,40 @@ class Measurement:
     reference: dict[str, Any] | None = None
 
 
+def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
+    """Run ``fn`` inside ``sampler.context()`` on a new thread; return what it returns and
+    raise what it raises.
+
+    Why a thread: CPython 3.11 keeps Python frames in 16 KiB chunks and frees a chunk as
+    soon as the first frame in it returns. When the model's call frames start a new chunk,
+    every call in the timed loop maps and unmaps memory: measured here, ``lambda: None``
+    took 7.6 us instead of 33 ns at one stack depth in 400. How deep the caller's stack is
+    (pytest's hooks, a fixture, an in-process run) decides whether a benchmark falls off
+    that cliff, so two processes running the same code can differ by a constant: exactly
+    the bias an interleaved comparison cannot cancel. A new thread starts with an empty
+    frame stack, so a measurement's frames sit at the same depth in every process and at
+    every call site. The sampler's context (``torch.inference_mode``, the CUDA device) is
+    thread-local, so it is entered on that thread."""
+    __tracebackhide__ = True
+    box: list[T] = []
+    error: list[BaseException] = []
+
+    def run() -> None:
+        __tracebackhide__ = True
+        try:
+            with sampler.context():
+                box.append(fn())
+        except BaseException as exc:  # handed to the caller's thread below
+            error.append(exc)
+
+    thread = threading.Thread(target=run, name="infperf-sampling", daemon=True)
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return box[0]
+
+
 @contextlib.contextmanager
 def _gc_disabled(disable: bool) -> Iterator[None]:
     was_enabled = gc.isenabled()
@@ -192,10 +230,23 @@ def warm_up(
     check_output: Callable[[Any], None] | None = None,
     target: float | None = None,
 ) -> Warm:
-    """First call (kept apart), minimum warmup, block calibration, then warmup until stable.
-    Call inside ``sampler.context()``. ``target`` overrides the sample duration to calibrate
-    for (default: ``min_sample_time``, stretched so half of ``max_rounds`` span ``min_time``).
+    """First call (kept apart), minimum warmup, block calibration, then warmup until stable,
+    on a fresh stack. ``target`` overrides the sample duration to calibrate for (default:
+    ``min_sample_time``, stretched so half of ``max_rounds`` span ``min_time``).
     """
+    __tracebackhide__ = True
+    return on_fresh_stack(
+        sampler, functools.partial(_warm_up, sampler, opts, first, check_output, target)
+    )
+
+
+def _warm_up(
+    sampler: Sampler,
+    opts: dict[str, Any],
+    first: bool,
+    check_output: Callable[[Any], None] | None,
+    target: float | None,
+) -> Warm:
     __tracebackhide__ = True
     pc = time.perf_counter_ns
     # --- cold start: kept apart, never a sample -----------------------------------------
@@ -254,7 +305,15 @@ def warm_up(
 
 
 def take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool = True) -> list[float]:
-    """``count`` samples of ``block`` calls each, in seconds per call (A/B blocks)."""
+    """``count`` samples of ``block`` calls each, in seconds per call (A/B blocks), on a
+    fresh stack."""
+    __tracebackhide__ = True
+    return on_fresh_stack(
+        sampler, functools.partial(_take_samples, sampler, count, block, disable_gc)
+    )
+
+
+def _take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool) -> list[float]:
     __tracebackhide__ = True
     out = [0] * count
     with _gc_disabled(disable_gc):
@@ -276,70 +335,82 @@ def measure(
     With ``first=False`` (a re-measurement) the cold first call is skipped and the warmup
     minimum is shortened: the model is already warm, only the timing is fresh. ``probe``,
     when given, is timed at every checkpoint (outside the timed blocks) to record how fast
-    the machine itself ran meanwhile (the drift guard).
+    the machine itself ran meanwhile (the drift guard). Runs on a fresh stack.
     """
     __tracebackhide__ = True  # a model's exception should point at the model, not here
-    pc = time.perf_counter_ns
-    with sampler.context():
-        w = warm_up(sampler, opts, first=first, check_output=check_output)
-        block, warm_ns, decisions = w.block, w.warm_ns, dict(w.decisions)
-        first_call_s, first_output = w.first_call_s, w.first_output
-        min_time = min(opts["min_time"], opts["max_time"])
+    return on_fresh_stack(
+        sampler, functools.partial(_measure, sampler, opts, first, check_output, probe)
+    )
 
-        # --- timed samples ----------------------------------------------------------------
-        rounds, max_rounds = opts["rounds"], opts["max_rounds"]
-        max_time_ns = opts["max_time"] * 1e9
-        min_time_ns = min_time * 1e9
-        precision = opts["precision"]
-        out = [0] * max_rounds  # preallocated: the loop only stores
-        n = 0
-        target = rounds
-        reason = "max_rounds"
-        rel = math.inf
-        probes: list[tuple[float, float]] = []
-        probe_ns = 0
-        if probe is not None:
-            probes.append(probe())
-        # Run the checkpoint code once outside the memory window: its first-use imports and
-        # allocations are the plugin's, not the model's.
-        ci_rel_halfwidth([1.0] * 8)
-        _memory.before_timed()
-        sampler.begin_timed()
-        cpu_start = time.process_time()
-        start = pc()
-        with _gc_disabled(opts["disable_gc"]):
-            while True:
-                sampler.run_blocks(out, n, target, block)
-                n = target
-                elapsed = pc() - start - probe_ns
-                if probe is not None:
-                    t_probe = pc()
-                    probes.append(probe())
-                    probe_ns += pc() - t_probe
-                if n >= max_rounds:
-                    reason = "max_rounds"
+
+def _measure(
+    sampler: Sampler,
+    opts: dict[str, Any],
+    first: bool,
+    check_output: Callable[[Any], None] | None,
+    probe: Callable[[], tuple[float, float]] | None,
+) -> Measurement:
+    __tracebackhide__ = True
+    pc = time.perf_counter_ns
+    w = _warm_up(sampler, opts, first, check_output, None)
+    block, warm_ns, decisions = w.block, w.warm_ns, dict(w.decisions)
+    first_call_s, first_output = w.first_call_s, w.first_output
+    min_time = min(opts["min_time"], opts["max_time"])
+
+    # --- timed samples ----------------------------------------------------------------
+    rounds, max_rounds = opts["rounds"], opts["max_rounds"]
+    max_time_ns = opts["max_time"] * 1e9
+    min_time_ns = min_time * 1e9
+    precision = opts["precision"]
+    out = [0] * max_rounds  # preallocated: the loop only stores
+    n = 0
+    target = rounds
+    reason = "max_rounds"
+    rel = math.inf
+    probes: list[tuple[float, float]] = []
+    probe_ns = 0
+    if probe is not None:
+        probes.append(probe())
+    # Run the checkpoint code once outside the memory window: its first-use imports and
+    # allocations are the plugin's, not the model's.
+    ci_rel_halfwidth([1.0] * 8)
+    _memory.before_timed()
+    sampler.begin_timed()
+    cpu_start = time.process_time()
+    start = pc()
+    with _gc_disabled(opts["disable_gc"]):
+        while True:
+            sampler.run_blocks(out, n, target, block)
+            n = target
+            elapsed = pc() - start - probe_ns
+            if probe is not None:
+                t_probe = pc()
+                probes.append(probe())
+                probe_ns += pc() - t_probe
+            if n >= max_rounds:
+                reason = "max_rounds"
+                break
+            if n >= rounds:
+                rel = ci_rel_halfwidth(out[:n])
+                if rel <= precision and elapsed >= min_time_ns:
+                    reason = "precision"
                     break
-                if n >= rounds:
-                    rel = ci_rel_halfwidth(out[:n])
-                    if rel <= precision and elapsed >= min_time_ns:
-                        reason = "precision"
-                        break
-                    if elapsed >= max_time_ns:
-                        reason = "max_time"
-                        break
-                # Next checkpoint: grow by a quarter, but not past the time budget, and land
-                # on min_time when precision is already there.
-                per_sample = elapsed / n
-                by_time = int((max_time_ns - elapsed) / per_sample) if per_sample > 0 else n
-                step = max(1, min(max(n // 4, 5), by_time)) if n >= rounds else rounds - n
-                if n >= rounds and rel <= precision and per_sample > 0:
-                    step = max(1, min(step, int((min_time_ns - elapsed) / per_sample) + 1))
-                target = min(max_rounds, n + step)
-        wall = pc() - start
-        cpu = time.process_time() - cpu_start
-        elapsed = wall - probe_ns
-        backend_extra = sampler.end_timed(out[:n])
-        mem = _memory.after_timed()
+                if elapsed >= max_time_ns:
+                    reason = "max_time"
+                    break
+            # Next checkpoint: grow by a quarter, but not past the time budget, and land
+            # on min_time when precision is already there.
+            per_sample = elapsed / n
+            by_time = int((max_time_ns - elapsed) / per_sample) if per_sample > 0 else n
+            step = max(1, min(max(n // 4, 5), by_time)) if n >= rounds else rounds - n
+            if n >= rounds and rel <= precision and per_sample > 0:
+                step = max(1, min(step, int((min_time_ns - elapsed) / per_sample) + 1))
+            target = min(max_rounds, n + step)
+    wall = pc() - start
+    cpu = time.process_time() - cpu_start
+    elapsed = wall - probe_ns
+    backend_extra = sampler.end_timed(out[:n])
+    mem = _memory.after_timed()
     if n >= rounds and rel == math.inf:
         rel = ci_rel_halfwidth(out[:n])
     decisions.update(

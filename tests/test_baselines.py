@@ -91,7 +91,10 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     slow_down(repo.path)
     commit_all(repo.path, "make it slower")
 
-    result = repo.runpytest("--perf-compare=main", "--perf-json=cmp.json", "--junitxml=j.xml")
+    # The stored baseline alone decides with --perf-settle=off.
+    result = repo.runpytest(
+        "--perf-compare=main", "--perf-settle=off", "--perf-json=cmp.json", "--junitxml=j.xml"
+    )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -136,6 +139,39 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     assert props[("test_slowed", "infperf.verdict")] == "regression"
     assert float(props[("test_slowed", "infperf.ratio")]) > 1.2
     assert props[("test_steady", "infperf.verdict")] == "unchanged"
+    assert slowed["decided_by"] == "stored" and slowed["stored_pass"] is None
+
+    # By default, what the stored baseline flags is settled in this job, interleaved
+    # against the code of the baseline's commit, and confirmed in fresh processes.
+    result = repo.runpytest_subprocess("--perf-compare=main", "--perf-json=cmp.json")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "PERFORMANCE REGRESSION in test_suite.py::test_slowed",
+            "*n = 8 now, 8 in the baseline (pairs)",
+            "*confirmed by a second interleaved run in fresh processes (first pass: ratio 1.*",
+            "*settled in this job (first-pass regression against the stored baseline: "
+            f"regression 1.* [[]1.*, 1.*], commit {head[:10]} (1 commit before the merge-base*",
+            f"*baseline: commit {head[:10]} (the stored baseline's commit), measured in this "
+            "job, interleaved with it",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*settled in this job: 1 of 4 (1 first-pass regression)*"])
+    cmp = load_json(repo.path / "cmp.json")
+    validate(cmp)
+    by_key = {b["key"].split("::")[1]: b for b in cmp["benchmarks"]}
+    slowed = by_key["test_slowed"]["comparison"]
+    assert slowed["verdict"] == "regression" and slowed["decided_by"] == "ab"
+    assert slowed["mode"] == "ab" and slowed["unit"] == "pairs"
+    assert slowed["baseline_commit"] == head and slowed["baseline_distance"] == 1
+    assert slowed["settled_because"] == "regression"
+    assert slowed["stored_pass"]["verdict"] == "regression"
+    assert slowed["stored_pass"]["decided_by"] == "stored"
+    assert slowed["details"]["confirmed_in"] == "fresh processes"
+    assert by_key["test_slowed"]["extra"]["settle"]["log_ratios"]
+    steady = by_key["test_steady"]["comparison"]
+    assert steady["verdict"] == "unchanged" and steady["decided_by"] == "stored"
+    assert not list((repo.path / ".git").glob("worktrees/*"))  # the baseline's worktree is gone
 
 
 def test_warn_only_reports_without_failing(repo: pytest.Pytester) -> None:
@@ -228,7 +264,7 @@ def test_search_depth_bounds_the_walk(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_search_depth=2")
     result.stdout.fnmatch_lines(["*no baseline for environment*3 first-parent commit(s)*"])
     result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_search_depth=3")
-    result.stdout.fnmatch_lines(["compared with commit * (3 commits before the merge-base*"])
+    result.stdout.fnmatch_lines(["compared with commit * (3 commits before HEAD)"])
 
 
 @pytest.mark.parametrize(
@@ -446,7 +482,12 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
 
     def slowed(*args: str) -> dict[str, object]:
         result = repo.runpytest(
-            "--perf-compare=HEAD", "--perf-json=out.json", "-o", "infperf_drift_guard=adjust", *args
+            "--perf-compare=HEAD",
+            "--perf-json=out.json",
+            "-o",
+            "infperf_drift_guard=adjust",
+            "--perf-settle=off",  # the stored verdict alone
+            *args,
         )
         result.assert_outcomes(passed=3)
         bench = next(
@@ -466,5 +507,21 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
     assert c["verdict"] == "inconclusive"
     assert "regression without the drift guard" in str(c["note"])
     # with the guard only warning, the same comparison is a regression
-    result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_drift_guard=warn")
+    result = repo.runpytest(
+        "--perf-compare=HEAD", "-o", "infperf_drift_guard=warn", "--perf-settle=off"
+    )
     result.assert_outcomes(passed=2, failed=1)
+    # by default, the withheld verdict is settled in the job: measured against the
+    # baseline commit's code now, the machine's state cancels and the slowdown shows
+    result = repo.runpytest_subprocess(
+        "--perf-compare=HEAD", "--perf-json=out.json", "-o", "infperf_drift_guard=adjust"
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    by_key = {
+        b["key"].split("::")[1]: b["comparison"]
+        for b in load_json(repo.path / "out.json")["benchmarks"]
+    }
+    assert by_key["test_slowed"]["verdict"] == "regression"
+    assert by_key["test_slowed"]["settled_because"] == "drift-guard"
+    assert by_key["test_slowed"]["stored_pass"]["reason"] == "drift-guard"
+    assert all(c["decided_by"] == "ab" for c in by_key.values())

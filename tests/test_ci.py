@@ -120,8 +120,9 @@ def test_markdown_report(repo: pytest.Pytester) -> None:
     rows = [
         line for line in text.splitlines() if line.startswith("| 🔴") or line.startswith("| ✅")
     ]
-    assert rows[0].startswith("| 🔴 regression | `test_suite.py::test_slowed` |")
-    assert rows[1].startswith("| ✅ unchanged | `test_suite.py::test_steady` |")
+    assert rows[0].startswith("| 🔴 regression | A/B | `test_suite.py::test_slowed` |")
+    assert rows[1].startswith("| ✅ unchanged | stored | `test_suite.py::test_steady` |")
+    assert "Settled in this job: 1 of 2 (1 first-pass regression)" in text
     assert "### Regressions" in text and "confirmed on fresh samples" not in rows[0]
     html = markdown.markdown(text, extensions=["tables"])
     assert html.count("<tr>") == 3 and "<table>" in html
@@ -257,6 +258,11 @@ def test_xdist_regression_fails_the_right_test(xrepo: pytest.Pytester) -> None:
             "busy(100 + 10 * i)", "busy((100 + 10 * i) * (1.5 if i == 3 else 1))"
         )
     )
-    result = xrepo.runpytest_subprocess("-n", "2", "--perf-compare=HEAD")
+    result = xrepo.runpytest_subprocess("-n", "2", "--perf-compare=HEAD", "--perf-json=x.json")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_x.py::test_bench[[]3[]]*PERFORMANCE REGRESSION*"])
+    # settled inside the xdist worker, under its timing lock, against the baseline's commit
+    (slowed,) = [b for b in load_json(xrepo.path / "x.json")["benchmarks"] if "[3]" in b["key"]]
+    assert slowed["comparison"]["decided_by"] == "ab"
+    assert slowed["comparison"]["details"]["confirmed_in"] == "fresh processes"
+    assert not list((xrepo.path / ".git").glob("worktrees/*"))

@@ -297,3 +297,33 @@ def test_params_recorded(ourtester: pytest.Pytester) -> None:
     assert {"batch": 1, "seq": 16, "model": "toy"} in params
     assert {"batch": 4, "seq": 16, "model": "toy"} in params
     assert json.dumps(params)  # JSON-safe
+
+
+def test_timed_calls_sit_at_the_same_stack_depth_whatever_the_caller(
+    ourtester: pytest.Pytester,
+) -> None:
+    """The model runs on a fresh stack: how deep the caller is cannot put its frames on a
+    CPython frame-chunk boundary (benchmarks/stack_cliff.py shows the 100x cliff)."""
+    ourtester.makepyfile(
+        """
+        import inspect
+
+        depths = []
+
+        def model():
+            depths.append(len(inspect.stack(0)))
+
+        def nested(infer_bench, d, name):
+            if d == 0:
+                return infer_bench(model, name=name, rounds=3, max_rounds=5, min_time=0)
+            return nested(infer_bench, d - 1, name)
+
+        def test_depths(infer_bench):
+            nested(infer_bench, 0, "shallow")
+            shallow = set(depths)
+            depths.clear()
+            nested(infer_bench, 150, "deep")
+            assert set(depths) == shallow and max(shallow) < 20
+        """
+    )
+    ourtester.runpytest().assert_outcomes(passed=1)
