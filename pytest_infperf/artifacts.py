@@ -26,6 +26,8 @@ class ArtifactWriter:
         self.errors: list[str] = []
         self.environment: dict[str, Any] | None = None
         self.drift: dict[str, Any] | None = None
+        #: Why the session fails closed: a --perf-compare that compared nothing.
+        self.gate: str | None = None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         status = self.finish(exitstatus)
@@ -45,13 +47,59 @@ class ArtifactWriter:
             self.environment["hard"] = context.hard
             self.environment["key"] = context.env_key
         self.drift = context.drift()
-        new_status = None
+        new_status = self._check_gate()
+        self._unmatched_accepts()
+        self._selection_differs()
         if self.settings.save:
-            new_status = self._save(exitstatus)
+            new_status = self._save(exitstatus) or new_status
         if self.settings.json_path is not None:
             self.write_json(self.settings.json_path)
         self._write_markdown()
         return new_status
+
+    def _check_gate(self) -> int | None:
+        from .judge import compared_nothing
+
+        s = self.settings
+        if not s.compare or s.allow_missing or not compared_nothing(self.collector.results):
+            return None
+        self.gate = self.context.missing_cause()
+        # --perf-warn-only reports it as loudly but, as for regressions, does not fail.
+        return None if s.warn_only else int(pytest.ExitCode.TESTS_FAILED)
+
+    def _unmatched_accepts(self) -> None:
+        """A Perf-Accept pattern that matches no benchmark is most likely a typo."""
+        from .accept import unmatched
+
+        keys = [r.key for r in self.collector.results]
+        for rule in unmatched(self.context.accept, keys):
+            self.context.warn(
+                f"{rule.where()} accepts {rule.pattern!r}, which matches no benchmark of this "
+                "run: check the pattern (a node id or an fnmatch pattern of node ids)"
+            )
+
+    def _selection_differs(self) -> None:
+        """A benchmark's speed depends on what ran before it in the process (measured here:
+        a numpy test at 262 us in the full suite, 1.1-1.5 ms alone), so a stored verdict
+        from another selection of tests is less comparable than it looks: say so."""
+        source = self.context.source
+        if self.settings.ab or source is None or not source.entries:
+            return
+        now = {r.key for r in self.collector.results}
+        base = set(source.entries)
+        if not now or now == base:
+            return
+        left_out, added = len(base - now), len(now - base)
+        parts = []
+        if left_out:
+            parts.append(f"{left_out} of the baseline's {len(base)} benchmarks did not run")
+        if added:
+            parts.append(f"{added} {'benchmarks are' if added != 1 else 'benchmark is'} new")
+        self.context.warn(
+            f"this run's selection of tests differs from the baseline's run ({'; '.join(parts)})"
+            ": a benchmark's speed depends on what ran before it in the process, so compare "
+            "the same selection (settling and --perf-ab measure both sides in this run's order)"
+        )
 
     def _save(self, exitstatus: int) -> int | None:
         from .baseline import BaselineFileError, BaselineStore
@@ -92,6 +140,8 @@ class ArtifactWriter:
         env = self.environment or environment.collect()
         mode = "ab" if self.settings.ab else "stored"
         extra: dict[str, Any] = {"mode": mode, "warnings": context.warnings}
+        if self.gate is not None:
+            extra["compared_nothing"] = self.gate
         if context.reference is not None:
             extra["reference"] = context.reference
         if context.source is not None:
@@ -124,6 +174,7 @@ class ArtifactWriter:
             warnings=self.context.warnings,
             environment=self.environment,
             mode="ab" if self.settings.ab else "stored",
+            gate=self.gate,
         )
 
     def _write_markdown(self) -> None:

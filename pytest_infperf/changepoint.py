@@ -2,11 +2,13 @@
 
 A pairwise gate compares one commit with its baseline; a slow drift of 1% a commit, or a
 step that slipped through as ``inconclusive``, is invisible to it but obvious on a trend.
-This finds steps in the series of per-commit medians (log scale) by binary segmentation,
-the approach of Hunter/Otava: find the split that best separates two means, keep it if a
-Welch t-test between the two segments gives p <= ``p_max`` (default 0.001) *and* the step
-is at least ``min_magnitude`` (default 5%), then look for more splits inside each segment.
-Pure functions; scipy's t distribution for the p-value.
+This finds steps in the series of per-commit medians (log scale) by binary segmentation:
+find the split that best separates two means, keep it if a Welch t-test between the two
+segments gives p <= ``p_max`` (default 0.001, as Hunter/Otava's ``--max-pvalue``) *and* the
+step is at least ``min_magnitude`` (default 5%, the gate's own threshold; Hunter/Otava
+default to no minimum and use E-divisive means over windows, which this simplifies), then
+look for more splits inside each segment. Pure functions; scipy's t distribution for the
+p-value.
 """
 
 from __future__ import annotations

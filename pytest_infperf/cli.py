@@ -47,8 +47,64 @@ def _load(spec: str, args: argparse.Namespace) -> dict[str, Any]:
         return read_document(path)
     store = _store(args)
     env = args.env or _pick_env(store, spec, args)
-    sha = _resolve_commit(spec, store, env, args)
-    return store.load(store.path_for(env, sha))
+    exact = store.path_for(env, spec) if len(spec) == 40 else None
+    if exact is not None and exact.is_file():
+        return store.load(exact)
+    return _nearest(spec, store, env, args)
+
+
+def _nearest(spec: str, store: BaselineStore, env: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The baseline ``--perf-compare=spec`` would use (the same resolver: merge-base with
+    HEAD, then first parents), else a stored commit whose sha starts with ``spec``."""
+    from .source import CompareError, resolve
+
+    try:
+        source = resolve(
+            spec, rootdir=_root(args), store=store, env_key=env, hard={}, depth=_search_depth()
+        )
+    except CompareError as exc:
+        problem = str(exc).removeprefix(f"--perf-compare={spec}: ")
+        sha = _stored_prefix(spec, store, env, problem)
+        return store.load(store.path_for(env, sha))
+    if source.path is None:
+        raise CLIError(f"{spec}: {source.note}")
+    if source.env_key != env:
+        raise CLIError(
+            f"{spec}: no baseline of environment {env} within {_search_depth()} first-parent "
+            f"commits (the nearest is of {source.env_key}; --env {source.env_key} reads it)"
+        )
+    if source.sha != _git_sha(spec, args):
+        print(f"{spec}: the nearest baseline is {source.describe()}", file=sys.stderr)
+    return store.load(Path(source.path))
+
+
+def _branch_name(ref: str, args: argparse.Namespace) -> str:
+    """What a heading should call ``ref``: HEAD's branch when it is on one."""
+    from . import gitinfo
+
+    if ref not in ("HEAD", "@"):
+        return ref
+    try:
+        branch = gitinfo.head(gitinfo.open_repo(_root(args))).branch
+    except GitError:
+        return ref
+    return f"{branch} (HEAD)" if branch else ref
+
+
+def _search_depth() -> int:
+    """The plugin's default ``infperf_search_depth``: the CLI walks as far as it does."""
+    from .settings import SESSION_INI
+
+    return int(SESSION_INI["infperf_search_depth"][1])
+
+
+def _git_sha(spec: str, args: argparse.Namespace) -> str | None:
+    from . import gitinfo
+
+    try:
+        return gitinfo.resolve(gitinfo.open_repo(_root(args)), spec)
+    except GitError:
+        return None
 
 
 def _pick_env(store: BaselineStore, spec: str, args: argparse.Namespace) -> str:
@@ -60,19 +116,14 @@ def _pick_env(store: BaselineStore, spec: str, args: argparse.Namespace) -> str:
     return env
 
 
-def _resolve_commit(spec: str, store: BaselineStore, env: str, args: argparse.Namespace) -> str:
-    from . import gitinfo
-
-    try:
-        return gitinfo.resolve(gitinfo.open_repo(_root(args)), spec)
-    except GitError:
-        pass
+def _stored_prefix(spec: str, store: BaselineStore, env: str, git_problem: str) -> str:
     matches = [c for c in store.commits(env) if c.startswith(spec.lower())]
     if len(matches) == 1:
         return matches[0]
     if not matches:
         raise CLIError(
-            f"{spec!r} is neither a JSON file, a git ref, nor a stored commit of environment {env}"
+            f"{spec!r} is neither a JSON file, a git ref with a baseline ({git_problem}), nor "
+            f"a stored commit of environment {env}"
         )
     raise CLIError(f"{spec!r} matches {len(matches)} stored commits; give more of the sha")
 
@@ -198,6 +249,12 @@ def _report(args: argparse.Namespace) -> int:
 
     results = _load(args.results, args) if args.results else None
     baseline = _load(args.compare, args) if args.compare else None
+    if results is None and baseline is None:
+        # Nothing named: HEAD's nearest baseline (as --perf-compare=HEAD would find it).
+        try:
+            results = _load("HEAD", args)
+        except (CLIError, GitError, BaselineFileError) as exc:
+            print(f"note: no baseline near HEAD to show ({exc}); history only", file=sys.stderr)
     history: dict[str, Any] = {}
     store = _store(args)
     env = choose_env(
@@ -210,7 +267,8 @@ def _report(args: argparse.Namespace) -> int:
             print(f"warning: no history ({exc})", file=sys.stderr)
             shas = []
         history = with_changes(load_series(store, env, shas, args.k))
-    text = build(results, baseline, history, Path(args.png) if args.png else None)
+    png = Path(args.png) if args.png else None
+    text = build(results, baseline, history, png, along=_branch_name(args.ref, args))
     if args.html:
         Path(args.html).write_text(text, encoding="utf-8")
         print(f"wrote {args.html}")
@@ -275,6 +333,28 @@ def _export(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _comment(args: argparse.Namespace) -> int:
+    """The pull-request comment body for a results JSON (see .github/workflows/perf.yml)."""
+    import os
+
+    from .baseline import read_document
+    from .comment import body
+
+    text, worth = body(read_document(Path(args.results)))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output} ({len(text)} characters; notable: {str(worth).lower()})")
+    else:
+        sys.stdout.write(text)
+    if args.github_output:
+        target = os.environ.get("GITHUB_OUTPUT")
+        if not target:
+            raise CLIError("--github-output: GITHUB_OUTPUT is not set (not in GitHub Actions?)")
+        with Path(target).open("a", encoding="utf-8") as fh:
+            fh.write(f"notable={str(worth).lower()}\n")
     return 0
 
 
@@ -384,6 +464,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prune.add_argument("--dry-run", action="store_true")
     prune.set_defaults(func=_prune)
+    com = sub.add_parser("comment", help="the pull-request comment for a --perf-json results file")
+    com.add_argument("results", help="a --perf-json results file of a comparing run")
+    com.add_argument("-o", "--output", default=None, help="write the body here (default stdout)")
+    com.add_argument(
+        "--github-output",
+        action="store_true",
+        help="also append notable=true|false to $GITHUB_OUTPUT (post a new comment only then)",
+    )
+    com.set_defaults(func=_comment)
     exp = common(sub.add_parser("export", help="results for github-action-benchmark or Bencher"))
     exp.add_argument("results", help="commit, ref or JSON file")
     exp.add_argument("--format", required=True, choices=("github-action-benchmark", "bencher"))

@@ -25,6 +25,7 @@ from .settings import Settings
 # a run without --perf-save/--perf-compare/--perf-ab pays nothing for them at start-up
 # (about 10 ms of dataclass and regex set-up, a fifth of the 50 ms budget).
 if TYPE_CHECKING:
+    from .accept import AcceptRule
     from .gitinfo import CommitInfo
     from .source import BaselineSource
 
@@ -44,12 +45,12 @@ class RunContext:
     reference: dict[str, Any] | None = None
     #: The top of the git checkout (``--perf-ab`` and settling check commits out beside it).
     toplevel: Path | None = None
-    #: GPU indices xdist workers are pinned to (a worker's copy of the controller's view).
-    gpus: list[int] | None = None
     #: Session-wide warnings, for the terminal, the JSON and the Markdown report.
     warnings: list[str] = dataclasses.field(default_factory=list)
     #: ``--perf-ab``: perf tests of the base that HEAD no longer has.
     removed: list[str] = dataclasses.field(default_factory=list)
+    #: Regressions this change accepts: Perf-Accept trailers and --perf-accept.
+    accept: list[AcceptRule] = dataclasses.field(default_factory=list)
 
     @property
     def compares(self) -> bool:
@@ -97,12 +98,20 @@ class RunContext:
         if s.ab:
             self._resolve_ab(config)
         if not (s.save or s.compare):
+            self._resolve_accept()
             return
         from .baseline import BaselineFileError, BaselineStore
         from .source import CompareError, resolve
 
         store = BaselineStore(s.baselines, s.max_baseline_bytes)
-        self.hard = environment.hard_fields(_gpu.snapshot())
+        snapshot = _gpu.snapshot()
+        if snapshot is not None and snapshot.get("source") == "nvidia-smi":
+            self.warn(
+                "nvidia-ml-py is not installed: the GPU is identified through nvidia-smi "
+                "(name, driver), but clocks, throttling and power are not recorded; pip "
+                "install nvidia-ml-py (the gpu and onnx-gpu extras bring it)"
+            )
+        self.hard = environment.hard_fields(snapshot)
         self.env_key = environment.env_key(self.hard)
         if s.save:
             try:
@@ -143,9 +152,77 @@ class RunContext:
                     f"environment ({fields} differ): verdicts are 'incomparable'"
                     + (" and fail (--perf-strict-env)" if s.strict_env else "")
                 )
+        self._resolve_accept()
         from .drift import measure_reference
 
         self.reference = measure_reference()
+
+    def _resolve_accept(self) -> None:
+        """--perf-accept, and the Perf-Accept trailers of the commits since the one this run
+        compares with (when there is one)."""
+        from . import accept, gitinfo
+
+        self.accept = accept.from_flags(self.settings.accept)
+        since = self.source.sha if self.source is not None else None
+        if since:
+            try:
+                self.accept += accept.from_trailers(self.settings.rootdir, since)
+            except gitinfo.GitError as exc:
+                self.warn(f"{accept.TRAILER} trailers were not read: {exc}")
+
+    def missing_cause(self) -> str:
+        """Why a --perf-compare compared nothing, as precisely as the store can tell."""
+        from . import environment
+        from .baseline import BaselineFileError, BaselineStore
+
+        s, source = self.settings, self.source
+        store = BaselineStore(s.baselines, s.max_baseline_bytes)
+        keys = store.env_keys()
+        ref = source.ref if source is not None else "the base branch"
+        if source is not None and source.origin == "file":
+            if source.env_diff:
+                return (
+                    f"the file {source.path} was measured in another environment: "
+                    f"{environment.describe_diff(source.env_diff)}"
+                )
+            return f"the file {source.path} has none of the benchmarks this run measured"
+        if not keys:
+            return (
+                f"the baselines folder {s.baselines} is empty or missing: pull the stored "
+                f"baselines first (`infperf baselines pull`), or save one on {ref} with "
+                "--perf-save"
+            )
+        if source is not None and source.env_diff:
+            return (
+                f"the nearest baseline ({source.describe()}) was measured in another "
+                f"environment: {environment.describe_diff(source.env_diff)}"
+            )
+        if self.env_key not in keys:
+            best, best_diff = "", dict[str, list[Any]]()
+            for key in keys:
+                commits = store.commits(key)
+                try:
+                    doc = store.load(store.path_for(key, commits[-1])) if commits else None
+                except BaselineFileError:
+                    doc = None
+                if doc is None:
+                    continue
+                diff = environment.diff(self.hard or {}, doc["environment"].get("hard", {}))
+                if not best or len(diff) < len(best_diff):
+                    best, best_diff = key, diff
+            return (
+                f"no baseline for this machine's environment {self.env_key}; the nearest "
+                f"environment with baselines is {best} ({len(store.commits(best))} commits), "
+                f"which differs in: {environment.describe_diff(best_diff)}"
+            )
+        if source is not None and source.origin == "none":
+            return str(source.note)
+        if source is not None and source.sha:
+            return (
+                f"the baseline of commit {source.sha[:10]} has none of the benchmarks this "
+                "run measured (renamed tests, or another selection?)"
+            )
+        return "every benchmark's baseline came from another environment"
 
     def _resolve_ab(self, config: pytest.Config) -> None:
         from . import gitinfo
@@ -164,17 +241,19 @@ class RunContext:
         except gitinfo.GitError as exc:
             raise pytest.UsageError(f"--perf-ab={ref}: {exc}") from None
         self.toplevel = Path(repo.working_tree_dir).resolve()
-        self.source = BaselineSource(ref=ref, origin="ab", sha=base, merge_base=base)
+        dirty = gitinfo.dirty(repo, self.settings.baselines)
+        self.source = BaselineSource(
+            ref=ref, origin="ab", sha=base, merge_base=base, head_dirty=dirty
+        )
+        if dirty:
+            self.warn(
+                f"--perf-ab: the working tree has uncommitted changes: the head side measures "
+                f"the files on disk, not commit {head[:10]} (the JSON says dirty: true)"
+            )
 
     # --- xdist ---------------------------------------------------------------------------
     def to_worker(self) -> str:
         """What each xdist worker needs (JSON): workers re-read the baseline file."""
-        from . import gpu as _gpu
-
-        if self.gpus is None and self.settings.gpus:
-            self.gpus = list(self.settings.gpus)
-        elif self.gpus is None and (snapshot := _gpu.snapshot()) is not None:
-            self.gpus = snapshot["visible"] or list(range(snapshot["count"]))
         return json.dumps(
             {
                 "env_key": self.env_key,
@@ -182,7 +261,7 @@ class RunContext:
                 "source": self.source.to_worker() if self.source is not None else None,
                 "reference": self.reference,
                 "warnings": self.warnings,
-                "gpus": self.gpus,
+                "accept": [rule.to_json() for rule in self.accept],
             }
         )
 
@@ -190,6 +269,7 @@ class RunContext:
     def from_worker(cls, settings: Settings, payload: str | dict[str, Any] | None) -> RunContext:
         if payload is None:
             return cls(settings)
+        from .accept import AcceptRule
         from .source import BaselineSource
 
         data = json.loads(payload) if isinstance(payload, str) else dict(payload)
@@ -202,6 +282,6 @@ class RunContext:
             hard=data.get("hard"),
             source=source,
             reference=data.get("reference"),
-            gpus=data.get("gpus"),
             warnings=list(data.get("warnings") or []),
+            accept=[AcceptRule(**rule) for rule in data.get("accept") or []],
         )

@@ -18,6 +18,7 @@ from typing import Any
 
 from . import compare as _cmp
 from . import environment
+from .accept import AcceptRule, first_match
 from .backends import runs_on_gpu
 from .drift import speed_factors
 from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why
@@ -35,6 +36,10 @@ class Policy:
     drift_guard: str = "adjust"
     drift_limit: float = 0.25
     strict_env: bool = False
+    #: Each ``no-baseline`` or ``incomparable`` benchmark fails (--perf-require-baseline).
+    require_baseline: bool = False
+    #: Regressions the change accepts (Perf-Accept trailers, --perf-accept).
+    accept: tuple[AcceptRule, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,14 +298,39 @@ class Judge:
                 f"{result.key}: the baseline ({c.source}) comes from a different environment: "
                 f"{environment.describe_diff(c.env_diff or {})} (--perf-strict-env)"
             )
+        elif c.verdict in (Verdict.NO_BASELINE, Verdict.INCOMPARABLE) and (
+            self.policy.require_baseline
+        ):
+            why = fmt_why(c.reason) if c.reason else str(c.verdict)
+            failures.append(
+                f"{result.key}: {c.verdict} ({why}{': ' + c.note if c.note else ''}), and "
+                "--perf-require-baseline asks every benchmark to be compared"
+            )
         if c.verdict is Verdict.REGRESSION:
             c.message = failure_message(result.key, c)
-            failures.append(c.message)
+            rule = first_match(self.policy.accept, result.key)
+            if rule is None:
+                failures.append(c.message)
+            else:
+                c.verdict = Verdict.ACCEPTED
+                c.accepted_by = rule.to_json()
+                result.warnings.append(
+                    f"accepted regression at ratio {fmt_ratio(c)}, by {rule.where()} "
+                    f"({rule.pattern}): {rule.reason}"
+                )
         elif c.verdict is Verdict.INCONCLUSIVE and c.estimate_beyond:
             result.warnings.append(_inconclusive_warning(c))
         elif c.reason is Reason.BASE_ERROR and c.note:
             result.warnings.append(c.note)
         return failures
+
+
+def compared_nothing(results: Sequence[BenchmarkResult]) -> bool:
+    """Every compared benchmark went without a usable baseline (none stored, or only from
+    another environment): a gate that compared nothing must not look green."""
+    compared = [r.comparison for r in results if r.comparison is not None]
+    blind = (Verdict.NO_BASELINE, Verdict.INCOMPARABLE)
+    return bool(compared) and all(c.verdict in blind for c in compared)
 
 
 def _blank(opts: Mapping[str, Any], origin: Origin) -> Comparison:

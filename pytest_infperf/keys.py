@@ -19,3 +19,7 @@ mode_key: pytest.StashKey[Mode] = pytest.StashKey()
 collector_key: pytest.StashKey[Collector] = pytest.StashKey()
 #: Messages that fail a test once its body has finished (regressions, budgets).
 failures_key: pytest.StashKey[list[str]] = pytest.StashKey()
+#: Per item: what is wrong with its ``infperf`` marker (reported as that test's error).
+marker_error_key: pytest.StashKey[str] = pytest.StashKey()
+#: An xdist worker that could not be pinned to a GPU says why (set before configure).
+pin_warning_key: pytest.StashKey[str] = pytest.StashKey()

@@ -17,6 +17,7 @@ from .results import BenchmarkResult, Comparison, Verdict
 
 MARK = {
     Verdict.REGRESSION: "🔴 regression",
+    Verdict.ACCEPTED: "🟠 accepted",
     Verdict.INCONCLUSIVE: "🟡 inconclusive",
     Verdict.IMPROVEMENT: "🟢 improvement",
     Verdict.UNCHANGED: "✅ unchanged",
@@ -25,6 +26,7 @@ MARK = {
 }
 ORDER = [
     Verdict.REGRESSION,
+    Verdict.ACCEPTED,
     Verdict.INCONCLUSIVE,
     Verdict.INCOMPARABLE,
     Verdict.IMPROVEMENT,
@@ -55,22 +57,38 @@ def render(
     environment: Mapping[str, Any] | None = None,
     mode: str = "stored",
     title: str = "pytest-infperf",
+    gate: str | None = None,
 ) -> str:
-    """The whole report as Markdown."""
+    """The whole report as Markdown. Its first line is a heading that works as the title
+    of a pull-request comment; ``gate`` says why a comparison that compared nothing fails."""
     compared = [r.comparison for r in results if r.comparison is not None]
     counts: dict[Verdict, int] = {}
     for c in compared:
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     n = len(results)
     lines: list[str] = []
-    if compared:
+    if gate:
+        lines.append(f"## {title}: compared nothing in {n} benchmark{'s' * (n != 1)}")
+        lines += [
+            "",
+            "> [!CAUTION]",
+            f"> **No baseline was compared:** {_cell(gate)}. A gate that compared nothing "
+            "fails (`--perf-allow-missing` lets a first run pass).",
+        ]
+    elif compared:
         regressions = counts.get(Verdict.REGRESSION, 0)
+        accepted = counts.get(Verdict.ACCEPTED, 0)
         head = (
             f"{regressions} regression{'s' * (regressions != 1)}"
             if regressions
             else "no regressions"
         )
+        if accepted:
+            head += f", {accepted} accepted"
         lines.append(f"## {title}: {head} in {n} benchmark{'s' * (n != 1)}")
+    else:
+        lines.append(f"## {title}: {n} benchmark{'s' * (n != 1)}")
+    if compared:
         summary = ", ".join(f"{counts[v]} {v}" for v in ORDER if counts.get(v))
         lines += ["", f"**{summary}**"]
         settled = settle_summary(results)
@@ -78,8 +96,6 @@ def render(
             lines += ["", " · ".join(s[0].upper() + s[1:] for s in settled)]
         if source:
             lines += ["", _source_line(source, mode, compared[0])]
-    else:
-        lines.append(f"## {title}: {n} benchmark{'s' * (n != 1)}")
     if drift and drift.get("drifted"):
         parts = ", ".join(
             f"{k.replace('_ratio', '')} ×{v:.3f}" for k, v in drift.items() if k.endswith("_ratio")
@@ -96,6 +112,10 @@ def render(
     if failing:
         lines += ["", "### Regressions", ""]
         lines += [_regression_detail(r) for r in failing]
+    accepted_rows = [r for r in results if r.verdict is Verdict.ACCEPTED]
+    if accepted_rows:
+        lines += ["", "### Accepted regressions", ""]
+        lines += [_accepted_detail(r) for r in accepted_rows]
     lines += _env_diffs(results)
     if warnings:
         lines += ["", "<details><summary>Warnings</summary>", ""]
@@ -112,17 +132,19 @@ def _source_line(source: Mapping[str, Any], mode: str, first: Comparison) -> str
         base = source.get("sha") or "?"
         return (
             f"Measured in this job against the merge-base `{str(base)[:10]}` of "
-            f"`{source.get('ref')}` and HEAD, interleaved (A/B mode) · {rule}"
+            f"`{source.get('ref')}` and HEAD, interleaved (A/B mode)"
+            + (", head with uncommitted changes" if source.get("head_dirty") else "")
+            + f" · {rule}"
         )
     if source.get("origin") == "file":
         return f"Compared with `{Path(str(source.get('path'))).name}` · {rule}"
     if source.get("origin") == "commit":
         d = source.get("distance") or 0
-        where = "the merge-base" if d == 0 else f"{d} commit{'s' * (d != 1)} before the merge-base"
-        return (
-            f"Compared with the baseline of `{str(source.get('sha'))[:10]}` ({where} of "
-            f"`{source.get('ref')}` and HEAD) · {rule}"
-        )
+        ref = str(source.get("ref"))
+        # REF=HEAD: its merge-base with HEAD is HEAD itself, so say that.
+        anchor = "HEAD" if ref in ("HEAD", "@") else f"the merge-base of `{ref}` and HEAD"
+        where = anchor if d == 0 else f"{d} commit{'s' * (d != 1)} before {anchor}"
+        return f"Compared with the baseline of `{str(source.get('sha'))[:10]}` ({where}) · {rule}"
     return f"No baseline found for `{source.get('ref')}`: {source.get('note', '')}"
 
 
@@ -188,6 +210,17 @@ def _regression_detail(r: BenchmarkResult) -> str:
     if r.path:
         bits.append(f"`{r.path}:{r.lineno}`")
     return "; ".join(bits)
+
+
+def _accepted_detail(r: BenchmarkResult) -> str:
+    c = r.comparison
+    assert c is not None and c.accepted_by is not None
+    by = c.accepted_by
+    where = f"commit `{str(by['commit'])[:10]}`" if by.get("commit") else "`--perf-accept`"
+    return (
+        f"- **`{_cell(r.key)}`** at ratio {fmt_ratio(c, level=True)}, accepted by {where} "
+        f"(`{_cell(str(by['pattern']))}`): {_cell(str(by['reason']))}"
+    )
 
 
 def _env_diffs(results: Sequence[BenchmarkResult]) -> list[str]:

@@ -60,7 +60,15 @@ class Plain:
         from .judge import Judge, Policy
 
         s = self.context.settings
-        return Judge(Policy(s.drift_guard, s.drift_limit, s.strict_env))
+        return Judge(
+            Policy(
+                s.drift_guard,
+                s.drift_limit,
+                s.strict_env,
+                require_baseline=s.require_baseline,
+                accept=tuple(self.context.accept),
+            )
+        )
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         __tracebackhide__ = True

@@ -9,6 +9,7 @@ asks for ``infer_bench``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from . import options as _options
 from . import settings as _settings
-from .keys import collector_key, context_key, mode_key, settings_key
+from .keys import collector_key, context_key, mode_key, pin_warning_key, settings_key
 
 if TYPE_CHECKING:
     from .fixture import InferBench
@@ -32,6 +33,21 @@ PLUGIN_NAMES = (
     "infperf-terminal",
     "infperf-xdist",
 )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """pytest-xdist workers are pinned to a GPU here, before any conftest is imported: a
+    conftest that touches ``torch.cuda`` would otherwise start CUDA on every GPU first."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    from . import gpu
+
+    configured = str(early_config.getini("infperf_gpus") or "").replace(",", " ").split()
+    warning = gpu.pin_worker(worker, configured)
+    if warning:
+        early_config.stash[pin_warning_key] = warning
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -169,6 +185,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "infperf_settle, else auto)",
     )
     add(
+        "--perf-accept",
+        metavar="PATTERN",
+        dest="perf_accept",
+        action="append",
+        default=[],
+        help="accept a regression of the benchmarks matching PATTERN (node id or fnmatch "
+        "pattern, optionally followed by a reason) for this run; repeatable. In CI, put a "
+        "'Perf-Accept: PATTERN reason' trailer in a commit of the change instead",
+    )
+    add(
+        "--perf-allow-missing",
+        action="store_true",
+        dest="perf_allow_missing",
+        default=None,
+        help="let a --perf-compare that found no baseline for any benchmark pass (a first "
+        "run); without it such a session fails (default: ini infperf_allow_missing)",
+    )
+    add(
+        "--perf-require-baseline",
+        action="store_true",
+        dest="perf_require_baseline",
+        default=None,
+        help="fail every benchmark that has no baseline or an incomparable one (default: "
+        "ini infperf_require_baseline)",
+    )
+    add(
         "--perf-progress",
         dest="perf_progress",
         default="auto",
@@ -180,6 +222,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(_options.ini_name(spec.name), spec.help, type="string", default="")
     for name, (text, _default) in _settings.SESSION_INI.items():
         parser.addini(name, text, type="string", default="")
+    for name, text in _settings.BOOL_INI.items():
+        parser.addini(name, text, type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -205,9 +249,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not manager.is_registered(mode):  # the A/B worker registered itself already
         manager.register(mode, "infperf-mode")
     if hasattr(config, "workerinput"):
-        from .xdist import XdistWorker, pin_gpu
+        from .xdist import XdistWorker
 
-        pin_gpu(config, context.gpus)
+        pinned = config.stash.get(pin_warning_key, None)
+        if pinned:
+            context.warn(pinned)
         manager.register(XdistWorker(config, collector), "infperf-xdist-worker")
         return
     # Controller-only objects exist only on the controller (as junitxml's LogXML).

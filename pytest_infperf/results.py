@@ -30,6 +30,8 @@ class Verdict(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
     NO_BASELINE = "no-baseline"
     INCOMPARABLE = "incomparable"
+    #: A regression the change accepts (a Perf-Accept trailer, --perf-accept): it passes.
+    ACCEPTED = "accepted"
 
     def __str__(self) -> str:  # f-strings and str() give the name users see
         return self.value
@@ -37,7 +39,12 @@ class Verdict(str, enum.Enum):
     @property
     def decisive(self) -> bool:
         """The interval settled it (as opposed to inconclusive, or nothing to compare)."""
-        return self in (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED)
+        return self in (
+            Verdict.REGRESSION,
+            Verdict.IMPROVEMENT,
+            Verdict.UNCHANGED,
+            Verdict.ACCEPTED,
+        )
 
 
 class Reason(str, enum.Enum):
@@ -121,6 +128,8 @@ class Comparison:
     settled_because: str | None = None
     #: Why an undecided stored verdict could not be settled in this job.
     not_settled: str | None = None
+    #: An accepted regression: the rule's commit (None: --perf-accept), pattern and reason.
+    accepted_by: dict[str, Any] | None = None
     #: Figures particular to how it was measured (samples per side, A/B pairs and looks...).
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The failure message, when the verdict fails the test.

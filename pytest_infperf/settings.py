@@ -22,7 +22,8 @@ SESSION_INI: dict[str, tuple[str, str]] = {
     ),
     "infperf_json": ("write the results JSON here on every run (like --perf-json)", ""),
     "infperf_gpus": (
-        "GPU indices the xdist workers are pinned to, e.g. '0,1' (default: all visible)",
+        "GPUs the xdist workers are pinned to, as CUDA_VISIBLE_DEVICES entries (indices or "
+        "GPU-/MIG- UUIDs), e.g. '0,1' (default: the visible ones, by UUID)",
         "",
     ),
     "infperf_ab_pythonpath": (
@@ -52,6 +53,14 @@ SESSION_INI: dict[str, tuple[str, str]] = {
     ),
 }
 
+#: Switches, declared with pytest's own ``type="bool"`` (true/false, yes/no, 1/0).
+BOOL_INI: dict[str, str] = {
+    "infperf_allow_missing": "let a --perf-compare that found no baseline for any benchmark "
+    "pass instead of failing the session (default false)",
+    "infperf_require_baseline": "fail every benchmark that has no baseline or an "
+    "incomparable one (default false)",
+}
+
 #: Command-line flags that set a benchmark option (they beat ini, lose to the marker).
 CLI_OPTIONS = {
     "perf_threshold": "threshold",
@@ -78,10 +87,14 @@ class Settings:
     disable: bool
     search_depth: int
     max_baseline_bytes: int
-    gpus: tuple[int, ...] | None
+    gpus: tuple[str, ...] | None
     ab_pythonpath: tuple[str, ...]
     drift_guard: str
     settle: str
+    #: --perf-accept patterns (each maybe followed by a reason).
+    accept: tuple[str, ...]
+    allow_missing: bool
+    require_baseline: bool
     drift_limit: float
     bench_layer: dict[str, Any]
 
@@ -100,6 +113,21 @@ def _int_ini(config: pytest.Config, name: str, minimum: int) -> int:
     if value < minimum:
         raise pytest.UsageError(f"{name} = {text!r}: expected an integer >= {minimum}")
     return value
+
+
+def _switch(config: pytest.Config, dest: str, ini: str) -> bool:
+    """A flag when given, else its ini key (pytest parses the bool and names a bad one)."""
+    flag = config.getoption(dest)
+    if flag is not None:
+        return bool(flag)
+    try:
+        return bool(config.getini(ini))
+    # pytest's own parse says "invalid truth value 'maybe'" without naming the key: a
+    # ValueError up to pytest 8, a UsageError from pytest 9.
+    except (ValueError, pytest.UsageError) as exc:
+        raise pytest.UsageError(
+            f"ini {ini}: {exc}; expected true or false (also yes/no, on/off, 1/0)"
+        ) from None
 
 
 def from_config(config: pytest.Config) -> Settings:
@@ -138,14 +166,15 @@ def from_config(config: pytest.Config) -> Settings:
         json_path = rootdir / Path(_ini(config, "infperf_json")).expanduser()
     md = config.getoption("perf_markdown")
     gpus_text = _ini(config, "infperf_gpus")
-    gpus: tuple[int, ...] | None = None
+    gpus: tuple[str, ...] | None = None
     if gpus_text:
-        try:
-            gpus = tuple(int(p) for p in gpus_text.replace(",", " ").split())
-        except ValueError:
+        gpus = tuple(gpus_text.replace(",", " ").split())
+        bad = [g for g in gpus if not (g.isdigit() or g.startswith(("GPU-", "MIG-")))]
+        if bad:
             raise pytest.UsageError(
-                f"infperf_gpus = {gpus_text!r}: expected GPU indices such as '0,1'"
-            ) from None
+                f"infperf_gpus = {gpus_text!r}: {bad[0]!r} is not a GPU index or UUID; "
+                "expected e.g. '0,1' or 'GPU-2f1c8b4e-...'"
+            )
     drift_guard = (_ini(config, "infperf_drift_guard") or "adjust").lower()
     if drift_guard not in ("adjust", "warn", "off"):
         raise pytest.UsageError(
@@ -190,6 +219,9 @@ def from_config(config: pytest.Config) -> Settings:
         ab_pythonpath=tuple(_ini(config, "infperf_ab_pythonpath").replace(",", " ").split()),
         drift_guard=drift_guard,
         settle=settle,
+        accept=tuple(config.getoption("perf_accept") or ()),
+        allow_missing=_switch(config, "perf_allow_missing", "infperf_allow_missing"),
+        require_baseline=_switch(config, "perf_require_baseline", "infperf_require_baseline"),
         drift_limit=drift_limit,
         bench_layer=layer,
     )

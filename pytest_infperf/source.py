@@ -36,12 +36,15 @@ class BaselineSource:
     reference: dict[str, Any] | None = None
     entries: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     searched: int = 0
+    #: --perf-ab: the head side is a working tree with uncommitted changes.
+    head_dirty: bool = False
 
     def describe(self) -> str:
         if self.origin == "ab":
+            head = "the working tree (uncommitted changes)" if self.head_dirty else "it"
             return (
                 f"the merge-base {str(self.sha)[:10]} of {self.ref} and HEAD, measured "
-                "in this job, interleaved with it (A/B)"
+                f"in this job, interleaved with {head} (A/B)"
             )
         if self.origin == "file":
             return f"file {self.path}"

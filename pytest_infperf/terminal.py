@@ -29,27 +29,36 @@ class TerminalReport:
         self.context = context
         self.collector = collector
         self.artifacts = artifacts
-        #: Progress lines: perf tests collected and finished.
-        self.total = 0
+        #: Progress lines: perf tests collected and finished (skipped ones count as
+        #: finished, or a run with skips would end at [12/20]).
+        self.perf_tests: set[str] = set()
         self.done = 0
 
     # --- progress ----------------------------------------------------------------------
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        self.total = sum("infer_bench" in getattr(i, "fixturenames", ()) for i in items)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # After -k/-m deselection: only the perf tests that will run count.
+        self.perf_tests = {
+            i.nodeid for i in session.items if "infer_bench" in getattr(i, "fixturenames", ())
+        }
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """One line per benchmark as it completes, after pytest's own status."""
-        if report.when != "call" or not self._progress():
-            return
         props = dict(report.user_properties)
         names = sorted({k.rsplit(".", 1)[0] for k in props if str(k).endswith("median_s")})
-        if not names:
+        if self.perf_tests:
+            finished = report.when == "call" or (report.when == "setup" and not report.passed)
+            if not finished or report.nodeid not in self.perf_tests:
+                return
+            self.done += 1
+        elif report.when == "call" and names:
+            # Under xdist the controller collects nothing: count what reports back.
+            self.done += 1
+        if report.when != "call" or not names or not self._progress():
             return
         from .fmt import fmt_time
 
-        self.done += 1
-        total = self.total or "?"
+        total = len(self.perf_tests) or "?"
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is None:
             return
@@ -94,10 +103,28 @@ class TerminalReport:
         headline = f"infperf: {len(results)} benchmark{'s' * (len(results) != 1)}"
         if counts:
             headline += " (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"
+        gate = self.artifacts.gate
         if verbosity < 0:
             tr.write_line(headline)
+            if gate:
+                tr.write_line(f"infperf: FAILED: compared nothing: {gate}", red=True, bold=True)
         else:
             tr.section(headline, sep="-")
+            if gate and self.context.settings.warn_only:
+                tr.write_line(
+                    f"WARNING: this comparison compared nothing: {gate} (--perf-warn-only: "
+                    "the session does not fail)",
+                    red=True,
+                    bold=True,
+                )
+            elif gate:
+                tr.write_line(
+                    f"FAILED: this comparison compared nothing: {gate}. The session fails so "
+                    "that a gate without baselines does not look green; --perf-allow-missing "
+                    "lets a first run pass",
+                    red=True,
+                    bold=True,
+                )
             if self.context.source is not None:
                 tr.write_line(f"compared with {self.context.source.describe()}")
             if self.collector.workers:

@@ -96,6 +96,26 @@ def test_removed_tests_are_listed(repo: pytest.Pytester) -> None:
     ]
 
 
+def test_uncommitted_changes_are_said(repo: pytest.Pytester) -> None:
+    """--perf-ab measures the files on disk: with uncommitted changes that is not HEAD's
+    code, and the run says so (terminal, JSON, Markdown)."""
+    (repo.path / "factor.txt").write_text("1.01")
+    result = repo.runpytest_subprocess(
+        "--perf-ab=main", "-k", "steady", "--perf-json=ab.json", "--perf-markdown=ab.md"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*compared with the merge-base * of main and HEAD, measured in this job, "
+            "interleaved with the working tree (uncommitted changes) (A/B)",
+            "*warning: --perf-ab: the working tree has uncommitted changes: the head side "
+            "measures the files on disk, not commit *",
+        ]
+    )
+    doc = load_json(repo.path / "ab.json")
+    assert doc["commit"]["dirty"] is True and doc["comparison"]["head_dirty"] is True
+    assert "head with uncommitted changes" in (repo.path / "ab.md").read_text()
+
+
 def test_cleanup_after_failure_and_ctrl_c(repo: pytest.Pytester) -> None:
     (repo.path / "test_zz.py").write_text(
         "def test_interrupt(infer_bench):\n"

@@ -68,6 +68,17 @@ def test_perf_workflow_has_the_steps_that_matter() -> None:
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact"))
     assert upload["if"] == "always()" and upload["with"]["path"] == "perf-results/"
     assert doc["permissions"]["contents"] == "write"
+    # One comment per pull request, updated in place; forks (no write token) skip it.
+    assert doc["permissions"]["pull-requests"] == "write"
+    build = next(s for s in steps if "pytest_infperf comment" in str(s.get("run", "")))
+    assert "always()" in build["if"] and "head.repo.full_name == github.repository" in build["if"]
+    assert "--github-output" in build["run"]
+    post = next(s for s in steps if str(s.get("uses", "")).startswith("actions/github-script"))
+    assert "steps.comment.outcome == 'success'" in post["if"]
+    script = post["with"]["script"]
+    assert "pytest-infperf:comment" in script and "updateComment" in script
+    assert "NOTABLE" in script and "createComment" in script
+    assert steps.index(compare) < steps.index(build) < steps.index(post)
 
 
 def test_ci_workflow_runs_the_project_checks() -> None:

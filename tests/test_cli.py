@@ -87,6 +87,44 @@ def test_list_and_show(repo: Path) -> None:
     assert out.returncode == 0 and "test_sweep[32-4]" in out.stdout
 
 
+def test_cli_finds_the_baseline_the_plugin_finds(pytester: pytest.Pytester, git_env: None) -> None:
+    """Baselines committed as the README suggests land in the commit after the one they
+    measured: `--perf-compare=main` walks back one commit to find them, and so does the
+    CLI (one resolver)."""
+    pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
+    pytester.makepyfile(test_suite=SUITE)
+    (pytester.path / "factor.txt").write_text("1.0")
+    (pytester.path / ".gitignore").write_text("*.json\n")
+    init_repo(pytester.path, "suite")
+    measured = git(pytester.path, "rev-parse", "HEAD")
+    pytester.runpytest("--perf-save").assert_outcomes(passed=7)
+    git(pytester.path, "add", "-A", "-f", "baselines")
+    git(pytester.path, "commit", "-qm", "add baselines")
+    git(pytester.path, "checkout", "-q", "-b", "feature")
+    (pytester.path / "notes.txt").write_text("x")
+    git(pytester.path, "add", "notes.txt")
+    git(pytester.path, "commit", "-qm", "unrelated")
+    result = pytester.runpytest("--perf-compare=main", "--perf-settle=off", "--perf-json=r.json")
+    result.stdout.fnmatch_lines([f"compared with commit {measured[:10]} (1 commit before*"])
+
+    out = infperf(pytester.path, "show", "main")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"commit {measured}")
+    assert f"the nearest baseline is commit {measured[:10]}" in out.stderr
+    out = infperf(pytester.path, "compare", "main", "HEAD")
+    assert out.returncode == 0, out.stderr
+    assert "unchanged" in out.stdout
+    pytest.importorskip("matplotlib")
+    out = infperf(pytester.path, "report", "--compare", "main", "--results", "r.json")
+    assert out.returncode == 0, out.stderr
+    # Nothing named: HEAD's nearest baseline, not an empty page.
+    out = infperf(pytester.path, "report", "--html", "plain.html")
+    assert out.returncode == 0, out.stderr
+    text = (pytester.path / "plain.html").read_text()
+    assert "No figures" not in text and f"<code>{measured[:10]}</code>" in text
+    assert "test_suite.py::test_slowed" in text
+
+
 def test_compare_exit_codes(repo: Path) -> None:
     out = infperf(repo, "compare", "HEAD~1", "HEAD")
     assert out.returncode == 1, out.stdout + out.stderr
@@ -137,9 +175,15 @@ def test_report_html_and_png(repo: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     text = (repo / "r.html").read_text()
-    assert text.startswith("<!doctype html>") and "data:image/png;base64," in text
+    assert text.startswith("<!doctype html>") and "<svg" in text
+    assert "<?xml" not in text and "<!DOCTYPE svg" not in text  # inline, not documents
     assert "Latency now vs baseline" in text and "Scaling" in text
-    assert "History along main" in text  # two saved commits make a two-point history
+    assert "History along main (HEAD)" in text  # two saved commits: a two-point history
+    # Hovering a point or violin shows its details (SVG <title>, no script needed).
+    head = git(repo, "rev-parse", "HEAD")
+    assert f"<title>{head[:10]} slower\nmedian " in text
+    assert "<title>now: median " in text and "<title>baseline: median " in text
+    assert "<script" not in text
     pngs = sorted((repo / "figs").glob("*.png"))
     assert len(pngs) >= 7 + 1  # one distribution per benchmark, one sweep, history
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
@@ -222,6 +266,11 @@ def test_change_point_detection_unit() -> None:
     assert change.p_value <= 0.001
     small = flat[:25] + [v * 1.03 for v in flat[25:]]
     assert detect(small) == []  # below the 5% minimum magnitude
+    quiet = list(np.exp(rng.normal(0, 0.005, 40)))
+    small = quiet[:20] + [v * 1.03 for v in quiet[20:]]
+    assert detect(small) == []
+    (found,) = detect(small, min_magnitude=0.02)  # infperf history --min-change 0.02
+    assert found.index == 20 and found.ratio == pytest.approx(1.03, rel=0.01)
     two = flat[:15] + [v * 1.2 for v in flat[15:30]] + [v * 0.9 for v in flat[30:]]
     assert [c.index for c in detect(two)] == [15, 30]
 
@@ -238,16 +287,20 @@ def test_report_with_history_marks_change_points(history_repo: tuple[Path, list[
 def test_progress_lines(pytester: pytest.Pytester) -> None:
     pytester.makefile(".ini", pytest=FAST_INI)
     pytester.makepyfile(
+        "import pytest\n"
         "def test_a(infer_bench):\n    infer_bench(lambda: None)\n"
+        "@pytest.mark.skip(reason='no GPU')\n"
+        "def test_skipped(infer_bench):\n    infer_bench(lambda: None)\n"
         "def test_b(infer_bench):\n    infer_bench(lambda: None)\n"
         "    infer_bench(lambda: None, name='again')\n"
     )
     result = pytester.runpytest("--perf-progress=lines")
+    # A skipped perf test counts as finished: the last line reads [3/3], not [2/3].
     result.stdout.fnmatch_lines(
         [
-            "infperf [[]1/2[]] test_progress_lines.py::test_a: median * (n=*)",
-            "infperf [[]2/2[]] test_progress_lines.py::test_b: median * (n=*)",
-            "infperf [[]2/2[]] test_progress_lines.py::test_b#again: median * (n=*)",
+            "infperf [[]1/3[]] test_progress_lines.py::test_a: median * (n=*)",
+            "infperf [[]3/3[]] test_progress_lines.py::test_b: median * (n=*)",
+            "infperf [[]3/3[]] test_progress_lines.py::test_b#again: median * (n=*)",
         ]
     )
     result = pytester.runpytest("--perf-progress=off")

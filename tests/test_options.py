@@ -145,9 +145,11 @@ def test_bad_flags_are_usage_errors(pytester: pytest.Pytester, flag: str, messag
         ("5", "*takes keyword arguments only*"),
     ],
 )
-def test_bad_marker_is_usage_error_at_collection(
+def test_bad_marker_is_that_tests_error(
     pytester: pytest.Pytester, marker: str, message: str
 ) -> None:
+    """A marker typo errors its own test (named, with file and line), before it runs; the
+    rest of the session runs."""
     pytester.makepyfile(
         test_bad=f"""
         import pytest
@@ -161,8 +163,10 @@ def test_bad_marker_is_usage_error_at_collection(
         """
     )
     result = pytester.runpytest()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    result.assert_outcomes(passed=1, errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "must not run" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_a*", f"test_bad.py:6: {message}"])
 
 
 @pytest.mark.parametrize(
