@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import options as _options
-from .keys import failures_key
+from .keys import failures_key, marker_error_key
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -55,14 +55,24 @@ class Collector:
 
     # --- hooks -------------------------------------------------------------------------
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        # Marker typos are usage errors, reported before anything is measured.
+        # A marker typo is that test's error, found before anything is measured; the rest
+        # of the session runs (as pytest does with a bad fixture), instead of one typo
+        # stopping every test with "no tests ran".
         for item in items:
             if item.get_closest_marker("infperf") is None:
                 continue
             try:
                 _options.marker_layer(item)
             except _options.OptionError as exc:
-                raise pytest.UsageError(str(exc)) from None
+                path, lineno, _ = item.location
+                where = f"{path}:{lineno + 1}" if lineno is not None else path
+                item.stash[marker_error_key] = f"{where}: {exc}"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        problem = item.stash.get(marker_error_key, None)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:

@@ -97,12 +97,29 @@ class InferBench:
         )
         try:
             result = self._mode.measure(call)
+        except TypeError as exc:
+            _hint_unpacked_list(exc, model, inputs)
+            raise
         finally:
             if prepared.close is not None:
                 prepared.close()
         self._collector.add(self._item, result, call.failures)
         self.results.append(result)
         return result
+
+
+def _hint_unpacked_list(exc: TypeError, model: Any, inputs: Any) -> None:
+    """A list as ``inputs`` is unpacked into positional arguments (``model(*inputs)``), like
+    a tuple; a model that takes the list itself then fails with a TypeError about
+    positional arguments. Say so beside Python's own message."""
+    add_note = getattr(exc, "add_note", None)  # Python 3.11+
+    if add_note is not None and isinstance(inputs, list) and "positional argument" in str(exc):
+        name = getattr(model, "__name__", type(model).__name__)
+        add_note(
+            f"infer_bench: inputs is a list of {len(inputs)}, which is passed as "
+            f"{len(inputs)} positional arguments ({name}(*inputs)); to pass the list as one "
+            "argument, wrap it in a tuple: infer_bench(model, (inputs,))"
+        )
 
 
 __all__ = ["BackendError", "BenchmarkError", "InferBench"]

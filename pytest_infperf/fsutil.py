@@ -28,6 +28,9 @@ def atomic_write_text(path: Path, text: str) -> None:
         prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".tmp", dir=path.parent
     )
     try:
+        # mkstemp creates the file 0600; give it the mode an ordinary open() would (0666
+        # less the umask), or a team's baselines and reports end up readable by one user.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
@@ -38,6 +41,21 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def _umask() -> int:
+    # Linux says it in /proc without changing it; elsewhere the only way to read the umask
+    # is to set it and set it straight back (a window in which another thread's new file
+    # would get 022).
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def lock_dir() -> Path:

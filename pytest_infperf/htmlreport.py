@@ -13,11 +13,12 @@ matplotlib (extra ``report``) is imported here only; the Agg backend needs no di
 
 from __future__ import annotations
 
-import base64
+import dataclasses
 import html
 import io
 import itertools
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,11 +51,34 @@ def _plt() -> Any:
     return plt
 
 
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+@dataclasses.dataclass(frozen=True)
+class Plot:
+    """One figure: inline SVG for the HTML (hover a point for its details), PNG for --png."""
+
+    svg: str
+    png: bytes
+
+
+def _render(fig: Any, tips: dict[str, str]) -> Plot:
+    """``tips`` maps an artist's gid to the text a reader sees on hovering it: the SVG
+    gets a ``<title>`` inside that artist's group, which browsers show as a tooltip (no
+    script, so the report opens offline and anywhere)."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "infperf"}):
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: it is inline
+    for gid, tip in tips.items():
+        opening = re.search(rf'<g id="{re.escape(gid)}"[^>]*>', svg)
+        if opening is not None:
+            title = f"<title>{html.escape(tip)}</title>"
+            svg = svg[: opening.end()] + title + svg[opening.end() :]
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
     _plt().close(fig)
-    return buf.getvalue()
+    return Plot(svg, png.getvalue())
 
 
 def _param(entry: dict[str, Any], names: Sequence[str]) -> Any:
@@ -74,22 +98,41 @@ def _label(key: str) -> str:
 
 
 def distribution_figure(
-    key: str, now: list[float], base: list[float], comparison: dict[str, Any] | None
-) -> bytes:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(4.6, 2.6))
-    data = [[v * 1e3 for v in base], [v * 1e3 for v in now]]
-    parts = ax.violinplot(data, vert=False, showmedians=True)
-    for body, color in zip(parts["bodies"], ("#7f8c8d", "#c0392b"), strict=True):
-        body.set_facecolor(color)
-        body.set_alpha(0.55)
-    ax.set_yticks([1, 2], labels=["baseline", "now"])
+    key: str,
+    now: list[float],
+    base: list[float],
+    comparison: dict[str, Any] | None,
+    base_commit: str | None = None,
+) -> Plot:
     import numpy as np
 
-    # Tails of a few stalls would squash the bodies: show the 1st-99th percentiles.
-    both = np.concatenate([np.asarray(d) for d in data])
-    lo, hi = np.percentile(both, [1, 99])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.8, 2.6), layout="constrained")
+    data = [np.asarray(base) * 1e3, np.asarray(now) * 1e3]
+    # Tails of a few stalls would squash the bodies: draw the 1st-99th percentiles of both
+    # sides, so no violin runs past the axes (the medians are of all samples).
+    lo, hi = np.percentile(np.concatenate(data), [1, 99])
     pad = (hi - lo) * 0.05 or hi * 0.05
+    shown = [d[(d >= lo) & (d <= hi)] if np.any((d >= lo) & (d <= hi)) else d for d in data]
+    parts = ax.violinplot(shown, vert=False, showmedians=False, showextrema=False)
+    tips = {}
+    for i, (body, color, name, d) in enumerate(
+        zip(parts["bodies"], ("#7f8c8d", "#c0392b"), ("baseline", "now"), data, strict=True)
+    ):
+        body.set_facecolor(color)
+        body.set_alpha(0.55)
+        body.set_gid(f"violin-{name}")
+        median = float(np.median(d))
+        ax.plot([median, median], [i + 0.7, i + 1.3], color=color, linewidth=2)
+        tip = f"{name}: median {fmt_time(median / 1e3)}, {len(d)} samples"
+        if name == "baseline" and base_commit:
+            tip += f", commit {base_commit[:10]}"
+        if name == "now" and comparison and comparison.get("ratio"):
+            tip += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
+            if comparison.get("ci_low") is not None and comparison.get("ci_high") is not None:
+                tip += f" [{comparison['ci_low']:.3f}, {comparison['ci_high']:.3f}]"
+        tips[f"violin-{name}"] = tip
+    ax.set_yticks([1, 2], labels=["baseline", "now"])
     ax.set_xlim(lo - pad, hi + pad)
     ax.set_xlabel("latency per call (ms), 1st-99th percentile range")
     title = _label(key)
@@ -97,37 +140,47 @@ def distribution_figure(
         title += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
     ax.set_title(title, fontsize=8)
     ax.grid(axis="x", alpha=0.3)
-    return _png(fig)
+    return _render(fig, tips)
 
 
-def history_figure(series: Series) -> bytes:
+def history_figure(series: Series) -> Plot:
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 2.6))
+    fig, ax = plt.subplots(figsize=(6.4, 2.8), layout="constrained")
     xs = list(range(len(series.points)))
     med = [p.median * 1e3 for p in series.points]
     lo = [(p.ci_low or p.median) * 1e3 for p in series.points]
     hi = [(p.ci_high or p.median) * 1e3 for p in series.points]
     ax.fill_between(xs, lo, hi, color="#2980b9", alpha=0.2, linewidth=0)
-    ax.plot(xs, med, marker="o", markersize=3, color="#2980b9")
+    ax.plot(xs, med, color="#2980b9", linewidth=1)
+    tips = {}
+    for x, p in enumerate(series.points):
+        # One artist per point, so each has its own tooltip.
+        gid = f"point-{x}"
+        ax.plot([x], [p.median * 1e3], "o", markersize=4, color="#2980b9", gid=gid)
+        tip = f"{p.sha[:10]} {p.subject or ''}".strip()
+        tip += f"\nmedian {fmt_time(p.median)}"
+        if p.ci_low is not None and p.ci_high is not None:
+            tip += f", CI [{fmt_time(p.ci_low)}, {fmt_time(p.ci_high)}]"
+        tips[gid] = tip + f", n={p.n}"
     for change in series.changes:
         ax.axvline(change.index - 0.5, color="#c0392b", linestyle="--", linewidth=1)
         sha = series.points[change.index].sha[:8]
         ax.annotate(
             f"{change.ratio - 1:+.1%} at {sha}",
             (change.index - 0.5, max(med)),
-            fontsize=7,
+            fontsize=8,
             color="#c0392b",
             ha="left",
             va="top",
         )
-    step = max(1, len(xs) // 10)
-    ax.set_xticks(
-        xs[::step], labels=[p.sha[:7] for p in series.points][::step], rotation=45, fontsize=6
-    )
+    # A few readable, level labels (hover a point for its commit and subject).
+    step = max(1, math.ceil(len(xs) / 6))
+    ax.set_xticks(xs[::step], labels=[p.sha[:7] for p in series.points][::step], fontsize=8)
+    ax.set_xlabel("commit (oldest left)", fontsize=8)
     ax.set_ylabel("median (ms)")
     ax.set_title(_label(series.key), fontsize=8)
     ax.grid(alpha=0.3)
-    return _png(fig)
+    return _render(fig, tips)
 
 
 def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -147,9 +200,10 @@ def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, 
     return {k: v for k, v in groups.items() if len(v) >= 2}
 
 
-def scaling_figure(label: str, entries: list[dict[str, Any]]) -> bytes:
+def scaling_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
     plt = _plt()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.6, 3.0))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.2, 3.2), layout="constrained")
+    tips: dict[str, str] = {}
     by_batch: dict[Any, list[tuple[float, float]]] = defaultdict(list)
     by_seq: dict[Any, list[tuple[float, float, dict[str, Any]]]] = defaultdict(list)
     for e in entries:
@@ -196,6 +250,12 @@ def scaling_figure(label: str, entries: list[dict[str, Any]]) -> bytes:
             ratio = (e.get("extra") or {}).get("host_bound_ratio")
             if ratio is not None:
                 ax2.annotate(f"host {ratio:.2f}", (b, t), fontsize=6)
+            gid = f"sweep-{len(tips)}"
+            ax2.plot([b], [t], "o", markersize=6, alpha=0, gid=gid)  # the hover target
+            tips[gid] = (
+                f"{_label(e['nodeid'])}\nmedian {fmt_time(e['stats']['median'])}, "
+                f"{t:,.0f} items/s" + (f", host-bound ratio {ratio:.2f}" if ratio else "")
+            )
     ax2.set_xscale("log", base=2)
     ax2.set_xlabel("batch size (orange: framework-bound, green: compute-bound)")
     ax2.set_ylabel("throughput (items/s)")
@@ -203,7 +263,7 @@ def scaling_figure(label: str, entries: list[dict[str, Any]]) -> bytes:
     ax2.legend(fontsize=6)
     ax2.grid(alpha=0.3)
     fig.suptitle(label, fontsize=9)
-    return _png(fig)
+    return _render(fig, tips)
 
 
 def tax_regime(b0: float, lat0: float, b1: float, lat1: float) -> str:
@@ -228,48 +288,51 @@ def build(
     history: dict[str, Series],
     png_dir: Path | None = None,
     title: str = "pytest-infperf report",
+    along: str = "HEAD",
 ) -> str:
     """The HTML text; with ``png_dir``, every figure is also written there as a PNG."""
-    sections: list[tuple[str, list[tuple[str, bytes]]]] = []
+    sections: list[tuple[str, list[tuple[str, Plot]]]] = []
     entries = dict(iter_entries(results)) if results else {}
     base_entries = dict(iter_entries(baseline)) if baseline else {}
+    base_commit = ((baseline or {}).get("commit") or {}).get("sha")
     dist = []
     for key, e in sorted(entries.items()):
         base = base_entries.get(key)
         base_samples = base["samples"] if base else (e.get("extra") or {}).get("base_samples")
         if base_samples:
-            dist.append(
-                (key, distribution_figure(key, e["samples"], base_samples, e.get("comparison")))
+            figure = distribution_figure(
+                key, e["samples"], base_samples, e.get("comparison"), base_commit
             )
+            dist.append((key, figure))
     if dist:
         sections.append(("Latency now vs baseline", dist))
     trends = [(k, history_figure(s)) for k, s in sorted(history.items()) if len(s.points) >= 2]
     if trends:
-        sections.append(("History along main (dashed: detected change points)", trends))
-    sweeps = [
-        (label, scaling_figure(label, group))
-        for label, group in sorted(sweep_groups(list(entries.values())).items())
-    ]
+        sections.append((f"History along {along} (dashed: detected change points)", trends))
+    groups = sorted(sweep_groups(list(entries.values())).items())
+    sweeps = [(label, scaling_figure(label, group)) for label, group in groups]
     if sweeps:
-        sections.append(
-            (
-                "Scaling: latency vs sequence length, throughput vs batch size (framework tax)",
-                sweeps,
-            )
+        # Name only the dimensions that vary: a batch-only sweep has no sequence axis.
+        seq = any(len({_param(e, SEQ_KEYS) for e in g}) > 1 for _, g in groups)
+        what = (
+            "latency vs sequence length, throughput vs batch size"
+            if seq
+            else "latency and throughput vs batch size"
         )
+        sections.append((f"Scaling: {what} (framework tax)", sweeps))
     if png_dir is not None:
         png_dir.mkdir(parents=True, exist_ok=True)
         for s_index, (_, figures) in enumerate(sections):
-            for f_index, (label, data) in enumerate(figures):
+            for f_index, (label, plot) in enumerate(figures):
                 safe = "".join(c if c.isalnum() else "_" for c in _label(label))[:80]
-                (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(data)
+                (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(plot.png)
     return _html(title, results, sections, history)
 
 
 def _html(
     title: str,
     results: dict[str, Any] | None,
-    sections: list[tuple[str, list[tuple[str, bytes]]]],
+    sections: list[tuple[str, list[tuple[str, Plot]]]],
     history: dict[str, Series],
 ) -> str:
     parts = [
@@ -279,8 +342,10 @@ def _html(
         "h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
         "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;"
         "padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
-        ".grid{display:flex;flex-wrap:wrap;gap:12px}.grid figure{margin:0}"
-        "figcaption{font-size:11px;color:#555;max-width:600px;word-break:break-all}"
+        ".grid{display:flex;flex-wrap:wrap;gap:16px}.grid figure{margin:0;max-width:100%}"
+        ".grid svg{max-width:100%;height:auto;display:block}"
+        "table{max-width:100%;display:block;overflow-x:auto}"
+        "figcaption{font-size:11px;color:#555;max-width:640px;word-break:break-all}"
         ".regression{color:#c0392b;font-weight:600}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
@@ -323,11 +388,10 @@ def _html(
         parts.append("</table>")
     for heading, figures in sections:
         parts.append(f"<h2>{html.escape(heading)}</h2><div class='grid'>")
-        for label, data in figures:
-            b64 = base64.b64encode(data).decode("ascii")
+        for label, plot in figures:
             parts.append(
-                f"<figure><img alt='{html.escape(label)}' src='data:image/png;base64,"
-                f"{b64}'><figcaption>{html.escape(label)}</figcaption></figure>"
+                f"<figure role='img' aria-label='{html.escape(label)}'>{plot.svg}"
+                f"<figcaption>{html.escape(label)}</figcaption></figure>"
             )
         parts.append("</div>")
     if not sections:

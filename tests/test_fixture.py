@@ -147,6 +147,33 @@ def test_model_exception_fails_with_its_own_error(ourtester: pytest.Pytester) ->
     assert [b["nodeid"].split("::")[1] for b in doc["benchmarks"]] == ["test_fine"]
 
 
+def test_a_list_of_inputs_that_should_have_been_one_argument_gets_a_hint(
+    ourtester: pytest.Pytester,
+) -> None:
+    ourtester.makepyfile(
+        """
+        def total(values):
+            return sum(values)
+
+        def test_list(infer_bench):
+            infer_bench(total, [1.0, 2.0, 3.0])
+
+        def test_tuple(infer_bench):
+            infer_bench(total, ([1.0, 2.0, 3.0],))
+        """
+    )
+    result = ourtester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E *TypeError: total() takes 1 positional argument but 3 were given",
+            "E *infer_bench: inputs is a list of 3, which is passed as 3 positional arguments "
+            "(total(*inputs)); to pass the list as one argument, wrap it in a tuple: "
+            "infer_bench(model, (inputs,))",
+        ]
+    )
+
+
 def test_nan_output_fails_the_test(ourtester: pytest.Pytester) -> None:
     ourtester.makepyfile(
         """

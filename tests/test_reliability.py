@@ -339,6 +339,40 @@ def test_stray_temp_files_do_not_look_like_baselines(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / KEY).iterdir()) == [f"{SHA}.json"]
 
 
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_written_files_get_the_mode_an_ordinary_write_would(
+    tmp_path: Path, umask: int, mode: int
+) -> None:
+    """Baselines, results and reports are read by a team: the temp file + rename must not
+    leave them 0600 (mkstemp's mode)."""
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a.json", "{}")
+        (tmp_path / "plain.json").write_text("{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == mode
+    assert (tmp_path / "plain.json").stat().st_mode & 0o777 == mode
+
+
+def test_a_real_run_writes_readable_files(pytester: pytest.Pytester, git_env: None) -> None:
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile("def test_a(infer_bench):\n    infer_bench(lambda: None)\n")
+    init_repo(pytester.path)
+    old = os.umask(0o022)
+    try:
+        result = pytester.runpytest_subprocess(
+            "--perf-save", "--perf-json=out.json", "--perf-markdown=out.md"
+        )
+    finally:
+        os.umask(old)
+    assert result.ret == 0
+    written = [pytester.path / "out.json", pytester.path / "out.md"]
+    written += list((pytester.path / "baselines").glob("*/*.json"))
+    assert len(written) == 3
+    assert {oct(p.stat().st_mode & 0o777) for p in written} == {"0o644"}
+
+
 # --- names and paths -------------------------------------------------------------------
 
 

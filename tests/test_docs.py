@@ -1,0 +1,42 @@
+"""The README and docs/ stay true: the two commands first, every option and flag documented,
+every link pointing at a file that exists."""
+
+from __future__ import annotations
+
+import re
+
+from pytest_infperf import options, settings
+
+from .conftest import ROOT
+
+README = (ROOT / "README.md").read_text()
+USAGE = (ROOT / "docs" / "USAGE.md").read_text()
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    block = README.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert [line.split("#")[0].strip() for line in block] == [
+        "bash scripts/main-job.sh",
+        "bash scripts/test.sh",
+    ]
+    assert (ROOT / "scripts" / "main-job.sh").is_file()
+    assert (ROOT / "scripts" / "test.sh").is_file()
+
+
+def test_readme_is_a_short_lead_in() -> None:
+    assert len(README.splitlines()) <= 170
+
+
+def test_every_option_and_flag_is_documented() -> None:
+    plugin = (ROOT / "pytest_infperf" / "plugin.py").read_text()
+    flags = set(re.findall(r'"(--perf-[a-z-]+)"', plugin))
+    assert flags and not [f for f in sorted(flags) if f not in USAGE]
+    assert not [name for name in options.DEFAULTS if f"`{name}`" not in USAGE]
+    ini = [*settings.SESSION_INI, *settings.BOOL_INI]
+    assert not [name for name in ini if name not in USAGE]
+
+
+def test_links_point_at_files() -> None:
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#:]+)\)", path.read_text()):
+            assert (path.parent / target).exists(), f"{path.name} links to missing {target}"
