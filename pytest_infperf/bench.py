@@ -203,9 +203,19 @@ def record_gpu_state(
         result.memory["nvml_growth_bytes"] = (
             after["memory_used_bytes"] - before["memory_used_bytes"]
         )
+    region = result.extra.get("gpu_region") or {}
     throttled = sorted(
-        set(before.get("throttle_reasons") or []) | set((after or {}).get("throttle_reasons") or [])
+        set(before.get("throttle_reasons") or [])
+        | set((after or {}).get("throttle_reasons") or [])
+        | set(region.get("throttle_reasons") or [])
     )
+    others = region.get("other_processes") or []
+    if others:
+        result.warnings.append(
+            f"other processes used this GPU during the timed region (PIDs "
+            f"{', '.join(map(str, others[:5]))}{'...' if len(others) > 5 else ''}): a GPU "
+            "shared with another job is a noisy neighbour; its latency is not this model's alone"
+        )
     if throttled:
         result.warnings.append(
             f"the GPU was throttled around the timed region ({', '.join(throttled)}): "

@@ -8,6 +8,8 @@ ignores ``CUDA_VISIBLE_DEVICES``; :func:`visible_indices` maps the visible ones 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 _nvml: Any = None
@@ -82,6 +84,81 @@ def nvml_index(cuda_index: int) -> int:
     return cuda_index
 
 
+def _reasons(nv: Any, handle: Any) -> list[str] | None:
+    # The clock-*event*-reasons call replaced the deprecated throttle-reasons one (NVML
+    # 12.535); older bindings have only the latter. None when neither answers: "unknown",
+    # not "not throttled".
+    read = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+        nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+    )
+    reasons = _try(read, handle) if read is not None else None
+    if reasons is None:
+        return None
+    return [name for bit, name in _THROTTLE_BITS.items() if reasons & bit]
+
+
+class RegionWatch:
+    """NVML readings across a GPU benchmark's timed region, taken at its start, at every
+    sampling checkpoint (between samples, never inside one) and at its end, while the GPU
+    is busy: an idle GPU before warmup or after the run says nothing about throttling
+    under load. Records energy per call (the total-energy counter, mJ), the throttle
+    reasons seen, the power-violation time, and the compute processes of *other* PIDs on
+    the same GPU: another job on the GPU is the GPU runner's noisy neighbour."""
+
+    def __init__(self, index: int) -> None:
+        self.nv = _init()
+        self.handle = _try(self.nv.nvmlDeviceGetHandleByIndex, index) if self.nv else None
+        self.energy0: int | None = None
+        self.violation0: int | None = None
+        self.reasons: set[str] = set()
+        self.reasons_known = False
+        self.tenants: set[int] = set()
+
+    def _violation(self) -> int | None:
+        nv = self.nv
+        policy = getattr(nv, "NVML_PERF_POLICY_POWER", None)
+        status = (
+            _try(nv.nvmlDeviceGetViolationStatus, self.handle, policy)
+            if policy is not None
+            else None
+        )
+        return int(status.violationTime) if status is not None else None
+
+    def start(self) -> None:
+        if self.handle is None:
+            return
+        self.energy0 = _try(self.nv.nvmlDeviceGetTotalEnergyConsumption, self.handle)
+        self.violation0 = self._violation()
+        self.check()
+
+    def check(self) -> None:
+        if self.handle is None:
+            return
+        reasons = _reasons(self.nv, self.handle)
+        if reasons is not None:
+            self.reasons_known = True
+            self.reasons.update(reasons)
+        procs = _try(self.nv.nvmlDeviceGetComputeRunningProcesses, self.handle) or []
+        me = os.getpid()
+        self.tenants.update(int(p.pid) for p in procs if int(p.pid) != me)
+
+    def result(self, calls: int) -> dict[str, Any]:
+        if self.handle is None:
+            return {}
+        self.check()
+        out: dict[str, Any] = {
+            "throttle_reasons": sorted(self.reasons) if self.reasons_known else None,
+            "other_processes": sorted(self.tenants),
+        }
+        energy1 = _try(self.nv.nvmlDeviceGetTotalEnergyConsumption, self.handle)
+        if self.energy0 is not None and energy1 is not None and calls > 0:
+            out["energy_mj_per_call"] = round((int(energy1) - int(self.energy0)) / calls, 4)
+        violation1 = self._violation()
+        if self.violation0 is not None and violation1 is not None:
+            out["power_violation_s"] = (violation1 - self.violation0) / 1e9
+        return out
+
+
 def device_state(index: int) -> dict[str, Any] | None:
     """Clocks, temperature, power and throttle reasons of one device, now."""
     nv = _init()
@@ -91,8 +168,7 @@ def device_state(index: int) -> dict[str, Any] | None:
         handle = nv.nvmlDeviceGetHandleByIndex(index)
     except Exception:
         return None
-    reasons = _try(nv.nvmlDeviceGetCurrentClocksThrottleReasons, handle)
-    active = [name for bit, name in _THROTTLE_BITS.items() if reasons and reasons & bit]
+    active = _reasons(nv, handle)
     mem = _try(nv.nvmlDeviceGetMemoryInfo, handle)
     return {
         "sm_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_SM),
@@ -108,7 +184,9 @@ def snapshot() -> dict[str, Any] | None:
     """The GPU section of the environment, or None without an NVIDIA GPU."""
     nv = _init()
     if nv is None:
-        return None
+        # Without nvidia-ml-py (the torch extra does not bring it) the GPU must still be
+        # named, or an A100's and an H100's baselines would share a "-cpu-" key.
+        return smi_snapshot()
     try:
         count = nv.nvmlDeviceGetCount()
     except Exception:
@@ -138,6 +216,7 @@ def snapshot() -> dict[str, Any] | None:
             }
         )
     return {
+        "source": "nvml",
         "count": count,
         "driver_version": driver,
         "driver_major": driver.split(".")[0] if driver and driver != "None" else None,
@@ -145,3 +224,111 @@ def snapshot() -> dict[str, Any] | None:
         "visible": visible_indices(),
         "devices": devices,
     }
+
+
+_SMI_FIELDS = "index,name,uuid,driver_version,memory.total,compute_cap"
+
+
+def smi_snapshot() -> dict[str, Any] | None:
+    """The GPUs' identity from ``nvidia-smi`` (shipped with the driver), when the NVML
+    Python bindings are missing: names, UUIDs, driver, memory, compute capability. No
+    clocks or throttling (those need nvidia-ml-py: ``pip install nvidia-ml-py``)."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, f"--query-gpu={_SMI_FIELDS}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    devices = []
+    for line in out.strip().splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) < 6 or not cells[0].isdigit():
+            continue
+        memory = cells[4]
+        devices.append(
+            {
+                "index": int(cells[0]),
+                "name": cells[1],
+                "uuid": cells[2],
+                "memory_total_bytes": int(memory) * 2**20 if memory.isdigit() else None,
+                "compute_capability": cells[5],
+                "state": None,
+            }
+        )
+    if not devices:
+        return None
+    driver = next((line.split(",")[3].strip() for line in out.splitlines()), None)
+    return {
+        "source": "nvidia-smi",
+        "count": len(devices),
+        "driver_version": driver,
+        "driver_major": driver.split(".")[0] if driver else None,
+        "cuda_driver_version": None,
+        "visible": None,
+        "devices": devices,
+    }
+
+
+# --- pinning pytest-xdist workers ----------------------------------------------------------
+
+
+def cuda_initialised() -> bool:
+    """Whether this process already started CUDA through torch (after that, a change to
+    CUDA_VISIBLE_DEVICES is ignored)."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def pin_choices(
+    visible: str | None, configured: Sequence[str], snap: dict[str, Any] | None
+) -> list[str]:
+    """The GPUs workers are spread over, as CUDA_VISIBLE_DEVICES entries.
+
+    ``infperf_gpus`` first, else what the user already restricted CUDA_VISIBLE_DEVICES to
+    (kept verbatim: indices in CUDA's own numbering, GPU or MIG UUIDs), else every GPU by
+    UUID (unambiguous whatever CUDA_DEVICE_ORDER says; NVML indices are not CUDA ordinals).
+    An empty or negative CUDA_VISIBLE_DEVICES means the user hid the GPUs: none."""
+    if configured:
+        return [str(c) for c in configured]
+    if visible is not None:
+        entries = [e.strip() for e in visible.split(",") if e.strip()]
+        if not entries or entries[0].startswith("-"):
+            return []
+        return entries
+    if snap is None:
+        return []
+    return [str(d.get("uuid") or d["index"]) for d in snap["devices"]]
+
+
+def pin_worker(worker_id: str, configured: Sequence[str]) -> str | None:
+    """Pin this xdist worker (``gwK``) to one GPU, before any conftest can start CUDA.
+    Returns a warning for the run, or None."""
+    digits = worker_id[2:] if worker_id.startswith("gw") else ""
+    if not digits.isdigit() or os.environ.get("INFPERF_NO_GPU_PINNING"):
+        return None
+    choices = pin_choices(os.environ.get("CUDA_VISIBLE_DEVICES"), configured, snapshot())
+    if not choices:
+        return None
+    if cuda_initialised():
+        # Too late: this process keeps the GPUs it started with, and every worker then
+        # shares one timing lock (the lock's name follows CUDA_VISIBLE_DEVICES, unchanged).
+        return (
+            f"pytest-xdist worker {worker_id}: CUDA was initialised before pytest-infperf "
+            "could pin the worker to a GPU (a plugin or an early import called into "
+            "torch.cuda): workers share the GPUs and take turns timing"
+        )
+    os.environ["CUDA_VISIBLE_DEVICES"] = choices[int(digits) % len(choices)]
+    return None

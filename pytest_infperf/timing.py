@@ -53,6 +53,9 @@ class Sampler(Protocol):
     def end_timed(self, samples_ns: list[int]) -> dict[str, Any]:
         """Called right after; returns backend measurements (device memory, event times)."""
 
+    def checkpoint(self) -> None:
+        """Called between samples at every sampling checkpoint (device state readings)."""
+
 
 class HostSampler:
     """Times calls with ``time.perf_counter_ns`` on the host: CPU work, or device work whose
@@ -113,6 +116,9 @@ class HostSampler:
 
     def end_timed(self, samples_ns: list[int]) -> dict[str, Any]:
         return {}
+
+    def checkpoint(self) -> None:
+        return None
 
 
 @dataclasses.dataclass
@@ -383,10 +389,11 @@ def _measure(
             sampler.run_blocks(out, n, target, block)
             n = target
             elapsed = pc() - start - probe_ns
+            t_probe = pc()
             if probe is not None:
-                t_probe = pc()
                 probes.append(probe())
-                probe_ns += pc() - t_probe
+            sampler.checkpoint()
+            probe_ns += pc() - t_probe
             if n >= max_rounds:
                 reason = "max_rounds"
                 break

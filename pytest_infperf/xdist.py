@@ -7,14 +7,15 @@
 - Benchmarks never time at the same time: each measurement holds a cross-process lock
   (one for the CPU, one per GPU), so workers interleave their tests but not their timed
   regions.
-- On a GPU machine each worker is pinned to one GPU (``CUDA_VISIBLE_DEVICES``) before any
-  CUDA initialisation: ``gwK`` gets GPU ``K mod count`` (ini ``infperf_gpus`` chooses them).
+- On a GPU machine each worker is pinned to one GPU (``CUDA_VISIBLE_DEVICES``, by UUID)
+  before its conftests are imported: ``gwK`` gets GPU ``K mod count`` (ini
+  ``infperf_gpus`` or the user's own ``CUDA_VISIBLE_DEVICES`` choose them; see
+  ``gpu.pin_worker`` and the plugin's ``pytest_load_initial_conftests``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -57,24 +58,3 @@ class XdistWorker:
         if workeroutput is not None:
             worker = str(getattr(self.config, "workerinput", {}).get("workerid"))
             workeroutput[WORKER_KEY] = json.dumps(self.collector.payload(worker))
-
-
-def worker_index(config: Any) -> int | None:
-    workerinput = getattr(config, "workerinput", None)
-    if not workerinput:
-        return None
-    worker_id = str(workerinput.get("workerid", ""))
-    digits = worker_id[2:] if worker_id.startswith("gw") else ""
-    return int(digits) if digits.isdigit() else None
-
-
-def pin_gpu(config: Any, gpus: list[int] | None) -> int | None:
-    """Pin this worker to one GPU before CUDA starts; returns the GPU index or None."""
-    index = worker_index(config)
-    if index is None or not gpus:
-        return None
-    if os.environ.get("INFPERF_NO_GPU_PINNING"):
-        return None
-    gpu = gpus[index % len(gpus)]
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    return gpu

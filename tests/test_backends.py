@@ -181,6 +181,11 @@ def test_onnxruntime_session_and_path(ourtester: pytest.Pytester) -> None:
         ),
         ("{'x': X[0]}", "input 'x' has shape (8,) (1 dims), the ONNX model expects 2 dims*"),
         ("(X, X)", "got 2 positional inputs, but the ONNX model takes 1*"),
+        (
+            "{'x': np.ones((2, 5), dtype=np.float32)}",
+            "input 'x' has shape (2, 5), the ONNX model expects ['b', 8]: axis 1 is 5, the "
+            "model fixes it at 8. Export with dynamic axes*",
+        ),
     ],
 )
 def test_onnxruntime_bad_inputs(ourtester: pytest.Pytester, inputs: str, message: str) -> None:

@@ -68,7 +68,11 @@ def default_providers(ort: Any) -> list[str]:
 
 
 def _check_providers(
-    requested: list[str], used: list[str], allow_fallback: bool, where: str
+    requested: list[str],
+    used: list[str],
+    allow_fallback: bool,
+    where: str,
+    reason: str | None = None,
 ) -> list[str]:
     missing = [p for p in requested if p not in used]
     if not missing:
@@ -77,7 +81,11 @@ def _check_providers(
         f"{where}: requested execution providers {requested} but the session runs on {used}; "
         f"{', '.join(missing)} could not be initialised."
     )
-    if CUDA in missing:
+    if reason:
+        # ORT said why (out of memory, a graph not fully on CUDA for CUDA graphs, a
+        # library path...): quote it rather than guess.
+        message += f" onnxruntime said: {reason}"
+    elif CUDA in missing:
         message += (
             " For CUDA this usually means the CUDA or cuDNN libraries that onnxruntime-gpu "
             "needs are missing or of the wrong version (see ORT's log above, e.g. "
@@ -111,26 +119,89 @@ def _session_options(ort: Any, opts: dict[str, Any]) -> Any:
 def prepare_path(path: Path, inputs: Any, opts: dict[str, Any]) -> Prepared:
     ort = require("onnxruntime")
     so = _session_options(ort, opts)
-    requested: list[Any] = (
-        list(opts["providers"]) if opts.get("providers") else default_providers(ort)
+    requested = merge_provider_options(
+        list(opts["providers"]) if opts.get("providers") else default_providers(ort),
+        opts.get("provider_options"),
+        bool(opts.get("cuda_graph")),
     )
-    if opts.get("provider_options"):
-        first = requested[0]
-        name = first if isinstance(first, str) else first[0]
-        requested[0] = (name, dict(opts["provider_options"]))
-    if opts.get("cuda_graph"):
-        requested = [(p, {"enable_cuda_graph": "1"}) if p == CUDA else p for p in requested]
     warnings: list[str] = []
     requested, warnings = _drop_unavailable(ort, requested, bool(opts.get("allow_fallback")))
-    try:
-        session = ort.InferenceSession(str(path), sess_options=so, providers=requested)
-    except Exception as exc:  # ORT raises its own Fail/InvalidGraph types
-        raise BackendError(f"onnxruntime could not load {str(path)!r}: {exc}") from exc
+    with _CapturedStderr() as ort_log:
+        try:
+            session = ort.InferenceSession(str(path), sess_options=so, providers=requested)
+        except Exception as exc:  # ORT raises its own Fail/InvalidGraph types
+            raise BackendError(f"onnxruntime could not load {str(path)!r}: {exc}") from exc
     prepared = _prepare(
-        session, inputs, opts, ort, requested=_provider_names(requested), source=str(path)
+        session,
+        inputs,
+        opts,
+        ort,
+        requested=_provider_names(requested),
+        source=str(path),
+        ort_log=ort_log.text,
     )
     prepared.warnings[:0] = warnings
     return prepared
+
+
+def merge_provider_options(
+    providers: list[Any], provider_options: Mapping[str, Any] | None, cuda_graph: bool
+) -> list[Any]:
+    """The providers to ask for, with ``provider_options`` merged into the first one's
+    options and ``enable_cuda_graph`` into CUDA's, whatever form each was given in (a name
+    or a ``(name, options)`` tuple). Values are strings, as ORT's own options are."""
+    out: list[Any] = []
+    for i, provider in enumerate(providers):
+        name, options = (provider, {}) if isinstance(provider, str) else provider
+        merged = {str(k): str(v) for k, v in dict(options).items()}
+        if i == 0 and provider_options:
+            merged.update({str(k): str(v) for k, v in provider_options.items()})
+        if cuda_graph and name == CUDA:
+            merged["enable_cuda_graph"] = "1"
+        out.append((name, merged) if merged else name)
+    return out
+
+
+class _CapturedStderr:
+    """ORT's C++ logger writes "EP Error ... Falling back to ['CPUExecutionProvider']" to
+    file descriptor 2 while a session is built: keep a copy, to quote ORT's own reason
+    when a requested provider did not come up (and still show it to the user)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def __enter__(self) -> _CapturedStderr:
+        import os
+        import sys
+        import tempfile
+
+        sys.stderr.flush()
+        self._file = tempfile.TemporaryFile(mode="w+b")
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+        import sys
+
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        data = self._file.read().decode("utf-8", "replace")
+        self._file.close()
+        self.text = data
+        if data:
+            sys.stderr.write(data)  # not swallowed: the user still sees ORT's log
+
+
+def _ort_reason(log: str) -> str | None:
+    """ORT's own words on why a provider failed, from its log."""
+    for line in log.splitlines():
+        if "EP Error" in line or "Falling back" in line or "Failed to create" in line:
+            return line.strip()[:500]
+    return None
 
 
 def _drop_unavailable(
@@ -232,6 +303,20 @@ def _feeds(session: Any, inputs: Any) -> dict[str, Any]:
                 f"input {info.name!r} has shape {tuple(arr.shape)} ({arr.ndim} dims), the "
                 f"ONNX model expects {len(info.shape)} dims {info.shape}"
             )
+        # Static dimensions (ints; symbolic ones are strings or None) must match exactly,
+        # or onnxruntime fails inside the timed loop with its own trace.
+        wrong = [
+            (axis, want_dim, int(got))
+            for axis, (want_dim, got) in enumerate(zip(info.shape or (), arr.shape, strict=False))
+            if isinstance(want_dim, int) and want_dim > 0 and want_dim != int(got)
+        ]
+        if wrong:
+            where = ", ".join(f"axis {a} is {g}, the model fixes it at {w}" for a, w, g in wrong)
+            raise BackendError(
+                f"input {info.name!r} has shape {tuple(arr.shape)}, the ONNX model expects "
+                f"{info.shape}: {where}. Export with dynamic axes (torch.onnx.export("
+                "dynamic_axes=... / dynamic_shapes=...) to vary them"
+            )
         out[info.name] = arr
     return out
 
@@ -243,33 +328,50 @@ def _prepare(
     ort: Any,
     requested: list[str] | None,
     source: str,
+    ort_log: str = "",
 ) -> Prepared:
     warnings: list[str] = []
     used = list(session.get_providers())
     if requested is not None:
         warnings += _check_providers(
-            requested, used, bool(opts.get("allow_fallback")), "onnxruntime"
+            requested,
+            used,
+            bool(opts.get("allow_fallback")),
+            "onnxruntime",
+            _ort_reason(ort_log),
         )
+    provider_options = {k: dict(v) for k, v in session.get_provider_options().items()}
     feeds = _feeds(session, inputs)
     primary = used[0] if used else CPU
     on_cuda = primary in (CUDA, "TensorrtExecutionProvider")
     io_binding = opts.get("io_binding")
     if io_binding is None:
         io_binding = on_cuda
+    # What the session really does, from ORT itself (not from what was asked for).
+    cuda_opts = provider_options.get(CUDA, {}) if on_cuda else {}
+    cuda_graph = str(cuda_opts.get("enable_cuda_graph", "0")) == "1"
+    device_id = int(cuda_opts.get("device_id", 0) or 0)
+    if opts.get("cuda_graph") and on_cuda and not cuda_graph:
+        raise BackendError(
+            "cuda_graph=True, but the CUDA execution provider reports enable_cuda_graph="
+            f"{cuda_opts.get('enable_cuda_graph')!r}: for a session you created, pass "
+            "providers=[('CUDAExecutionProvider', {'enable_cuda_graph': '1'})] yourself"
+        )
     if opts.get("cuda_graph") and not io_binding:
         raise BackendError("ORT CUDA graphs need io_binding=True (fixed device buffers)")
 
     if io_binding:
         device = "cuda" if on_cuda else "cpu"
         binding = session.io_binding()
-        # Inputs copied to the device once, here; outputs allocated on the device by ORT.
+        # Inputs copied to the device once, here; outputs allocated on the device by ORT,
+        # on the GPU the provider runs on (device_id), not always GPU 0.
         keep = []
         for name, arr in feeds.items():
-            value = ort.OrtValue.ortvalue_from_numpy(arr, device, 0)
+            value = ort.OrtValue.ortvalue_from_numpy(arr, device, device_id)
             keep.append(value)
             binding.bind_ortvalue_input(name, value)
         for output in session.get_outputs():
-            binding.bind_output(output.name, device)
+            binding.bind_output(output.name, device, device_id)
         run_with = session.run_with_iobinding
 
         def fn() -> Any:
@@ -280,27 +382,26 @@ def _prepare(
             run_with(binding)
             return binding.get_outputs()
 
-        sampler = _OrtSampler(fn, call, keep)
+        sampler = _OrtSampler(fn, call, keep, device_id if on_cuda else None)
     else:
         run = session.run
 
         def fn() -> Any:
             return run(None, feeds)
 
-        sampler = _OrtSampler(fn, fn, [])
+        sampler = _OrtSampler(fn, fn, [], device_id if on_cuda else None)
 
     so = session.get_session_options()
-    provider_options = session.get_provider_options()
     info: dict[str, Any] = {
         "onnxruntime_version": ort.__version__,
         "onnxruntime_build": ort_distribution(),
         "source": source,
         "providers_requested": requested,
         "providers": used,
-        "provider_options": {k: dict(v) for k, v in provider_options.items()},
+        "provider_options": provider_options,
         "io_binding": bool(io_binding),
         "copies_in_timed_region": bool(on_cuda and not io_binding),
-        "cuda_graph": bool(opts.get("cuda_graph")),
+        "cuda_graph": cuda_graph,
         "intra_op_threads": int(so.intra_op_num_threads),
         "inter_op_threads": int(so.inter_op_num_threads),
         "graph_optimization_level": str(so.graph_optimization_level).split(".")[-1],
@@ -308,9 +409,9 @@ def _prepare(
         "inputs": {n: [str(a.dtype), list(a.shape)] for n, a in feeds.items()},
     }
     if on_cuda:
-        cuda_opts = provider_options.get(CUDA, {})
         # ORT's CUDA EP enables TF32 by default, unlike torch's fp32 matmul: record it.
         info["use_tf32"] = cuda_opts.get("use_tf32")
+        info["device_id"] = device_id
     env = {
         "backend": "onnxruntime",
         "provider": primary,
@@ -320,6 +421,10 @@ def _prepare(
         "io_binding": info["io_binding"],
         "onnxruntime_build": info["onnxruntime_build"],
     }
+    if cuda_graph:
+        # With and without graphs are different programs: never compared as equal. Only
+        # recorded when on, so baselines saved before this field existed still compare.
+        env["cuda_graph"] = True
     return Prepared(
         sampler=sampler,
         backend="onnxruntime",
@@ -336,10 +441,36 @@ class _OrtSampler(HostSampler):
 
     backend = "onnxruntime"
 
-    def __init__(self, fn: Any, call: Any, keep: list[Any]) -> None:
+    def __init__(self, fn: Any, call: Any, keep: list[Any], device_id: int | None = None) -> None:
         super().__init__(fn)
         self._call = call
         self._keep = keep  # device buffers must outlive the binding
+        #: The CUDA device the session runs on (None: CPU): NVML readings across the
+        #: timed region, as the torch CUDA sampler takes them.
+        self.device_id = device_id
+        self.region: Any = None
+        self.block_calls = 1
+
+    def run_blocks(self, out: list[int], start: int, stop: int, block: int) -> None:
+        self.block_calls = block  # calls per sample, for energy per call
+        super().run_blocks(out, start, stop, block)
+
+    def begin_timed(self) -> None:
+        if self.device_id is not None:
+            from .. import gpu
+
+            self.region = gpu.RegionWatch(gpu.nvml_index(self.device_id))
+            self.region.start()
+
+    def checkpoint(self) -> None:
+        if self.region is not None:
+            self.region.check()
+
+    def end_timed(self, samples_ns: list[int]) -> dict[str, Any]:
+        if self.region is None:
+            return {}
+        region = self.region.result(len(samples_ns) * self.block_calls)
+        return {"gpu_region": region} if region else {}
 
     def call(self) -> Any:
         return self._call()

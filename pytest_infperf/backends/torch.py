@@ -10,8 +10,9 @@ Python and framework dispatch (the "framework tax").
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..timing import HostSampler
@@ -101,35 +102,67 @@ class CudaEventSampler:
     backend = "torch"
     supports_blocks = False
 
-    def __init__(self, fn: Callable[[], Any], torch: Any, device: Any, compiled: bool) -> None:
+    def __init__(
+        self,
+        fn: Callable[[], Any],
+        torch: Any,
+        device: Any,
+        compiled: bool,
+        after: Callable[[Any], Any] | None = None,
+    ) -> None:
         self.fn = fn
+        #: Timed after the enqueue timestamp, inside the sample (include_copies).
+        self.after = after
         self.torch = torch
         self.device = device
         self.watch = _RecompileWatch(compiled)
         self.enqueue_ns: list[int] = []
         self.device_ms: list[float] = []
+        self._events: tuple[Any, Any] | None = None
+        self.region: Any = None  # gpu.RegionWatch across the timed region
 
-    def context(self) -> contextlib.AbstractContextManager[Any]:
-        return self.torch.inference_mode()  # type: ignore[no-any-return]
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        # Event.record() with no stream records on the *current* device's current stream,
+        # and the current device is per thread (timing runs on a fresh thread, where it is
+        # cuda:0): without this, a model on cuda:1 is timed by events that do not wait for
+        # its work, and the latency silently becomes the enqueue time.
+        # A new thread also has no *current CUDA context* until a runtime call binds the
+        # primary one; torch.cuda.device() skips cudaSetDevice when the index already
+        # matches, so cuBLAS would find none and warn ("no current CUDA context", an error
+        # under filterwarnings = error; seen on an H100). synchronize() binds it, untimed.
+        with self.torch.cuda.device(self.device), self.torch.inference_mode():
+            self.torch.cuda.synchronize(self.device)
+            yield
+
+    def events(self) -> tuple[Any, Any]:
+        """One start/end event pair, created once (on the model's device) and reused."""
+        if self._events is None:
+            cuda = self.torch.cuda
+            self._events = (cuda.Event(enable_timing=True), cuda.Event(enable_timing=True))
+        return self._events
 
     def call(self) -> Any:
         out = self.fn()
+        if self.after is not None:
+            out = self.after(out)
         self.torch.cuda.synchronize(self.device)
         return out
 
     def run_blocks(self, out: list[int], start: int, stop: int, block: int) -> None:
-        torch = self.torch
         fn = self.fn
         pc = time.perf_counter_ns
-        start_ev = torch.cuda.Event(enable_timing=True)
-        end_ev = torch.cuda.Event(enable_timing=True)
+        start_ev, end_ev = self.events()
         enqueue = self.enqueue_ns
         device_ms = self.device_ms
+        after = self.after
         for i in range(start, stop):
             t0 = pc()
             start_ev.record()
-            fn()
+            out_value = fn()
             t_enq = pc()
+            if after is not None:
+                after(out_value)
             end_ev.record()
             end_ev.synchronize()
             out[i] = pc() - t0
@@ -138,10 +171,19 @@ class CudaEventSampler:
             device_ms.append(start_ev.elapsed_time(end_ev))
 
     def begin_timed(self) -> None:
+        from .. import gpu
+
         self.enqueue_ns.clear()
         self.device_ms.clear()
         self.torch.cuda.reset_peak_memory_stats(self.device)
         self.watch.start()
+        index = getattr(self.device, "index", None)  # a torch.device's CUDA ordinal
+        self.region = gpu.RegionWatch(gpu.nvml_index(index if isinstance(index, int) else 0))
+        self.region.start()
+
+    def checkpoint(self) -> None:
+        if self.region is not None:
+            self.region.check()
 
     def end_timed(self, samples_ns: list[int]) -> dict[str, Any]:
         torch = self.torch
@@ -160,11 +202,20 @@ class CudaEventSampler:
             srt_l = sorted(samples_ns)
             extra["host_bound_ratio"] = round(srt_e[len(srt_e) // 2] / srt_l[len(srt_l) // 2], 4)
         extra.update(self.watch.result())
+        if self.region is not None:
+            region = self.region.result(n)
+            if region:
+                extra["gpu_region"] = region
         return extra
 
 
-def _cuda_graph_fn(model: Any, inputs: Any, torch: Any) -> Callable[[], Any]:
+def _cuda_graph_fn(model: Any, inputs: Any, torch: Any, device: Any) -> Callable[[], Any]:
     """Capture one call in a CUDA graph; replays reuse the static inputs and outputs."""
+    with torch.cuda.device(device):  # the side stream and the capture on the model's GPU
+        return _capture(model, inputs, torch)
+
+
+def _capture(model: Any, inputs: Any, torch: Any) -> Callable[[], Any]:
     call = bind_call(model, inputs)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -206,8 +257,12 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
             )
         if device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
+    restore: Callable[[], None] | None = None
     if isinstance(model, torch.nn.Module) and model_device is not None and model_device != device:
+        # Modules move in place: put the caller's model back where it was afterwards (a
+        # session-cached model must not stay on the GPU for the CPU tests that follow).
         model.to(device)
+        restore = functools.partial(model.to, model_device)
     # Inputs go to the model's device before timing: a copy per call is not inference.
     moved = [t for t in input_tensors if t.device != device]
     if moved:
@@ -217,32 +272,37 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         dtype = floats[0] if floats else None
 
     threads_before = torch.get_num_threads()
-    close: Callable[[], None] | None = None
     if opts.get("intra_op_threads"):
         torch.set_num_threads(int(opts["intra_op_threads"]))
 
-        def close() -> None:
+    def close() -> None:
+        if opts.get("intra_op_threads"):
             torch.set_num_threads(threads_before)
+        if restore is not None:
+            restore()
 
     if opts.get("cuda_graph"):
         if device.type != "cuda":
             raise BackendError("cuda_graph=True needs a model on a CUDA device")
         with torch.inference_mode():
-            fn = _cuda_graph_fn(model, inputs, torch)
+            fn = _cuda_graph_fn(model, inputs, torch, device)
     else:
         fn = bind_call(model, inputs)
-    if opts.get("include_copies"):
+    # include_copies: the device-to-host copy of the outputs is part of each sample (the
+    # inputs are on the device before timing, as with ORT's IOBinding). On CUDA the copy
+    # runs after the enqueue timestamp, so host_bound_ratio keeps its meaning (the model's
+    # enqueue time over the latency) instead of reading ~1 for any model.
+    copy = functools.partial(_to_host, torch=torch) if opts.get("include_copies") else None
+    if copy is not None and device.type != "cuda":
         inner = fn
 
         def fn() -> Any:
-            return _to_host(inner(), torch)
+            return copy(inner())
 
-    compiled = type(model).__name__ == "OptimizedModule" or hasattr(
-        model, "_torchdynamo_orig_callable"
-    )
+    compiled = is_compiled(model)
     sampler: TorchHostSampler | CudaEventSampler
     if device.type == "cuda":
-        sampler = CudaEventSampler(fn, torch, device, compiled)
+        sampler = CudaEventSampler(fn, torch, device, compiled, after=copy)
     else:
         sampler = TorchHostSampler(fn, torch, compiled)
 
@@ -255,6 +315,7 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         "compiled": compiled,
         "cuda_graph": bool(opts.get("cuda_graph")),
         "include_copies": bool(opts.get("include_copies")),
+        "copies": "outputs to host" if opts.get("include_copies") else None,
         "inputs_moved_to_device": bool(moved),
         "model": type(model).__qualname__,
     }
@@ -272,10 +333,8 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
             cuda_version=torch.version.cuda,
             cudnn_version=torch.backends.cudnn.version(),
             gpu_name=props.name,
-            allow_tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
-            allow_tf32_cudnn=bool(torch.backends.cudnn.allow_tf32),
             cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
-            float32_matmul_precision=torch.get_float32_matmul_precision(),
+            **tf32_state(torch),
         )
         env.update(
             cuda_version=info["cuda_version"],
@@ -291,4 +350,52 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         batch_size=infer_batch_size(inputs),
         warnings=warnings,
         close=close,
+    )
+
+
+def _quiet_read(read: Callable[[], Any]) -> Any:
+    """A flag's value, or None when torch refuses to say: recording the environment must
+    never fail a benchmark (nor warn, under ``filterwarnings = error``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return read()
+        except (RuntimeError, AttributeError):
+            return None
+
+
+def tf32_state(torch: Any) -> dict[str, Any]:
+    """Whether fp32 matmuls and convolutions may run in TF32, read without tripping torch.
+
+    torch >= 2.9 has the ``fp32_precision`` API ("ieee", "tf32", or "none" = inherit);
+    once a program sets it, the legacy getters (``allow_tf32``,
+    ``get_float32_matmul_precision``) raise "mix of the legacy and new APIs", and reading
+    them warns. So: the new API where it exists and says something, else the legacy flag;
+    None when neither can be read.
+    """
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    state: dict[str, Any] = {}
+    for name, backend in (("matmul", matmul), ("cudnn", cudnn)):
+        new = _quiet_read(functools.partial(getattr, backend, "fp32_precision"))
+        if new is not None:
+            new = str(new)
+            state[f"fp32_precision_{name}"] = new
+        if new in ("tf32", "ieee"):
+            state[f"allow_tf32_{name}"] = new == "tf32"
+        else:
+            legacy = _quiet_read(functools.partial(getattr, backend, "allow_tf32"))
+            state[f"allow_tf32_{name}"] = None if legacy is None else bool(legacy)
+    state["float32_matmul_precision"] = _quiet_read(torch.get_float32_matmul_precision)
+    return state
+
+
+def is_compiled(model: Any) -> bool:
+    """torch.compile(model) (an OptimizedModule), a compiled function, or a module compiled
+    in place with ``model.compile()`` (which sets ``_compiled_call_impl``)."""
+    return (
+        type(model).__name__ == "OptimizedModule"
+        or hasattr(model, "_torchdynamo_orig_callable")
+        or getattr(model, "_compiled_call_impl", None) is not None
     )
