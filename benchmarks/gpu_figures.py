@@ -54,7 +54,7 @@ def test_mlp_eager_vs_graph(infer_bench):
     infer_bench(m, (x,), cuda_graph=True, name="graph")
 
 
-@pytest.mark.parametrize("feeds", ["iobinding", "numpy"])
+@pytest.mark.parametrize("feeds", ["iobinding", "numpy", "iobinding+graph"])
 def test_ort_cuda(infer_bench, infperf_hf, feeds):
     ort = pytest.importorskip("onnxruntime")
     if "CUDAExecutionProvider" not in ort.get_available_providers():
@@ -62,7 +62,7 @@ def test_ort_cuda(infer_bench, infperf_hf, feeds):
     path = infperf_hf.onnx("bert-base-uncased")
     inputs = infperf_hf.inputs("bert-base-uncased", 1, 128, framework="np")
     infer_bench(path, inputs, providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
-                io_binding=(feeds == "iobinding"))
+                io_binding=(feeds != "numpy"), cuda_graph=(feeds == "iobinding+graph"))
 """
 
 
