@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from .conftest import BUSY_HEADER, FAST_INI, git, init_repo, load_json
+from .conftest import BUSY_HEADER, FAST_INI, ROOT, git, init_repo, load_json
 
 SUITE = (
     BUSY_HEADER
@@ -81,6 +82,24 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     bench = next(b for b in doc["benchmarks"] if b["key"].endswith("test_slowed"))
     assert bench["extra"]["base_samples"] and len(bench["extra"]["ab_log_ratios"]) >= 8
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
+def test_a_project_with_filterwarnings_error(repo: pytest.Pytester) -> None:
+    """The worker imports pytest_infperf before pytest loads it as a plugin; pytest's
+    "cannot be rewritten" warning must not end the worker under filterwarnings = error
+    (found by the main job: this project's own settings)."""
+    (repo.path / "pytest.ini").write_text(AB_INI + "filterwarnings = error\n")
+    # As in this project's own main job: the repository holds the plugin's package, which
+    # the worker imports from the base's worktree.
+    shutil.copytree(ROOT / "pytest_infperf", repo.path / "pytest_infperf")
+    commit(repo.path, "warnings are errors")
+    # HEAD: the base's worktree holds the package too.
+    result = repo.runpytest_subprocess("--perf-ab=HEAD", "--perf-json=ab.json")
+    assert "crashed" not in result.stdout.str()
+    result.assert_outcomes(passed=2)
+    doc = load_json(repo.path / "ab.json")
+    verdicts = [b["comparison"]["decided_by"] for b in doc["benchmarks"]]
+    assert verdicts and all(v == "ab" for v in verdicts)
 
 
 def test_removed_tests_are_listed(repo: pytest.Pytester) -> None:
