@@ -26,8 +26,9 @@ from typing import Any
 
 from .backends import MissingBackendError
 from .baseline import iter_entries
-from .fmt import fmt_time
+from .fmt import fmt_figure, fmt_n, fmt_ratio, fmt_time
 from .history import Series
+from .results import Comparison
 
 BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
 SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
@@ -138,6 +139,8 @@ def distribution_figure(
     title = _label(key)
     if comparison and comparison.get("ratio"):
         title += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
+        if comparison.get("decided_by") == "ab":
+            title += " (decided by the interleaved run, not these samples)"
     ax.set_title(title, fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     return _render(fig, tips)
@@ -356,21 +359,39 @@ def _html(
             f"<p>Commit <code>{html.escape(str(commit)[:10])}</code>, environment "
             f"<code>{html.escape(str(env))}</code>.</p>"
         )
+        # The figures a verdict was computed from (Comparison.current/baseline: a settled
+        # verdict's come from the interleaved run, not from this run's first pass).
         parts.append(
-            "<table><tr><th>benchmark</th><th>backend</th><th>median</th><th>p90</th>"
-            "<th>n</th><th>verdict</th><th>ratio</th></tr>"
+            "<table><tr><th>benchmark</th><th>backend</th><th>now</th><th>baseline</th>"
+            "<th>ratio [CI]</th><th>n now/base</th><th>verdict</th><th>by</th></tr>"
         )
         for key, e in sorted(iter_entries(results)):
-            c = e.get("comparison") or {}
-            verdict = c.get("verdict", "")
-            ratio = f"{c['ratio']:.3f}" if c.get("ratio") else ""
-            cls = " class='regression'" if verdict == "regression" else ""
-            parts.append(
-                f"<tr><td>{html.escape(_label(key))}</td><td>{html.escape(e['backend'])}</td>"
-                f"<td>{fmt_time(e['stats']['median'])}</td><td>{fmt_time(e['stats']['p90'])}"
-                f"</td><td>{e['stats']['n']}</td><td{cls}>{html.escape(verdict)}</td>"
-                f"<td>{ratio}</td></tr>"
+            raw = e.get("comparison")
+            cmp = Comparison.from_json(raw) if raw else None
+            now = (
+                fmt_time(e["stats"]["median"])
+                if cmp is None
+                else fmt_figure(cmp.metric, cmp.current)
             )
+            cells = [_label(key), e["backend"], now]
+            if cmp is None:
+                cells += ["-", "-", "-", "", "-"]
+            else:
+                cells += [fmt_figure(cmp.metric, cmp.baseline), fmt_ratio(cmp), fmt_n(cmp)]
+                cells += [
+                    cmp.verdict.value,
+                    {"ab": "A/B", "stored": "stored"}.get(cmp.decided_by or "", "-"),
+                ]
+            cls = (
+                " class='regression'"
+                if cmp is not None and cmp.verdict.value == "regression"
+                else ""
+            )
+            row = "".join(
+                f"<td{cls if i == 6 else ''}>{html.escape(str(v))}</td>"
+                for i, v in enumerate(cells)
+            )
+            parts.append(f"<tr>{row}</tr>")
         parts.append("</table>")
     changes = [(k, c, s) for k, s in sorted(history.items()) for c in s.changes]
     if changes:

@@ -184,6 +184,9 @@ def test_report_html_and_png(repo: Path) -> None:
     assert f"<title>{head[:10]} slower\nmedian " in text
     assert "<title>now: median " in text and "<title>baseline: median " in text
     assert "<script" not in text
+    # The table shows the figures each verdict was computed from, and who decided it.
+    assert "<th>now</th><th>baseline</th><th>ratio [CI]</th><th>n now/base</th>" in text
+    assert "<th>by</th>" in text
     pngs = sorted((repo / "figs").glob("*.png"))
     assert len(pngs) >= 7 + 1  # one distribution per benchmark, one sweep, history
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
