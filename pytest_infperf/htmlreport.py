@@ -416,6 +416,10 @@ def _html(
             )
         parts.append("</div>")
     if not sections:
-        parts.append("<p>No figures: give --results (and --compare) or store baselines.</p>")
+        parts.append(
+            "<p>No figures yet: a distribution needs a baseline to compare with "
+            "(<code>--compare REF</code>), a history the baselines of two or more commits, "
+            "a scaling plot two or more batch sizes.</p>"
+        )
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -174,6 +174,7 @@ def test_report_html_and_png(repo: Path) -> None:
         "old.json",
     )
     assert out.returncode == 0, out.stderr
+    assert " PNG(s) to figs" in out.stdout  # counts what this call wrote
     text = (repo / "r.html").read_text()
     assert text.startswith("<!doctype html>") and "<svg" in text
     assert "<?xml" not in text and "<!DOCTYPE svg" not in text  # inline, not documents
