@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -269,15 +268,12 @@ def _report(args: argparse.Namespace) -> int:
             shas = []
         history = with_changes(load_series(store, env, shas, args.k))
     png = Path(args.png) if args.png else None
-    started = time.time() - 1  # PNGs written by this call (the folder may hold older ones)
-    text = build(results, baseline, history, png, along=_branch_name(args.ref, args))
+    text, figures = build(results, baseline, history, png, along=_branch_name(args.ref, args))
     if args.html:
         Path(args.html).write_text(text, encoding="utf-8")
         print(f"wrote {args.html}")
     if args.png:
-        fresh = [f for f in png.glob("*.png") if f.stat().st_mtime >= started] if png else []
-        written = len(fresh)
-        print(f"wrote {written} PNG(s) to {args.png}" if written else "no figures to write yet")
+        print(f"wrote {figures} PNG(s) to {args.png}" if figures else "no figures to write yet")
     return 0
 
 

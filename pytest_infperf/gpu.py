@@ -250,10 +250,12 @@ def smi_snapshot() -> dict[str, Any] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     devices = []
+    driver: str | None = None
     for line in out.strip().splitlines():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) < 6 or not cells[0].isdigit():
             continue
+        driver = driver or cells[3]
         memory = cells[4]
         devices.append(
             {
@@ -267,7 +269,6 @@ def smi_snapshot() -> dict[str, Any] | None:
         )
     if not devices:
         return None
-    driver = next((line.split(",")[3].strip() for line in out.splitlines()), None)
     return {
         "source": "nvidia-smi",
         "count": len(devices),

@@ -292,8 +292,9 @@ def build(
     png_dir: Path | None = None,
     title: str = "pytest-infperf report",
     along: str = "HEAD",
-) -> str:
-    """The HTML text; with ``png_dir``, every figure is also written there as a PNG."""
+) -> tuple[str, int]:
+    """The HTML text and how many figures it holds; with ``png_dir``, every figure is also
+    written there as a PNG."""
     sections: list[tuple[str, list[tuple[str, Plot]]]] = []
     entries = dict(iter_entries(results)) if results else {}
     base_entries = dict(iter_entries(baseline)) if baseline else {}
@@ -329,7 +330,8 @@ def build(
             for f_index, (label, plot) in enumerate(figures):
                 safe = "".join(c if c.isalnum() else "_" for c in _label(label))[:80]
                 (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(plot.png)
-    return _html(title, results, sections, history)
+    count = sum(len(figures) for _, figures in sections)
+    return _html(title, results, sections, history), count
 
 
 def _html(

@@ -75,6 +75,18 @@ def git(cwd: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
+def infperf(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The ``infperf`` command line (``python -m pytest_infperf``), run in ``cwd``."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_infperf", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **GIT_ENV, **env},
+    )
+
+
 @pytest.fixture
 def git_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in GIT_ENV.items():

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,7 @@ from pytest_infperf.changepoint import detect
 from pytest_infperf.results import BenchmarkResult
 from pytest_infperf.stats import summarize
 
-from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo
+from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo
 
 SUITE = (
     BUSY_HEADER
@@ -33,17 +30,6 @@ def test_sweep(infer_bench, batch, seq):
     infer_bench(lambda: busy(20 + 0.5 * batch * seq / 16), batch_size=batch)
 """
 )
-
-
-def infperf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_infperf", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **GIT_ENV},
-    )
 
 
 @pytest.fixture

@@ -5,9 +5,6 @@ All in real git repositories with real pytest runs."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,7 @@ import pytest
 
 from pytest_infperf import comment
 
-from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo, load_json
+from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo, load_json
 
 SUITE = (
     BUSY_HEADER
@@ -63,17 +60,6 @@ def slow_down(repo: pytest.Pytester, *message: str) -> str:
 
 def verdicts(path: Path) -> dict[str, dict[str, Any]]:
     return {b["key"].split("::")[1]: b["comparison"] for b in load_json(path)["benchmarks"]}
-
-
-def infperf(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_infperf", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **GIT_ENV, **env},
-    )
 
 
 def test_a_trailer_accepts_the_regression_it_names(repo: pytest.Pytester, validate: Any) -> None:
