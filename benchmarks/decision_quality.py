@@ -3,6 +3,7 @@ noisy neighbour.
 
     python benchmarks/decision_quality.py [--reps 9] [--workloads 12]
         [--mode stored|stored-off|ab] [--neighbour] [--scenarios A/A,+10%,+20%,-30%]
+        [--suite cpu|generation]
 
 A temporary git repository holds a perf suite of CPU workloads (Python loops, json, sort,
 numpy GEMMs, a torch MLP), each doing ``round(20 * factor)`` units of work, with the factor
@@ -15,6 +16,13 @@ the job); ``stored-off`` adds ``--perf-settle=off`` (the stored baseline alone);
 ``--perf-ab=main``. ``--neighbour`` starts a busy loop on every core for the duration of
 each comparing run (never during the baseline save) and stops it afterwards: the noisy
 neighbour of a shared runner.
+
+``--suite generation`` measures ``infer_bench.generate`` instead: small decoders (a Llama
+with a dynamic and a static KV cache, a GPT-2; hidden 256, prompt 64, 16 new tokens, one
+thread) with ``round(10 * factor)`` decoder layers, so +10% is one layer more in ten. A
+layer is most of a step but not all of it (generate's own per-step work stays), so the
+true slowdown is a little under the factor: the table prints the medians of the TTFT and
+TPOT ratios measured.
 
 Prints, per scenario, the share of benchmarks judged regression / improvement / unchanged
 / inconclusive, who decided (stored baseline or interleaved in the job), how many runs
@@ -110,6 +118,32 @@ def test_numpy_conv(infer_bench):
     infer_bench(units(lambda: np.convolve(img, k, mode="same")))
 """
 
+GENERATION_SUITE = """
+from pathlib import Path
+
+import pytest
+from pytest_infperf import hf
+
+FACTOR = float((Path(__file__).parent / "factor.txt").read_text())
+LAYERS = round(10 * FACTOR)
+MODELS = {
+    "llama": ("tiny-llama", "num_hidden_layers", {}),
+    "llama-static": ("tiny-llama", "num_hidden_layers", {"cache_implementation": "static"}),
+    "gpt2": ("tiny-gpt2", "n_layer", {}),
+}
+
+
+@pytest.mark.parametrize("which", list(MODELS)[:NWORK])
+def test_generation(infer_bench, which):
+    name, layers, kwargs = MODELS[which]
+    model = hf.build_causal_lm(name, **{layers: LAYERS})
+    infer_bench.generate(
+        model, hf.prompt(model, 1, 64), max_new_tokens=16, generate_kwargs=kwargs,
+        intra_op_threads=1,
+    )
+"""
+SUITES = {"cpu": SUITE, "generation": GENERATION_SUITE}
+
 SCENARIOS = {"A/A": 1.0, "+5%": 1.05, "+10%": 1.10, "+20%": 1.20, "+30%": 1.30, "-30%": 0.70}
 ENV = {
     "GIT_AUTHOR_NAME": "dq",
@@ -176,10 +210,10 @@ def pytest_run(repo: Path, *args: str) -> tuple[dict[str, Any] | None, int, floa
     return (json.loads(out.read_text()) if out.exists() else None), proc.returncode, took
 
 
-def make_repo(root: Path, nwork: int) -> Path:
+def make_repo(root: Path, nwork: int, suite: str = "cpu") -> Path:
     repo = root / "repo"
     repo.mkdir()
-    (repo / "test_dq.py").write_text(SUITE.replace("NWORK", str(nwork)))
+    (repo / "test_dq.py").write_text(SUITES[suite].replace("NWORK", str(nwork)))
     (repo / "factor.txt").write_text("1.0")
     (repo / "pytest.ini").write_text("[pytest]\n")
     (repo / ".gitignore").write_text("baselines/\nout.json\n__pycache__/\n")
@@ -212,11 +246,14 @@ def main() -> None:
     parser.add_argument("--neighbour", action="store_true", help="busy loops on every core")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--json", help="also write the raw verdicts here")
+    parser.add_argument("--suite", choices=tuple(SUITES), default="cpu")
     args = parser.parse_args()
     wanted = [s for s in args.scenarios.split(",") if s in SCENARIOS]
     verdicts: dict[str, list[str]] = {s: [] for s in wanted}
     deciders: dict[str, list[str]] = {s: [] for s in wanted}
     ratios: dict[str, list[float]] = {s: [] for s in wanted}
+    # Generation: each judged metric's ratio (TTFT, TPOT).
+    part_ratios: dict[str, dict[str, list[float]]] = {s: {} for s in wanted}
     cvs: dict[str, list[float]] = {s: [] for s in wanted}
     exits: dict[str, list[int]] = {s: [] for s in wanted}
     walls: dict[str, list[float]] = {s: [] for s in wanted}
@@ -224,7 +261,7 @@ def main() -> None:
     raw: list[dict[str, Any]] = []
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        repo = make_repo(Path(tmp), args.workloads)
+        repo = make_repo(Path(tmp), args.workloads, args.suite)
         for rep in range(args.reps):
             if args.mode != "ab":
                 git(repo, "checkout", "-q", "main")
@@ -254,6 +291,9 @@ def main() -> None:
                     deciders[label].append(str(c.get("decided_by") or "-"))
                     if c.get("ratio"):
                         ratios[label].append(c["ratio"])
+                    for metric, part in (c.get("parts") or {}).items():
+                        if part.get("ratio"):
+                            part_ratios[label].setdefault(metric, []).append(part["ratio"])
                     cvs[label].append(b["stats"]["cv"])
                 d = (doc.get("comparison") or {}).get("environment_drift") or {}
                 if d.get("python_ratio"):
@@ -267,7 +307,7 @@ def main() -> None:
     neighbour = "busy loop on every core" if args.neighbour else "quiet"
     print(
         f"\nmode {args.mode} ({' '.join(MODES[args.mode])}), {neighbour}; {args.reps} "
-        f"repetitions x {args.workloads} workloads; threshold 5%, alpha 0.05; "
+        f"repetitions x {args.workloads} workloads ({args.suite}); threshold 5%, alpha 0.05; "
         f"{time.time() - started:.0f} s"
     )
     print(
@@ -291,6 +331,12 @@ def main() -> None:
             f"| {label} | {n} | {shares} | {by_ab} | {codes} | {wall:.0f} s | "
             f"{med_ratio:.3f} | {med_cv:.1%} |"
         )
+    for label in wanted:
+        for metric, values in sorted(part_ratios[label].items()):
+            print(
+                f"{label}: {metric.upper()} ratio median {statistics.median(values):.3f}, "
+                f"range {min(values):.3f}-{max(values):.3f} ({len(values)} benchmarks)"
+            )
     if drift:
         print(
             f"reference drift (python part, current/baseline): median "

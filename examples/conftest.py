@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-SMALL = {"batch": [1], "seq": [32, 128]}
-# The seed sweep: BERT-base and DistilBERT, batch 1/4/8/32 x sequence 64/128/256/384.
-FULL = {"batch": [1, 4, 8, 32], "seq": [64, 128, 256, 384]}
+SMALL = {"batch": [1], "seq": [32, 128], "prompt": [32, 256], "new": [16], "gen_batch": [1]}
+# The seed sweep: BERT-base and DistilBERT, batch 1/4/8/32 x sequence 64/128/256/384; for
+# generation, prompt 32/256/1024 x output 16/128 x batch 1/8.
+FULL = {
+    "batch": [1, 4, 8, 32],
+    "seq": [64, 128, 256, 384],
+    "prompt": [32, 256, 1024],
+    "new": [16, 128],
+    "gen_batch": [1, 8],
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,6 +36,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="comma-separated: torch-eager, torch-compile, torch-cuda, ort-cpu, "
         "ort-cuda (default: eager and ort-cpu, plus torch-compile in the "
         "full sweep, plus the CUDA ones on a GPU machine)",
+    )
+    group.addoption(
+        "--decoding",
+        default=None,
+        help="generation examples, comma-separated: eager, static-cache, compile (default: "
+        "eager and static-cache, plus compile in the full sweep)",
     )
 
 
@@ -53,6 +66,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("batch", sweep["batch"], ids=lambda b: f"b{b}")
     if "seq" in metafunc.fixturenames:
         metafunc.parametrize("seq", sweep["seq"], ids=lambda s: f"s{s}")
+    if "decoding" in metafunc.fixturenames:
+        chosen = metafunc.config.getoption("decoding")
+        decodings = ["eager", "static-cache"]
+        if metafunc.config.getoption("sweep") == "full":
+            decodings.append("compile")
+        if chosen:
+            decodings = [d.strip() for d in chosen.split(",") if d.strip()]
+        metafunc.parametrize("decoding", decodings)
+    if "prompt_tokens" in metafunc.fixturenames:
+        metafunc.parametrize("prompt_tokens", sweep["prompt"], ids=lambda p: f"p{p}")
+    if "new_tokens" in metafunc.fixturenames:
+        metafunc.parametrize("new_tokens", sweep["new"], ids=lambda n: f"n{n}")
+    if "gen_batch" in metafunc.fixturenames:
+        metafunc.parametrize("gen_batch", sweep["gen_batch"], ids=lambda b: f"b{b}")
 
 
 @pytest.fixture

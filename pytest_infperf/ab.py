@@ -45,9 +45,13 @@ from . import memory as _memory
 from .bench import BenchCall
 from .compare import compare_paired
 from .gitinfo import GitError
-from .judge import Judge
+from .judge import Judge, generation_metrics
 from .results import Comparison, Origin, Verdict
-from .timing import Warm, take_samples
+from .timing import Warm, take_block
+
+#: One block from a side: seconds per call of each sample, and the per-sample figures the
+#: sampler recorded besides (a generation's TTFT and TPOT; empty otherwise).
+Block = tuple[list[float], dict[str, list[float]]]
 
 #: Looks at the data after this many pairs, and the share of alpha each look spends
 #: (Bonferroni over the looks: the shares sum to 1, so the overall error rate stays at
@@ -57,6 +61,10 @@ from .timing import Warm, take_samples
 LOOKS = (8, 16, 32, 64, 128)
 LOOK_SHARES = (2 / 8, 1 / 8, 1 / 8, 1 / 8, 3 / 8)
 CONNECT_TIMEOUT_S = 120.0
+#: Fewest generations per block of an interleaved generation benchmark (see interleave).
+GENERATIONS_PER_BLOCK = 3
+#: How many times a single call's time budget an interleaved generation run may take.
+GENERATION_BUDGET = 4.0
 _SERIAL = itertools.count(1)
 
 
@@ -82,8 +90,9 @@ class BaseCall:
 class Side(Protocol):
     """One side of an interleaved run: something that times blocks of calls on demand."""
 
-    def block(self, count: int, calls: int) -> list[float]:
-        """``count`` samples of ``calls`` calls each, in seconds per call."""
+    def block(self, count: int, calls: int) -> Block:
+        """``count`` samples of ``calls`` calls each, in seconds per call, and what the
+        sampler recorded per sample besides."""
         ...
 
 
@@ -94,8 +103,8 @@ class LocalSide:
         self.sampler = sampler
         self.disable_gc = disable_gc
 
-    def block(self, count: int, calls: int) -> list[float]:
-        return take_samples(self.sampler, count, calls, self.disable_gc)
+    def block(self, count: int, calls: int) -> Block:
+        return take_block(self.sampler, count, calls, self.disable_gc)
 
 
 class Checkout:
@@ -300,9 +309,14 @@ class WorkerSide:
                     return BaseCall("failed", error=str(message.get("longrepr") or "").strip())
                 return BaseCall("missing")
 
-    def block(self, count: int, calls: int) -> list[float]:
+    def block(self, count: int, calls: int) -> Block:
         self._send(op=protocol.BLOCK, n=count, calls=calls)
-        return [float(v) for v in self._recv()["values"]]
+        message = self._recv()
+        metrics = {
+            str(k): [float(v) for v in values]
+            for k, values in dict(message.get("metrics") or {}).items()
+        }
+        return [float(v) for v in message["values"]], metrics
 
     def finish_call(self) -> dict[str, Any]:
         self._send(op=protocol.FINISH)
@@ -363,7 +377,13 @@ class ABController:
         return self.base.tests()
 
     def confirm(
-        self, nodeid: str, name: str | None, calls: int, per_sample_s: float, opts: dict[str, Any]
+        self,
+        nodeid: str,
+        name: str | None,
+        calls: int,
+        per_sample_s: float,
+        opts: dict[str, Any],
+        metrics: tuple[str, ...] = (),
     ) -> Interleaved:
         """Interleave the call again between two processes that have run nothing yet: a new
         worker on the base checkout and one on the head's own tree. A process can sit in a
@@ -382,7 +402,7 @@ class ABController:
                         f"a fresh {side.label} process ({side.checkout.title}) did not reach "
                         f"{nodeid} call {name!r} ({ready.status}{detail})"
                     )
-            return interleave(base, head, calls, per_sample_s, opts)
+            return interleave(base, head, calls, per_sample_s, opts, metrics)
         finally:
             base.close()
             head.close()
@@ -409,10 +429,15 @@ class Interleaved:
     head: list[float]
     base: list[float]
     ratios: list[float]
+    #: The alpha the last look spent, over all judged metrics together.
     alpha_used: float
     looks: int
     block_samples: int
     seconds: float
+    #: A generation benchmark: each judged metric's samples per side and pair log-ratios.
+    head_metrics: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    base_metrics: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    metric_ratios: dict[str, list[float]] = dataclasses.field(default_factory=dict)
 
     def details(self) -> dict[str, Any]:
         return {
@@ -425,7 +450,17 @@ class Interleaved:
 
     def __add__(self, later: Interleaved) -> Interleaved:
         """A confirmation's samples appended; its pairs and looks are the ones that count."""
-        return dataclasses.replace(later, head=self.head + later.head, base=self.base + later.base)
+
+        def joined(a: dict[str, list[float]], b: dict[str, list[float]]) -> dict[str, list[float]]:
+            return {k: a.get(k, []) + b.get(k, []) for k in {*a, *b}}
+
+        return dataclasses.replace(
+            later,
+            head=self.head + later.head,
+            base=self.base + later.base,
+            head_metrics=joined(self.head_metrics, later.head_metrics),
+            base_metrics=joined(self.base_metrics, later.base_metrics),
+        )
 
 
 def interleave(
@@ -434,27 +469,61 @@ def interleave(
     calls: int,
     per_sample_s: float,
     opts: dict[str, Any],
+    metrics: tuple[str, ...] = (),
     time_scale: float = 4.0,
 ) -> Interleaved:
     """Alternate base (A) and head (B) blocks in ABBA order; stop at the first look whose
-    paired test decides, or when the budget (``max_time`` x ``time_scale``) is spent."""
+    paired test decides, or when the budget (``max_time`` x ``time_scale``) is spent.
+
+    ``metrics``: judge these per-sample figures (a generation's TTFT and TPOT) instead of
+    the time per call, each at an even share of the look's alpha; a look decides when all
+    of them are decided."""
     count = max(1, min(256, math.ceil(protocol.BLOCK_TIME_S / max(per_sample_s, 1e-9))))
+    if metrics:
+        # A generation is long, so a block would be one of them; but the first generation
+        # after the other side's block runs slower (measured here with a tiny Llama on 2
+        # cores: TTFT 27 ms against 17-21 ms back to back, as the other process's OpenMP
+        # threads still spin), and a pair of single generations is mostly that noise.
+        # The median of 3 per block leaves the first one out.
+        count = max(count, GENERATIONS_PER_BLOCK)
     budget = opts["max_time"] * time_scale  # both sides, so about twice a stored run each
+    if metrics:
+        # A sample is a whole generation and a pair 4 blocks of them: within a single call's
+        # budget (12 s by default) a run got 8-12 pairs, too few to decide anything with a
+        # noisy neighbour (benchmarks/decision_quality.py --suite generation: 0 of 9 A/A
+        # decided, TTFT intervals of x0.6-x1.8). Generation gets GENERATION_BUDGET times it.
+        budget *= GENERATION_BUDGET
     spent = 0.0
     alpha_look = 0.0
     a_all: list[float] = []
     b_all: list[float] = []
     ratios: list[float] = []
+    # Every figure the sides recorded is kept (a generation's ITL and E2E too, for the
+    # head's result); the judged ones also get their pairs' log-ratios.
+    a_met: dict[str, list[float]] = {}
+    b_met: dict[str, list[float]] = {}
+    m_ratios: dict[str, list[float]] = {m: [] for m in metrics}
     looks = 0
     start = time.perf_counter()
     while True:
-        a1 = base.block(count, calls)
-        b1 = head.block(count, calls)
-        b2 = head.block(count, calls)
-        a2 = base.block(count, calls)
+        a1, a1m = base.block(count, calls)
+        b1, b1m = head.block(count, calls)
+        b2, b2m = head.block(count, calls)
+        a2, a2m = base.block(count, calls)
         a_all += a1 + a2
         b_all += b1 + b2
         ratios += [_log_ratio(b1, a1), _log_ratio(b2, a2)]
+        for side, got in ((a_met, (a1m, a2m)), (b_met, (b1m, b2m))):
+            for block in got:
+                for key, values in block.items():
+                    side.setdefault(key, []).extend(values)
+        for m in metrics:
+            if not all(block.get(m) for block in (a1m, a2m, b1m, b2m)):
+                raise ABError(
+                    f"a side recorded no {m} figures for its block: is the same call a "
+                    "generation benchmark (infer_bench.generate) on both sides?"
+                )
+            m_ratios[m] += [_log_ratio(b1m[m], a1m[m]), _log_ratio(b2m[m], a2m[m])]
         # The budget may end a run only after the first look: fewer pairs than that give
         # no bound at any useful alpha, so stopping earlier would measure for nothing.
         out_of_time = len(ratios) >= LOOKS[0] and time.perf_counter() - start >= budget
@@ -464,11 +533,22 @@ def interleave(
             spent += share
             alpha_look = opts["alpha"] * share
             looks += 1
-            verdict = compare_paired(ratios, opts["threshold"], alpha_look).verdict
-            if verdict is not Verdict.INCONCLUSIVE or out_of_time or looks >= len(LOOKS):
+            if metrics:
+                each = alpha_look / len(metrics)
+                verdicts = [
+                    compare_paired(m_ratios[m], opts["threshold"], each).verdict for m in metrics
+                ]
+                # Go on until every metric is decided: the message says which regressed.
+                decided = Verdict.INCONCLUSIVE not in verdicts
+            else:
+                verdict = compare_paired(ratios, opts["threshold"], alpha_look).verdict
+                decided = verdict is not Verdict.INCONCLUSIVE
+            if decided or out_of_time or looks >= len(LOOKS):
                 break
     seconds = time.perf_counter() - start
-    return Interleaved(b_all, a_all, ratios, alpha_look, looks, count, seconds)
+    return Interleaved(
+        b_all, a_all, ratios, alpha_look, looks, count, seconds, b_met, a_met, m_ratios
+    )
 
 
 def _log_ratio(head: Sequence[float], base: Sequence[float]) -> float:
@@ -498,26 +578,48 @@ def run_paired(
         return base
     opts = call.opts
     env_diff = environment.diff(call.prepared.env, base.env)
+    metrics = generation_metrics(opts) if call.prepared.generation is not None else ()
 
     def judged(run: Interleaved) -> Comparison:
-        return judge.paired(
-            run.head, run.base, run.ratios, opts, origin, run.alpha_used, run.details(), env_diff
-        )
+        details = run.details()
+        if not metrics:
+            return judge.paired(
+                run.head, run.base, run.ratios, opts, origin, run.alpha_used, details, env_diff
+            )
+        k = len(metrics)
+        part_opts = {**opts, "alpha": opts["alpha"] / k}
+        parts = {
+            m: judge.paired(
+                run.head_metrics[m],
+                run.base_metrics[m],
+                run.metric_ratios[m],
+                part_opts,
+                origin,
+                run.alpha_used / k,
+                details,
+                env_diff,
+                metric=m,
+            )
+            for m in metrics
+        }
+        return judge.combined(parts, opts)
 
     sampler = call.prepared.sampler
     warm = call.warm(max(opts["min_sample_time"], protocol.SAMPLE_TIME_S))
     local = LocalSide(sampler, opts["disable_gc"])
     per_sample = warm.per_call_s * warm.block
     _memory.before_timed()
-    run = interleave(controller.base, local, warm.block, per_sample, opts)
+    run = interleave(controller.base, local, warm.block, per_sample, opts, metrics)
     c = judged(run)
     if c.verdict is Verdict.REGRESSION and opts["remeasure"] > 0:
         # The base worker waits inside its call meanwhile: nothing else runs.
         try:
-            again = controller.confirm(call.nodeid, call.name, warm.block, per_sample, opts)
+            again = controller.confirm(
+                call.nodeid, call.name, warm.block, per_sample, opts, metrics
+            )
             where = "fresh processes"
         except ABError as exc:
-            again = interleave(controller.base, local, warm.block, per_sample, opts)
+            again = interleave(controller.base, local, warm.block, per_sample, opts, metrics)
             where = f"the same processes (fresh ones could not run it: {exc})"
         second = judged(again)
         second.details["confirmed_in"] = where

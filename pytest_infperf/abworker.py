@@ -28,7 +28,7 @@ import pytest
 from . import protocol
 from .bench import BenchCall, from_warm
 from .keys import mode_key
-from .timing import take_samples
+from .timing import take_block
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -122,9 +122,11 @@ class ABWorkerPlugin:
                 # The controller's calls per sample: both sides must time identical
                 # blocks, or drift (preemption by a noisy neighbour) hits them unequally.
                 calls = int(message.get("calls") or warm.block)
-                values = take_samples(sampler, int(message["n"]), calls, call.opts["disable_gc"])
+                values, metrics = take_block(
+                    sampler, int(message["n"]), calls, call.opts["disable_gc"]
+                )
                 samples.extend(values)
-                self.send(ev=protocol.SAMPLES, values=values)
+                self.send(ev=protocol.SAMPLES, values=values, metrics=metrics)
             elif op == protocol.FINISH:
                 result = call.result(from_warm(samples, warm))
                 self.send(ev=protocol.RESULT, median=result.median, n=len(samples))

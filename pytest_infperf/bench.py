@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import statistics
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -111,6 +112,9 @@ class BenchCall:
         params = dict(self.params)
         if self.opts.get("params"):
             params.update(self.opts["params"])
+        generation = None
+        if prepared.generation is not None:
+            generation = generation_record(m.metrics, prepared.generation)
         return BenchmarkResult(
             nodeid=self.nodeid,
             name=self.name,
@@ -133,6 +137,7 @@ class BenchCall:
             reference=m.reference,
             path=self.path,
             lineno=self.lineno,
+            generation=generation,
         )
 
     def disabled_result(self) -> BenchmarkResult:
@@ -145,6 +150,25 @@ class BenchCall:
             stats={"n": 0, "median": math.nan},
             decisions={"disabled": True},
         )
+
+
+def generation_record(
+    metrics: dict[str, list[float]], meta: dict[str, Any]
+) -> dict[str, Any] | None:
+    """A generation benchmark's ``generation`` entry: each metric's raw samples and
+    statistics, tokens/s per generation, and the fixed figures (``meta``). None when no
+    generation was timed (the base side of an interleaved run keeps no figures)."""
+    if not metrics.get("e2e"):
+        return None
+    out: dict[str, Any] = dict(meta)
+    batch, new = int(meta["batch_size"]), int(meta["new_tokens"])
+    series = {k: metrics.get(k, []) for k in ("ttft", "tpot", "itl", "e2e")}
+    series["tokens_per_s"] = [new * batch / e for e in metrics["e2e"] if e > 0]
+    for key, values in series.items():
+        out[key] = {"samples": list(values), "stats": summarize(values) if values else None}
+    share = metrics.get("host_share")
+    out["decode_host_bound_ratio"] = round(float(statistics.median(share)), 4) if share else None
+    return out
 
 
 def from_warm(samples: list[float], warm: Warm) -> Measurement:

@@ -162,12 +162,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from .report import summary_lines
+    from .report import generation_lines, summary_lines
 
     doc = _load(args.commit, args)
     commit = doc.get("commit") or {}
     print(f"commit {commit.get('sha')}  environment {doc['environment'].get('key')}")
-    for line in summary_lines(_results(doc)):
+    results = _results(doc)
+    for line in summary_lines(results) + generation_lines(results):
         print(line)
     return 0
 
@@ -175,10 +176,10 @@ def _show(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     """B against A (A is the baseline), judged by the plugin's own judge."""
     from . import environment
-    from .judge import Judge, Observation, Policy
+    from .judge import Judge, Policy
     from .markdown import render
     from .options import DEFAULTS
-    from .report import summary_lines
+    from .report import generation_lines, summary_lines
     from .results import Origin, Verdict
 
     base, head = _load(args.a, args), _load(args.b, args)
@@ -195,9 +196,9 @@ def _compare(args: argparse.Namespace) -> int:
     judge = Judge(Policy(drift_guard="off"))
     for r in results:
         entry = base_entries.get(r.key)
-        r.comparison = judge.against(Observation.of(r), entry, opts, origin, env_diff)
+        r.comparison = judge.stored(r, entry, opts, origin, env_diff)
         judge.conclude(r)
-    for line in summary_lines(results):
+    for line in summary_lines(results) + generation_lines(results):
         print(line)
     if env_diff:
         print("environments differ: " + ", ".join(sorted(env_diff)))

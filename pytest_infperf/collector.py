@@ -102,6 +102,11 @@ def junit_properties(result: BenchmarkResult) -> list[tuple[str, object]]:
         props.append(("throughput_per_s", result.throughput))
     if result.first_call is not None:
         props.append(("first_call_s", result.first_call))
+    gen = result.generation or {}
+    for key, prop in (("ttft", "ttft_s"), ("tpot", "tpot_s"), ("tokens_per_s", "tokens_per_s")):
+        stats = (gen.get(key) or {}).get("stats")
+        if stats:
+            props.append((prop, stats["median"]))
     c = result.comparison
     if c is not None:
         props.append(("verdict", c.verdict.value))

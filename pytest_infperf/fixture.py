@@ -8,12 +8,13 @@ to measure; it never looks at how the session compares.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import options as _options
-from .backends import BackendError, prepare
+from .backends import BackendError, prepare, prepare_generation
 from .bench import BenchCall, BenchmarkError
 
 if TYPE_CHECKING:
@@ -57,19 +58,55 @@ class InferBench:
     def __repr__(self) -> str:
         return f"<InferBench {self._item.nodeid} measurements={len(self.results)}>"
 
-    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        layers = [
-            self._defaults,
-            _options.marker_layer(self._item),
-            _options.parse_layer(kwargs, "infer_bench()"),
-        ]
-        return _options.merge(*layers)
+    def _options(self, kwargs: dict[str, Any], where: str, generation: bool) -> dict[str, Any]:
+        defaults = dict(self._defaults)
+        marker = _options.marker_layer(self._item)
+        call = _options.parse_layer(kwargs, where)
+        session_metric = defaults.get("metric", "median")
+        explicit = "metric" in marker or "metric" in call
+        if not explicit and not _options.metric_applies(session_metric, generation):
+            # A session-wide metric (--perf-metric, ini) for the other kind of benchmark
+            # (--perf-metric=tpot in a suite that also times single calls): this kind
+            # keeps its default. Set on a test or a call, it is an error instead.
+            defaults["metric"] = "median"
+        return _options.merge(defaults, marker, call, generation=generation)
 
     def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
         __tracebackhide__ = True
+        return self._run(model, inputs, kwargs, None)
+
+    def generate(
+        self,
+        model: Any,
+        inputs: Any,
+        max_new_tokens: int = 32,
+        *,
+        generate_kwargs: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> BenchmarkResult:
+        """Measure autoregressive generation: ``model.generate(**inputs)`` of a transformers
+        model, greedy, exactly ``max_new_tokens`` new tokens (EOS ignored), so that two runs
+        do the same work. Each sample is one whole generation, timed per token: the result
+        carries ``generation`` with TTFT, TPOT, ITL, E2E and tokens/s (samples and
+        statistics), and a comparison judges TTFT and TPOT (``metric="ttft"`` or ``"tpot"``
+        narrows it to one). ``generate_kwargs`` pass through to ``generate`` (e.g.
+        ``cache_implementation="static"``); other options are infer_bench's."""
+        __tracebackhide__ = True
+        spec = (max_new_tokens, generate_kwargs)
+        return self._run(model, inputs, kwargs, spec)
+
+    def _run(
+        self,
+        model: Any,
+        inputs: Any,
+        kwargs: dict[str, Any],
+        generation: tuple[Any, Mapping[str, Any] | None] | None,
+    ) -> BenchmarkResult:
+        __tracebackhide__ = True
+        where = "infer_bench()" if generation is None else "infer_bench.generate()"
         name = kwargs.pop("name", None)
         if name is not None and (not isinstance(name, str) or not name.strip()):
-            raise ValueError(f"infer_bench(name={name!r}): a name is a non-empty string")
+            raise ValueError(f"{where}(name={name!r}): a name is a non-empty string")
         if name in self._names:
             how = "without a name" if name is None else f"with name={name!r}"
             raise ValueError(
@@ -77,12 +114,15 @@ class InferBench:
                 "its own name= (the unnamed one is the test's benchmark)"
             )
         try:
-            opts = self._options(kwargs)
+            opts = self._options(kwargs, where, generation is not None)
         except _options.OptionError as exc:
             raise _options.OptionError(str(exc)) from None  # the user's line, not ours
         self._names.add(name)
         try:
-            prepared = prepare(model, inputs, opts)
+            if generation is None:
+                prepared = prepare(model, inputs, opts)
+            else:
+                prepared = prepare_generation(model, inputs, *generation, opts)
         except BackendError as exc:
             raise exc.with_traceback(None) from None  # point at the user's call
         path, lineno, _ = self._item.location
@@ -100,6 +140,8 @@ class InferBench:
         except TypeError as exc:
             _hint_unpacked_list(exc, model, inputs)
             raise
+        except BackendError as exc:
+            raise exc.with_traceback(None) from None
         finally:
             if prepared.close is not None:
                 prepared.close()

@@ -11,6 +11,9 @@ local transformers cache only (``local_files_only=True``), never on the network.
     model = hf.build_model("distilbert-base-uncased")
     inputs = hf.synthetic_inputs(model, batch_size=8, seq_len=128)
     onnx_path = hf.export_onnx("distilbert-base-uncased")   # cached by config and seed
+
+    llm = hf.build_causal_lm("tiny-llama")                   # a decoder, for generate()
+    result = infer_bench.generate(llm, hf.prompt(llm, prompt_tokens=64), max_new_tokens=16)
 """
 
 from __future__ import annotations
@@ -84,6 +87,32 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         "distilbert",
         {"dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64, "vocab_size": 1000},
     ),
+    # Decoders for generation benchmarks (build_causal_lm): small enough for a CPU test,
+    # with the real code paths (KV cache, rotary/learned positions, GQA for Llama).
+    "tiny-llama": (
+        "llama",
+        {
+            "vocab_size": 1000,
+            "hidden_size": 256,
+            "intermediate_size": 1024,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 1024,
+        },
+    ),
+    "tiny-gpt2": (
+        "gpt2",
+        {
+            "vocab_size": 1000,
+            "n_embd": 256,
+            "n_layer": 2,
+            "n_head": 4,
+            "n_positions": 1024,
+            "bos_token_id": 0,
+            "eos_token_id": 0,
+        },
+    ),
 }
 ALIASES = {
     "bert-base": "bert-base-uncased",
@@ -141,6 +170,58 @@ def build_model(
     if device is not None:
         model.to(device)
     return model
+
+
+def build_causal_lm(
+    name_or_config: Any, *, seed: int = 0, dtype: Any = None, device: Any = None, **overrides: Any
+) -> Any:
+    """A decoder with its language-model head (``AutoModelForCausalLM``), random weights,
+    eval mode: what ``infer_bench.generate`` measures. ``overrides`` change the config, e.g.
+    ``build_causal_lm("tiny-llama", num_hidden_layers=4)``."""
+    torch = require("torch")
+    transformers = require("transformers")
+    config = make_config(name_or_config, **overrides)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    model.eval()
+    if dtype is not None:
+        model.to(dtype=dtype)
+    if device is not None:
+        model.to(device)
+    return model
+
+
+def prompt(
+    model_or_config: Any,
+    batch_size: int = 1,
+    prompt_tokens: int = 64,
+    *,
+    seed: int = 0,
+    device: Any = None,
+) -> dict[str, Any]:
+    """A tokenized prompt for ``generate``: random ``input_ids`` (``batch_size`` x
+    ``prompt_tokens``, avoiding the special tokens) and an all-ones ``attention_mask``."""
+    import numpy as np
+
+    torch = require("torch")
+    if batch_size < 1 or prompt_tokens < 1:
+        raise ValueError("batch_size and prompt_tokens must be >= 1")
+    config = _config_of(model_or_config)
+    vocab = int(getattr(config, "vocab_size", 1000))
+    special = {
+        int(t)
+        for t in (
+            getattr(config, n, None) for n in ("bos_token_id", "eos_token_id", "pad_token_id")
+        )
+        if isinstance(t, int)
+    }
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(max(special, default=-1) + 1, vocab, size=(batch_size, prompt_tokens))
+    out = {"input_ids": torch.from_numpy(ids.astype(np.int64))}
+    out["attention_mask"] = torch.ones_like(out["input_ids"])
+    if device is not None:
+        out = {k: v.to(device) for k, v in out.items()}
+    return out
 
 
 def input_names(model_or_config: Any) -> list[str]:
@@ -313,6 +394,13 @@ class HFModels:
         key = self._key(name_or_config, kwargs)
         if key not in self._models:
             self._models[key] = build_model(name_or_config, **kwargs)
+        return self._models[key]
+
+    def causal_lm(self, name_or_config: Any, **kwargs: Any) -> Any:
+        """A decoder with its LM head (:func:`build_causal_lm`), built once per session."""
+        key = "causal:" + self._key(name_or_config, kwargs)
+        if key not in self._models:
+            self._models[key] = build_causal_lm(name_or_config, **kwargs)
         return self._models[key]
 
     def onnx(self, name_or_config: Any, **kwargs: Any) -> Path:

@@ -28,10 +28,24 @@ from .backends import MissingBackendError
 from .baseline import iter_entries
 from .fmt import fmt_figure, fmt_n, fmt_ratio, fmt_time
 from .history import Series
-from .results import Comparison
+from .results import METRIC_LABELS, Comparison
 
 BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
 SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
+#: Parameters a generation sweep varies along (its figures come from the record itself);
+#: any other parameter (model, decoding setup) makes a separate figure.
+GENERATION_SWEEP_KEYS = (
+    *BATCH_KEYS,
+    *SEQ_KEYS,
+    "gen_batch",
+    "prompt",
+    "prompt_tokens",
+    "prompt_len",
+    "new",
+    "new_tokens",
+    "max_new_tokens",
+    "output_tokens",
+)
 #: Scaling exponent of latency in batch size below which a step is framework-bound (flat)
 #: and above which it is compute-bound.
 FLAT_EXPONENT = 0.3
@@ -192,8 +206,8 @@ def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, 
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in entries:
         params = e.get("params") or {}
-        if _param(e, BATCH_KEYS) is None and _param(e, SEQ_KEYS) is None:
-            continue
+        if e.get("generation") or (_param(e, BATCH_KEYS) is None and _param(e, SEQ_KEYS) is None):
+            continue  # a generation sweep has its own view (generation_figure)
         others = {k: v for k, v in sorted(params.items()) if k not in BATCH_KEYS + SEQ_KEYS}
         func = e["nodeid"].split("[")[0]
         label = func.rsplit("::", 1)[-1] + "".join(f" {v}" for v in others.values())
@@ -269,6 +283,98 @@ def scaling_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
     return _render(fig, tips)
 
 
+def generation_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Generation benchmarks of one sweep: same test function, any prompt length, output
+    length or batch (read from the ``generation`` record itself, not from parameter names)."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in entries:
+        if not e.get("generation"):
+            continue
+        params = e.get("params") or {}
+        others = [v for k, v in sorted(params.items()) if k not in GENERATION_SWEEP_KEYS]
+        label = e["nodeid"].split("[")[0].rsplit("::", 1)[-1]
+        label += "".join(f" {v}" for v in others)
+        groups[label + (f" #{e['name']}" if e.get("name") else "")].append(e)
+    return {k: v for k, v in groups.items() if len(v) >= 2}
+
+
+#: How a generation's dimensions are named in legends.
+_GEN_DIMS = {"prompt_tokens": "prompt", "new_tokens": "new", "batch_size": "batch"}
+
+
+def generation_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
+    """TTFT against prompt length (prefill), and TPOT against batch size (decode): a TPOT
+    that stays flat as the batch grows means each step is host overhead (the framework tax
+    of decoding), with the measured host share of a step where the backend recorded it.
+    Each line holds the other dimensions fixed; they are named in its legend."""
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.2, 3.2), layout="constrained")
+    tips: dict[str, str] = {}
+
+    def dim(e: dict[str, Any], name: str) -> int:
+        return int(e["generation"][name])
+
+    def median(e: dict[str, Any], metric: str) -> float:
+        return float(e["generation"][metric]["stats"]["median"])
+
+    varying = [d for d in _GEN_DIMS if len({dim(e, d) for e in entries}) > 1]
+    # TPOT against what varies: the batch (the framework-tax reading), else the output
+    # length, else the prompt length (a longer context makes each step attend to more).
+    tpot_x = next((d for d in ("batch_size", "new_tokens") if d in varying), "prompt_tokens")
+    panels = (
+        (ax1, "ttft", "prompt_tokens", "time to first token vs prompt length (prefill)"),
+        (ax2, "tpot", tpot_x, f"time per output token (decode) vs {_GEN_DIMS[tpot_x]}"),
+    )
+    for ax, metric, x_dim, title in panels:
+        others = [d for d in varying if d != x_dim]
+        lines: dict[tuple[int, ...], list[dict[str, Any]]] = defaultdict(list)
+        for e in entries:
+            lines[tuple(dim(e, d) for d in others)].append(e)
+        for fixed, members in sorted(lines.items()):
+            group = sorted(members, key=lambda e: dim(e, x_dim))
+            xs = [float(dim(e, x_dim)) for e in group]
+            ys = [median(e, metric) * 1e3 for e in group]
+            name = ", ".join(f"{_GEN_DIMS[d]} {v}" for d, v in zip(others, fixed, strict=True))
+            (line,) = ax.plot(xs, ys, marker="o", label=name or None)
+            if metric == "tpot" and x_dim == "batch_size":
+                for (x0, y0), (x1, y1) in itertools.pairwise(zip(xs, ys, strict=True)):
+                    color = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}.get(
+                        tax_regime(x0, y0, x1, y1)
+                    )
+                    if color:
+                        ax.axvspan(x0, x1, color=color, alpha=0.08)
+            for x, y, e in zip(xs, ys, group, strict=True):
+                g = e["generation"]
+                share = g.get("decode_host_bound_ratio")
+                if metric == "tpot" and share is not None:
+                    ax.annotate(f"host {share:.2f}", (x, y), fontsize=6)
+                gid = f"gen-{len(tips)}"
+                # The hover target, in the line's colour (an unset colour would take the
+                # next one of the cycle, and the lines after it would repeat colours).
+                ax.plot([x], [y], "o", markersize=6, alpha=0, gid=gid, color=line.get_color())
+                tips[gid] = (
+                    f"{_label(e['nodeid'])}\nprompt {g['prompt_tokens']}, new "
+                    f"{g['new_tokens']}, batch {g['batch_size']}\nTTFT "
+                    f"{fmt_time(median(e, 'ttft'))}, TPOT {fmt_time(median(e, 'tpot'))}, "
+                    f"{median(e, 'tokens_per_s'):,.0f} tokens/s"
+                    + (f", decode host share {share:.2f}" if share is not None else "")
+                )
+        if x_dim == "batch_size":
+            ax.set_xscale("log", base=2)
+        xlabel = {"prompt_tokens": "prompt tokens", "new_tokens": "new tokens"}.get(x_dim)
+        if xlabel is None:
+            xlabel = "batch size (orange: flat, host-bound decode; green: compute-bound)"
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(f"{metric.upper()}, median (ms)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(title, fontsize=8)
+        if others:
+            ax.legend(fontsize=6)
+        ax.grid(alpha=0.3)
+    fig.suptitle(label, fontsize=9)
+    return _render(fig, tips)
+
+
 def tax_regime(b0: float, lat0: float, b1: float, lat1: float) -> str:
     """How latency grows from batch b0 to b1: exponent e of lat ~ batch^e. Near 0 (flat) the
     call is framework-bound; near 1 it is compute-bound."""
@@ -324,6 +430,13 @@ def build(
             else "latency and throughput vs batch size"
         )
         sections.append((f"Scaling: {what} (framework tax)", sweeps))
+    generation = [
+        (label, generation_figure(label, group))
+        for label, group in sorted(generation_groups(list(entries.values())).items())
+    ]
+    if generation:
+        heading = "Generation: TTFT vs prompt length, TPOT vs batch (decode framework tax)"
+        sections.append((heading, generation))
     if png_dir is not None:
         png_dir.mkdir(parents=True, exist_ok=True)
         for s_index, (_, figures) in enumerate(sections):
@@ -332,6 +445,47 @@ def build(
                 (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(plot.png)
     count = sum(len(figures) for _, figures in sections)
     return _html(title, results, sections, history), count
+
+
+def _generation_table(results: dict[str, Any]) -> list[str]:
+    """Generation benchmarks: TTFT, TPOT, ITL p99, tokens/s, the decode host share, and each
+    judged metric's ratio and verdict."""
+    gens = [(k, e) for k, e in sorted(iter_entries(results)) if e.get("generation")]
+    if not gens:
+        return []
+    out = [
+        "<h2>Generation</h2><table><tr><th>benchmark</th><th>prompt → new × batch</th>"
+        "<th>TTFT</th><th>TPOT</th><th>ITL p99</th><th>tokens/s</th>"
+        "<th>decode host share</th><th>TTFT ratio</th><th>TPOT ratio</th></tr>"
+    ]
+    for key, e in gens:
+        g = e["generation"]
+
+        def stat(metric: str, name: str, g: dict[str, Any] = g) -> Any:
+            return ((g.get(metric) or {}).get("stats") or {}).get(name)
+
+        share = g.get("decode_host_bound_ratio")
+        tps = stat("tokens_per_s", "median")
+        cells = [
+            _label(key),
+            f"{g.get('prompt_tokens')} → {g.get('new_tokens')} × {g.get('batch_size')}",
+            fmt_time(stat("ttft", "median")),
+            fmt_time(stat("tpot", "median")),
+            fmt_time(stat("itl", "p99")),
+            "-" if tps is None else f"{tps:,.0f}",
+            "-" if share is None else f"{share:.2f}",
+        ]
+        raw = e.get("comparison")
+        parts = (Comparison.from_json(raw).parts if raw else None) or {}
+        row = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
+        for metric in ("ttft", "tpot"):
+            part = parts.get(metric)
+            text = "-" if part is None else f"{fmt_ratio(part)} {part.verdict.value}"
+            cls = " class='regression'" if part and part.verdict.value == "regression" else ""
+            row += f"<td{cls}>{html.escape(text)}</td>"
+        out.append(f"<tr>{row}</tr>")
+    out.append("</table>")
+    return out
 
 
 def _html(
@@ -370,16 +524,18 @@ def _html(
         for key, e in sorted(iter_entries(results)):
             raw = e.get("comparison")
             cmp = Comparison.from_json(raw) if raw else None
+            named = f"{METRIC_LABELS[cmp.metric]} " if cmp and cmp.parts else ""
             now = (
                 fmt_time(e["stats"]["median"])
                 if cmp is None
-                else fmt_figure(cmp.metric, cmp.current)
+                else named + fmt_figure(cmp.metric, cmp.current)
             )
             cells = [_label(key), e["backend"], now]
             if cmp is None:
                 cells += ["-", "-", "-", "", "-"]
             else:
-                cells += [fmt_figure(cmp.metric, cmp.baseline), fmt_ratio(cmp), fmt_n(cmp)]
+                cells += [named + fmt_figure(cmp.metric, cmp.baseline), fmt_ratio(cmp)]
+                cells.append(fmt_n(cmp))
                 cells += [
                     cmp.verdict.value,
                     {"ab": "A/B", "stored": "stored"}.get(cmp.decided_by or "", "-"),
@@ -395,6 +551,7 @@ def _html(
             )
             parts.append(f"<tr>{row}</tr>")
         parts.append("</table>")
+        parts += _generation_table(results)
     changes = [(k, c, s) for k, s in sorted(history.items()) for c in s.changes]
     if changes:
         parts.append(

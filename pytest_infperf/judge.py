@@ -22,7 +22,16 @@ from .accept import AcceptRule, first_match
 from .backends import runs_on_gpu
 from .drift import speed_factors
 from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why
-from .results import BenchmarkResult, Comparison, Origin, Reason, Verdict, memory_figure
+from .results import (
+    GENERATION_METRICS,
+    METRIC_LABELS,
+    BenchmarkResult,
+    Comparison,
+    Origin,
+    Reason,
+    Verdict,
+    memory_figure,
+)
 
 #: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
 #: it ("warn"), or take no probes ("off").
@@ -68,6 +77,16 @@ class Observation:
             source.get("reference"),
         )
 
+    @classmethod
+    def part(cls, source: BenchmarkResult | Mapping[str, Any], metric: str) -> Observation | None:
+        """One metric of a generation benchmark (``ttft``, ``tpot``): its samples, with the
+        rest of the benchmark's facts; None when ``source`` has no such figures."""
+        gen = source.generation if isinstance(source, BenchmarkResult) else source.get("generation")
+        samples = ((gen or {}).get(metric) or {}).get("samples")
+        if not samples:
+            return None
+        return dataclasses.replace(cls.of(source), samples=samples)
+
     def figure(self, metric: str) -> float | None:
         """The metric's own figure: a percentile (s), items/s, or bytes."""
         if metric == "memory":
@@ -77,7 +96,7 @@ class Observation:
         if metric == "throughput":
             median = statistics.median(self.samples)
             return (self.batch_size or 1) / median if median > 0 else None
-        q = {"median": 50, "p90": 90, "p99": 99}[metric]
+        q = {"median": 50, "p90": 90, "p99": 99, "ttft": 50, "tpot": 50}[metric]
         if q == 50:
             return float(statistics.median(self.samples))
         return float(statistics.quantiles(self.samples, n=100, method="inclusive")[q - 1])
@@ -85,7 +104,7 @@ class Observation:
 
 def _estimate(current: Observation, base: Observation, opts: Mapping[str, Any]) -> _cmp.Estimate:
     metric, d, alpha = opts["metric"], opts["threshold"], opts["alpha"]
-    if metric == "median":
+    if metric in ("median", *GENERATION_METRICS):
         return _cmp.compare_latency(current.samples, base.samples, d, alpha)
     if metric in ("p90", "p99"):
         return _cmp.compare_tail(current.samples, base.samples, metric, d, alpha)
@@ -146,6 +165,76 @@ class Judge:
         if self.policy.drift_guard == "adjust" and not runs_on_gpu(current.env):
             c = self._drift_guarded(c, current, baseline, opts)
         return c
+
+    def stored(
+        self,
+        result: BenchmarkResult,
+        entry: Mapping[str, Any] | None,
+        opts: Mapping[str, Any],
+        origin: Origin,
+        env_diff: Mapping[str, list[Any]] | None = None,
+        *,
+        fresh: Observation | None = None,
+        fresh_metrics: Mapping[str, list[float]] | None = None,
+    ) -> Comparison:
+        """``result`` against a stored entry, whatever kind of benchmark it is: one call's
+        metric (:meth:`against`), or a generation's judged metrics (:meth:`against_each`).
+        ``fresh`` / ``fresh_metrics``: new samples of the same benchmark (a re-measurement)
+        instead of the result's own."""
+        current = fresh if fresh is not None else Observation.of(result)
+        if result.generation is None:
+            if opts["metric"] in GENERATION_METRICS:  # a file compare's --metric: no tokens
+                opts = {**opts, "metric": "median"}
+            return self.against(current, entry, opts, origin, env_diff)
+        parts: dict[str, Observation] = {}
+        for metric in generation_metrics(opts):
+            if fresh_metrics is not None:
+                samples = list(fresh_metrics.get(metric, []))
+            else:
+                part = Observation.part(result, metric)
+                samples = list(part.samples) if part is not None else []
+            parts[metric] = dataclasses.replace(current, samples=samples)
+        return self.against_each(parts, entry, opts, origin, env_diff)
+
+    def against_each(
+        self,
+        current: Mapping[str, Observation],
+        entry: Mapping[str, Any] | None,
+        opts: Mapping[str, Any],
+        origin: Origin,
+        env_diff: Mapping[str, list[Any]] | None = None,
+    ) -> Comparison:
+        """A generation benchmark against a stored entry: each judged metric (``current``'s
+        keys: TTFT, TPOT) by the same rule as a latency, at alpha split evenly between them
+        (Bonferroni: the test's own error rate stays at alpha), then :meth:`combined`."""
+        share = opts["alpha"] / max(1, len(current))
+        parts: dict[str, Comparison] = {}
+        for metric, observation in current.items():
+            part_opts = {**opts, "metric": metric, "alpha": share}
+            base = None if entry is None else Observation.part(entry, metric)
+            if entry is not None and base is None:
+                blank = _blank(part_opts, origin)
+                parts[metric] = dataclasses.replace(
+                    blank,
+                    verdict=Verdict.NO_BASELINE,
+                    reason=Reason.NOT_IN_BASELINE,
+                    current=observation.figure(metric),
+                    note=f"the baseline's entry has no {METRIC_LABELS[metric]} (not a generation "
+                    "benchmark there)",
+                )
+                continue
+            entry_part = (
+                None if base is None or entry is None else {**entry, "samples": base.samples}
+            )
+            parts[metric] = self.against(observation, entry_part, part_opts, origin, env_diff)
+        return self.combined(parts, opts)
+
+    def combined(self, parts: Mapping[str, Comparison], opts: Mapping[str, Any]) -> Comparison:
+        """One verdict from the verdicts of a generation benchmark's metrics: the worst one
+        decides (a regression of either fails the test) and its figures head the record;
+        every part is kept in ``parts``."""
+        worst = min(parts.values(), key=lambda c: (_RANK[c.verdict], -(c.ratio or 0.0)))
+        return dataclasses.replace(worst, alpha=opts["alpha"], parts=dict(parts))
 
     def _drift_guarded(
         self, c: Comparison, current: Observation, base: Observation, opts: Mapping[str, Any]
@@ -217,13 +306,15 @@ class Judge:
         alpha_used: float,
         details: Mapping[str, Any] | None = None,
         env_diff: Mapping[str, list[Any]] | None = None,
+        metric: str = "median",
     ) -> Comparison:
         """An interleaved A/B run: the paired test on the blocks' log-ratios, at the alpha
         the sequential look spent (the interval is labelled with that level, not the
-        overall alpha). A/B judges the median latency whatever ``metric`` says."""
-        blank = dataclasses.replace(_blank(opts, origin), metric="median")
-        current = Observation(head).figure("median")
-        baseline = Observation(base).figure("median")
+        overall alpha). A/B judges the median latency whatever ``metric`` says, or, for a
+        generation benchmark, the ``metric`` (TTFT, TPOT) the ratios were taken of."""
+        blank = dataclasses.replace(_blank(opts, origin), metric=metric)
+        current = Observation(head).figure(metric)
+        baseline = Observation(base).figure(metric)
         if env_diff:
             return dataclasses.replace(
                 blank,
@@ -237,7 +328,7 @@ class Judge:
         c = _from_estimate(blank, estimate, current, baseline)
         c = dataclasses.replace(c, decided_by="ab")
         note = c.note
-        if opts["metric"] != "median":
+        if opts["metric"] not in ("median", metric):
             note = (
                 f"A/B judges the median latency; metric={opts['metric']} applies to stored "
                 "comparisons" + (f"; {note}" if note else "")
@@ -325,6 +416,25 @@ class Judge:
         return failures
 
 
+#: Which verdict of a generation benchmark's parts decides (lowest first).
+_RANK = {
+    Verdict.REGRESSION: 0,
+    Verdict.ACCEPTED: 0,
+    Verdict.INCONCLUSIVE: 1,
+    Verdict.INCOMPARABLE: 2,
+    Verdict.NO_BASELINE: 3,
+    Verdict.IMPROVEMENT: 4,
+    Verdict.UNCHANGED: 5,
+}
+
+
+def generation_metrics(opts: Mapping[str, Any]) -> tuple[str, ...]:
+    """The metrics a generation benchmark is judged on: ``metric="ttft"`` or ``"tpot"``
+    narrows it to one; otherwise both."""
+    metric = opts["metric"]
+    return (metric,) if metric in GENERATION_METRICS else GENERATION_METRICS
+
+
 def compared_nothing(results: Sequence[BenchmarkResult]) -> bool:
     """Every compared benchmark went without a usable baseline (none stored, or only from
     another environment): a gate that compared nothing must not look green."""
@@ -407,13 +517,35 @@ def _inconclusive_warning(c: Comparison) -> str:
     )
 
 
+def _parts_lines(c: Comparison) -> list[str]:
+    """A generation benchmark: one line per judged metric, the regressed ones marked."""
+    lines = []
+    for metric, part in (c.parts or {}).items():
+        bound = ""
+        if part.ci_low is not None and part.ci_high is not None:
+            bound = f" [{part.ci_low:.3f}, {part.ci_high:.3f}] ({fmt_level(part.ci_level)})"
+        ratio = "-" if part.ratio is None else f"{part.ratio:.3f}"
+        lines.append(
+            f"  {METRIC_LABELS.get(metric, metric)}: now {fmt_figure(metric, part.current)}, "
+            f"baseline {fmt_figure(metric, part.baseline)}, ratio {ratio}{bound}: {part.verdict}"
+        )
+    judged = " and ".join(METRIC_LABELS.get(m, m) for m in c.parts or {})
+    lines.append(
+        f"  ({judged} judged each at alpha {c.alpha / max(1, len(c.parts or {})):g}; the worst "
+        f"verdict decides; its figures follow)"
+    )
+    return lines
+
+
 def failure_message(key: str, c: Comparison) -> str:
     """What a reviewer reads when a benchmark regressed: the numbers and where they come
     from, each labelled with what it is (the metric's figure, the bound's own level)."""
     metric = c.metric
     lines = [f"PERFORMANCE REGRESSION in {key}"]
+    if c.parts:
+        lines += _parts_lines(c)
     lines.append(
-        f"  {metric}: now {fmt_figure(metric, c.current)}, "
+        f"  {METRIC_LABELS.get(metric, metric)}: now {fmt_figure(metric, c.current)}, "
         f"baseline {fmt_figure(metric, c.baseline)}"
     )
     level = fmt_level(c.bound_level)
@@ -440,7 +572,8 @@ def failure_message(key: str, c: Comparison) -> str:
     if c.p_value is not None:
         alpha = f"alpha {c.alpha:g}"
         if c.ci_level is not None and abs((1 - c.ci_level) / 2 - c.alpha) > 1e-12:
-            alpha = f"alpha {(1 - c.ci_level) / 2:.3g} at this look, {c.alpha:g} overall"
+            where = "for this metric" if c.parts and c.mode == "stored" else "at this look"
+            alpha = f"alpha {(1 - c.ci_level) / 2:.3g} {where}, {c.alpha:g} overall"
         lines.append(
             f"  p = {c.p_value:.2g} for H0 'slower by at most {c.threshold:.0%}' ({alpha}); "
             f"n = {c.n} now, {c.n_baseline} in the baseline ({c.unit})"

@@ -13,7 +13,7 @@ from typing import Any
 
 from .fmt import fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
 from .report import DECIDED_BY, settle_summary
-from .results import BenchmarkResult, Comparison, Verdict
+from .results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
 
 MARK = {
     Verdict.REGRESSION: "🔴 regression",
@@ -108,6 +108,7 @@ def render(
             "baseline are unreliable now; `--perf-ab` measures both sides in one job.",
         ]
     lines += ["", *(_table(results, bool(compared)))]
+    lines += _generation_table(results)
     failing = [r for r in results if r.verdict is Verdict.REGRESSION]
     if failing:
         lines += ["", "### Regressions", ""]
@@ -163,10 +164,11 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
                     f"| – | – | `{_cell(short_name(r))}` | {fmt_time(r.median)} | – | – | – | |"
                 )
                 continue
+            named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
             out.append(
                 f"| {_verdict(c)} | {DECIDED_BY.get(c.decided_by or '', '–')} | "
-                f"`{_cell(short_name(r))}` | "
-                f"{fmt_figure(c.metric, c.current)} | {fmt_figure(c.metric, c.baseline)} | "
+                f"`{_cell(short_name(r))}` | {named}{fmt_figure(c.metric, c.current)} | "
+                f"{named}{fmt_figure(c.metric, c.baseline)} | "
                 f"{fmt_ratio(c, level=True)} | {fmt_n(c)} | {_noise(r)} |"
             )
         return out
@@ -184,6 +186,41 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
     return out
 
 
+def _generation_table(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Generation benchmarks: TTFT, TPOT, ITL p99 and tokens/s (medians over generations),
+    with each judged metric's ratio and verdict where compared."""
+    gens = [r for r in sorted(results, key=lambda r: r.key) if r.generation]
+    if not gens:
+        return []
+    compared = any(r.comparison is not None and r.comparison.parts for r in gens)
+    head = "| generation | prompt → new × batch | TTFT | TPOT | ITL p99 | tokens/s |"
+    rule = "|---|---|---:|---:|---:|---:|"
+    if compared:
+        head += " TTFT ratio | TPOT ratio |"
+        rule += "---|---|"
+    out = ["", "### Generation", "", head, rule]
+    for r in gens:
+        g = r.generation or {}
+
+        def stat(metric: str, name: str, g: Mapping[str, Any] = g) -> float | None:
+            return ((g.get(metric) or {}).get("stats") or {}).get(name)
+
+        tps = stat("tokens_per_s", "median")
+        row = (
+            f"| `{_cell(short_name(r))}` | {g.get('prompt_tokens')} → {g.get('new_tokens')} × "
+            f"{g.get('batch_size')} | {fmt_time(stat('ttft', 'median'))} | "
+            f"{fmt_time(stat('tpot', 'median'))} | {fmt_time(stat('itl', 'p99'))} | "
+            f"{'–' if tps is None else f'{tps:.4g}/s'} |"
+        )
+        if compared:
+            parts = (r.comparison.parts if r.comparison is not None else None) or {}
+            for metric in ("ttft", "tpot"):
+                part = parts.get(metric)
+                row += " – |" if part is None else f" {fmt_ratio(part)} {MARK[part.verdict]} |"
+        out.append(row)
+    return out
+
+
 def _verdict(c: Comparison) -> str:
     """The verdict's mark, with its reason when the verdict is not a decision."""
     if c.verdict.decisive or c.reason is None:
@@ -194,10 +231,19 @@ def _verdict(c: Comparison) -> str:
 def _regression_detail(r: BenchmarkResult) -> str:
     c = r.comparison
     assert c is not None
-    bits = [
-        f"- **`{_cell(r.key)}`**: {c.metric} {fmt_figure(c.metric, c.current)} vs "
-        f"{fmt_figure(c.metric, c.baseline)}, ratio {fmt_ratio(c, level=True)}"
-    ]
+    if c.parts:  # a generation benchmark: every judged metric, the regressed ones first
+        ranked = sorted(c.parts.items(), key=lambda kv: kv[1].verdict is not Verdict.REGRESSION)
+        what = "; ".join(
+            f"{METRIC_LABELS.get(m, m)} {fmt_figure(m, p.current)} vs "
+            f"{fmt_figure(m, p.baseline)}, ratio {fmt_ratio(p, level=True)} ({p.verdict})"
+            for m, p in ranked
+        )
+        bits = [f"- **`{_cell(r.key)}`**: {what}"]
+    else:
+        bits = [
+            f"- **`{_cell(r.key)}`**: {c.metric} {fmt_figure(c.metric, c.current)} vs "
+            f"{fmt_figure(c.metric, c.baseline)}, ratio {fmt_ratio(c, level=True)}"
+        ]
     if c.p_value is not None:
         bits.append(f"p = {c.p_value:.2g} for 'slower by at most {c.threshold:.0%}'")
     if c.stored_pass is not None:

@@ -112,14 +112,13 @@ class Stored(Plain):
             self._controller.close()
 
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
-        from .judge import Observation
         from .results import Verdict
 
         source = self.context.source
         assert source is not None
-        judge, opts, origin = self.judge, call.opts, source.as_origin()
+        judge, opts = self.judge, call.opts
         entry = source.entries.get(result.key)
-        c = judge.against(Observation.of(result), entry, opts, origin, source.env_diff)
+        c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
         if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE):
             return c
         why_not = self._why_not_settle(opts)
@@ -139,7 +138,7 @@ class Stored(Plain):
             return ""
         if source.origin != "commit" or not source.sha:
             return "--perf-compare names a results file, so there is no commit to measure"
-        if opts["metric"] != "median":
+        if opts["metric"] not in ("median", "ttft", "tpot"):
             return (
                 f"metric={opts['metric']}: an interleaved run judges the median latency, so "
                 f"the stored {opts['metric']} verdict stands"
@@ -186,6 +185,8 @@ class Stored(Plain):
             "base_samples": run.base,
             "log_ratios": run.ratios,
         }
+        if run.metric_ratios:
+            result.extra["settle"]["metric_log_ratios"] = run.metric_ratios
         return self.judge.settled(stored, c)
 
     def _controller_or_none(self) -> ABController | None:
@@ -229,7 +230,15 @@ class Stored(Plain):
             again = Observation(
                 fresh.samples, fresh.memory, result.batch_size, result.env, fresh.reference
             )
-            c = self.judge.against(again, entry, opts, source.as_origin(), source.env_diff)
+            c = self.judge.stored(
+                result,
+                entry,
+                opts,
+                source.as_origin(),
+                source.env_diff,
+                fresh=again,
+                fresh_metrics=fresh.metrics if result.generation is not None else None,
+            )
             if c.verdict not in flagged:
                 break
         if fresh is not None:
@@ -305,6 +314,7 @@ class ABHead(Plain):
             return result
         m = from_warm(paired.run.head, paired.warm)
         m.memory = paired.memory
+        m.metrics = paired.run.head_metrics
         result = call.result(m)
         result.extra.update(base_samples=paired.run.base, ab_log_ratios=paired.run.ratios)
         result.comparison = paired.comparison

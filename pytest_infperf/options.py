@@ -14,8 +14,10 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-#: Metrics a comparison can be made on.
-METRICS = ("median", "p90", "p99", "throughput", "memory")
+#: Metrics a comparison can be made on ("ttft" and "tpot": generation benchmarks only).
+METRICS = ("median", "p90", "p99", "throughput", "memory", "ttft", "tpot")
+#: What ``infer_bench.generate`` can judge: "median" judges both TTFT and TPOT.
+GENERATION_METRICS = ("median", "ttft", "tpot")
 
 
 class OptionError(ValueError):
@@ -348,11 +350,31 @@ def parse_layer(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     return parsed
 
 
-def merge(*layers: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults overridden by each parsed layer in turn, then cross-checked."""
+def metric_applies(metric: str, generation: bool) -> bool:
+    """Whether ``metric`` can judge a generation benchmark (``generation``) or a call."""
+    if generation:
+        return metric in GENERATION_METRICS
+    return metric not in ("ttft", "tpot")
+
+
+def merge(*layers: Mapping[str, Any], generation: bool = False) -> dict[str, Any]:
+    """Defaults overridden by each parsed layer in turn, then cross-checked (``generation``:
+    for ``infer_bench.generate``, which judges TTFT and TPOT)."""
     merged = dict(DEFAULTS)
     for layer in layers:
         merged.update(layer)
+    metric = merged["metric"]
+    if generation and not metric_applies(metric, generation):
+        raise OptionError(
+            f"metric={metric!r} does not apply to infer_bench.generate(), which judges TTFT "
+            "and TPOT: use metric='ttft' or 'tpot' to judge one of them, or leave metric "
+            "unset (median: both)"
+        )
+    if not generation and not metric_applies(metric, generation):
+        raise OptionError(
+            f"metric={metric!r} applies to infer_bench.generate() only: a single call has no "
+            "tokens to time"
+        )
     if merged["max_rounds"] < merged["rounds"]:
         raise OptionError(
             f"max_rounds={merged['max_rounds']} is below rounds={merged['rounds']}: "

@@ -289,6 +289,8 @@ def infer_bench(request: pytest.FixtureRequest) -> Iterator[InferBench]:
     ``torch.nn.Module``, an ``onnxruntime.InferenceSession`` or an ``.onnx`` path, and
     returns a :class:`~pytest_infperf.results.BenchmarkResult` with raw samples and
     statistics. Options come from ini keys, the ``infperf`` marker and keyword arguments.
+    ``infer_bench.generate(model, inputs, max_new_tokens=...)`` times a transformers
+    model's generation token by token (TTFT, TPOT, tokens/s).
     """
     from .fixture import InferBench
 

@@ -17,7 +17,7 @@ from .fmt import (
     fmt_why,
     short_name,
 )
-from .results import BenchmarkResult, memory_figure
+from .results import METRIC_LABELS, BenchmarkResult, memory_figure
 
 
 def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
@@ -70,8 +70,11 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
                 continue
             if c.ci_level is not None and c.bound_level is not None and c.ci_low != c.ci_high:
                 levels.add((fmt_level(c.ci_level), fmt_level(c.bound_level)))
-            row = [short_name(r), r.backend, fmt_figure(c.metric, c.current)]
-            row += [fmt_figure(c.metric, c.baseline), fmt_ratio(c), fmt_n(c), c.verdict.value]
+            # A generation benchmark's row shows the metric that decided, named.
+            named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
+            row = [short_name(r), r.backend, named + fmt_figure(c.metric, c.current)]
+            row += [named + fmt_figure(c.metric, c.baseline), fmt_ratio(c), fmt_n(c)]
+            row.append(c.verdict.value)
             row.append(DECIDED_BY.get(c.decided_by or "", "-"))
             rows.append([*row, cv, fmt_rate(r.throughput), mem])
             continue
@@ -87,6 +90,42 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     for two, one in sorted(levels):
         notes.add(f"ratio [CI]: now/baseline, {two} interval (each bound alone {one} one-sided)")
     return lines + sorted(notes)
+
+
+def generation_lines(results: Sequence[BenchmarkResult]) -> list[str]:
+    """The generation benchmarks' own table: TTFT, TPOT, the ITL tail and tokens/s (medians
+    over generations), and each judged metric's ratio and verdict where compared."""
+    gens = [r for r in sorted(results, key=lambda r: r.key) if r.generation]
+    if not gens:
+        return []
+    compared = any(r.comparison is not None and r.comparison.parts for r in gens)
+    header = ["generation", "prompt", "new", "batch", "TTFT", "TPOT", "ITL p99", "tokens/s"]
+    if compared:
+        header += ["TTFT ratio", "TPOT ratio"]
+    rows = [header]
+    for r in gens:
+        g = r.generation or {}
+        row = [short_name(r), str(g.get("prompt_tokens")), str(g.get("new_tokens"))]
+        row += [str(g.get("batch_size"))]
+        row += [fmt_time(_stat(g, "ttft", "median")), fmt_time(_stat(g, "tpot", "median"))]
+        row += [fmt_time(_stat(g, "itl", "p99"))]
+        tps = _stat(g, "tokens_per_s", "median")
+        row.append("-" if tps is None else f"{tps:.4g}/s")
+        if compared:
+            parts = (r.comparison.parts if r.comparison is not None else None) or {}
+            for metric in ("ttft", "tpot"):
+                part = parts.get(metric)
+                row.append("-" if part is None else f"{fmt_ratio(part)} {part.verdict.value}")
+        rows.append(row)
+    lines = _table(rows, right={1, 2, 3, 4, 5, 6, 7})
+    lines.insert(1, "-" * max(len(line) for line in lines))
+    return ["", *lines]
+
+
+def _stat(gen: Mapping[str, Any], metric: str, stat: str) -> float | None:
+    stats = (gen.get(metric) or {}).get("stats") or {}
+    value = stats.get(stat)
+    return None if value is None else float(value)
 
 
 #: Who decided a verdict, as the tables say it.

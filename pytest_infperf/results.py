@@ -79,6 +79,11 @@ class Origin:
 #: Comparison fields that hold another (earlier) pass.
 NESTED = ("first_pass", "stored_pass")
 
+#: The metrics of a generation benchmark that a comparison judges, in the order shown.
+GENERATION_METRICS = ("ttft", "tpot")
+#: How people read them.
+METRIC_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+
 
 @dataclasses.dataclass
 class Comparison:
@@ -134,6 +139,9 @@ class Comparison:
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The failure message, when the verdict fails the test.
     message: str | None = None
+    #: A generation benchmark: the verdict of each judged metric ("ttft", "tpot"); the
+    #: fields above are those of the part that decided (the worst verdict).
+    parts: dict[str, Comparison] | None = None
 
     @property
     def bound_level(self) -> float | None:
@@ -157,6 +165,8 @@ class Comparison:
         for nested in NESTED:
             inner = getattr(self, nested)
             data[nested] = None if inner is None else inner.to_json()
+        if self.parts is not None:
+            data["parts"] = {k: v.to_json() for k, v in self.parts.items()}
         return data
 
     @classmethod
@@ -169,6 +179,8 @@ class Comparison:
         for nested in NESTED:
             if values.get(nested) is not None:
                 values[nested] = cls.from_json(values[nested])
+        if values.get("parts") is not None:
+            values["parts"] = {k: cls.from_json(v) for k, v in values["parts"].items()}
         return cls(**values)
 
 
@@ -199,6 +211,10 @@ class BenchmarkResult:
     comparison: Comparison | None = None
     path: str | None = None
     lineno: int | None = None
+    #: A generation benchmark (``infer_bench.generate``): per-metric samples and statistics
+    #: (``ttft``, ``tpot``, ``itl``, ``e2e``, ``tokens_per_s``) and the fixed figures
+    #: (``prompt_tokens``, ``new_tokens``, ``batch_size``, ``timing_method``). None otherwise.
+    generation: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:

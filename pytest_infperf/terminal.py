@@ -93,7 +93,13 @@ class TerminalReport:
         results = self.collector.results
         if not results:
             return
-        from .report import drift_warning, settle_summary, summary_lines, verdict_counts
+        from .report import (
+            drift_warning,
+            generation_lines,
+            settle_summary,
+            summary_lines,
+            verdict_counts,
+        )
 
         verbosity = config.get_verbosity()
         if verbosity < -1:
@@ -132,7 +138,7 @@ class TerminalReport:
                     f"measured on {len(self.collector.workers)} xdist workers; timing "
                     "serialised by a cross-process lock, so no two benchmarks timed at once"
                 )
-            for line in summary_lines(results):
+            for line in summary_lines(results) + generation_lines(results):
                 tr.write_line(line)
             for line in settle_summary(results):
                 tr.write_line(line)

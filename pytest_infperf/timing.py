@@ -135,6 +135,16 @@ class Measurement:
     first_output: Any = None
     #: Machine-speed probes taken during sampling (drift guard), or None.
     reference: dict[str, Any] | None = None
+    #: Figures a sampler records per sample besides its time (a generation's TTFT, TPOT...),
+    #: aligned with ``samples`` where they are per sample.
+    metrics: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+
+
+def take_metrics(sampler: Sampler) -> dict[str, list[float]]:
+    """The per-sample figures ``sampler`` recorded since the last call, when it records any
+    (a generation sampler's TTFT and TPOT per generation); ``{}`` for one-time samplers."""
+    take = getattr(sampler, "take_metrics", None)
+    return dict(take()) if take is not None else {}
 
 
 def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
@@ -319,6 +329,17 @@ def take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool = Tr
     )
 
 
+def take_block(
+    sampler: Sampler, count: int, block: int, disable_gc: bool = True
+) -> tuple[list[float], dict[str, list[float]]]:
+    """:func:`take_samples`, with the per-sample figures the sampler recorded for exactly
+    these samples (what warmup or an earlier block left is dropped first)."""
+    __tracebackhide__ = True
+    take_metrics(sampler)
+    values = take_samples(sampler, count, block, disable_gc)
+    return values, take_metrics(sampler)
+
+
 def _take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool) -> list[float]:
     __tracebackhide__ = True
     out = [0] * count
@@ -381,6 +402,7 @@ def _measure(
     # allocations are the plugin's, not the model's.
     ci_rel_halfwidth([1.0] * 8)
     _memory.before_timed()
+    take_metrics(sampler)  # warmup's figures are not samples
     sampler.begin_timed()
     cpu_start = time.process_time()
     start = pc()
@@ -417,6 +439,7 @@ def _measure(
     cpu = time.process_time() - cpu_start
     elapsed = wall - probe_ns
     backend_extra = sampler.end_timed(out[:n])
+    metrics = take_metrics(sampler)
     mem = _memory.after_timed()
     if n >= rounds and rel == math.inf:
         rel = ci_rel_halfwidth(out[:n])
@@ -437,6 +460,7 @@ def _measure(
         backend_extra=backend_extra,
         first_output=first_output,
         reference=summarize_probes(probes, cpu / (wall / 1e9) if wall > 0 else None),
+        metrics=metrics,
     )
 
 

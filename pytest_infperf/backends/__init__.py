@@ -54,6 +54,9 @@ class Prepared:
     batch_size: int | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)
     close: Callable[[], None] | None = None
+    #: A generation benchmark's fixed figures (prompt and new tokens, batch, timing method);
+    #: None for one call per sample.
+    generation: dict[str, Any] | None = None
 
 
 def runs_on_gpu(env: Mapping[str, Any]) -> bool:
@@ -200,3 +203,16 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         env={"backend": "callable"},
         batch_size=infer_batch_size(inputs),
     )
+
+
+def prepare_generation(
+    model: Any,
+    inputs: Any,
+    max_new_tokens: Any,
+    generate_kwargs: Mapping[str, Any] | None,
+    opts: dict[str, Any],
+) -> Prepared:
+    """A generation benchmark of ``model.generate`` (``infer_bench.generate``)."""
+    from . import generate
+
+    return generate.prepare(model, inputs, max_new_tokens, generate_kwargs, opts)

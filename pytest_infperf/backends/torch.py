@@ -62,7 +62,7 @@ def _dynamo_graphs() -> int | None:
     return int(counters["stats"].get("unique_graphs", 0))
 
 
-class _RecompileWatch:
+class RecompileWatch:
     """Counts torch.compile graphs across the timed region: a recompile there means the
     samples include compilation."""
 
@@ -87,7 +87,7 @@ class TorchHostSampler(HostSampler):
 
     def __init__(self, fn: Callable[[], Any], torch: Any, compiled: bool) -> None:
         super().__init__(fn, ctx=torch.inference_mode)
-        self.watch = _RecompileWatch(compiled)
+        self.watch = RecompileWatch(compiled)
 
     def begin_timed(self) -> None:
         self.watch.start()
@@ -115,7 +115,7 @@ class CudaEventSampler:
         self.after = after
         self.torch = torch
         self.device = device
-        self.watch = _RecompileWatch(compiled)
+        self.watch = RecompileWatch(compiled)
         self.enqueue_ns: list[int] = []
         self.device_ms: list[float] = []
         self._events: tuple[Any, Any] | None = None

@@ -1,0 +1,300 @@
+"""Autoregressive generation: one sample is one whole ``model.generate(...)`` call, with a
+timestamp per generated token.
+
+The timestamps come from a ``StoppingCriteria`` that transformers calls once per decoding
+step, right after the step's token is chosen and appended; it never asks to stop. Greedy
+decoding with ``min_new_tokens == max_new_tokens`` makes every generation produce the same
+number of tokens (EOS is suppressed until the last one), so two runs do the same work.
+
+From the timestamps ``t_1 .. t_N`` of one generation started at ``t_0`` and returned at
+``t_end``: TTFT = ``t_1 - t_0`` (prefill plus generate's setup: what a caller waits for the
+first token), TPOT = ``(t_N - t_1) / (N - 1)`` (the mean gap between later tokens), ITL = every
+gap ``t_{i+1} - t_i``, E2E = ``t_end - t_0``.
+
+On CUDA a decoding step ends with a host sync in transformers' loop (the "unfinished
+sequences" check converts a tensor to a bool), but that sync comes *after* the stopping
+criteria are called; the timestamp would be the time the host finished enqueuing the step.
+So on CUDA the criterion synchronises the device first (``torch.cuda.synchronize``), and
+records the host time spent before it (the enqueue) too: their ratio per step is the decode
+"framework tax" (``decode_host_bound_ratio``). The extra sync costs nothing the loop does
+not pay a moment later anyway. The method used is recorded with every result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from . import BackendError, Prepared, require
+from .torch import RecompileWatch, is_compiled, tf32_state
+
+#: How each timestamp was taken, recorded in the result (``generation.timing_method``).
+METHOD_CPU = "stopping-criteria callback per step (host clock)"
+METHOD_CUDA = "stopping-criteria callback per step, after torch.cuda.synchronize (host clock)"
+
+
+class TokenClock:
+    """A ``transformers.StoppingCriteria`` that timestamps every decoding step and never
+    stops. (Duck-typed: transformers calls it; subclassing would import transformers.)"""
+
+    def __init__(self, torch: Any, device: Any) -> None:
+        self.torch = torch
+        self.cuda = device.type == "cuda"
+        self.device = device
+        self.stamps: list[int] = []
+        #: CUDA: host time when the criterion was called, before the sync.
+        self.enqueued: list[int] = []
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        if self.cuda:
+            self.enqueued.append(time.perf_counter_ns())
+            self.torch.cuda.synchronize(self.device)
+        self.stamps.append(time.perf_counter_ns())
+        return self.torch.zeros(input_ids.shape[0], dtype=self.torch.bool, device=input_ids.device)
+
+    def reset(self) -> None:
+        self.stamps.clear()
+        self.enqueued.clear()
+
+
+class GenerationSampler:
+    """Times whole generations; keeps each one's per-token figures for :meth:`take_metrics`."""
+
+    backend = "torch"
+    #: A sample is one generation: never grouped, each has its own token timestamps.
+    supports_blocks = False
+
+    def __init__(
+        self,
+        model: Any,
+        inputs: Mapping[str, Any],
+        kwargs: dict[str, Any],
+        torch: Any,
+        device: Any,
+        new_tokens: int,
+        compiled: bool = False,
+    ) -> None:
+        #: torch.compile graphs made during the timed region (samples then include them).
+        self.watch = RecompileWatch(compiled)
+        self.model = model
+        self.inputs = dict(inputs)
+        self.torch = torch
+        self.device = device
+        self.new_tokens = new_tokens
+        self.clock = TokenClock(torch, device)
+        stopping = require("transformers").StoppingCriteriaList([self.clock])
+        self.kwargs = {**kwargs, "stopping_criteria": stopping}
+        self._metrics: dict[str, list[float]] = _empty()
+
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        if self.device.type == "cuda":
+            # A fresh timing thread has no current CUDA context (see CudaEventSampler).
+            with self.torch.cuda.device(self.device), self.torch.inference_mode():
+                self.torch.cuda.synchronize(self.device)
+                yield
+        else:
+            with self.torch.inference_mode():
+                yield
+
+    def _one(self) -> tuple[int, Any]:
+        clock = self.clock
+        clock.reset()
+        pc = time.perf_counter_ns
+        t0 = pc()
+        out = self.model.generate(**self.inputs, **self.kwargs)
+        if clock.cuda:
+            self.torch.cuda.synchronize(self.device)
+        t_end = pc()
+        self._record(t0, t_end)
+        return t_end - t0, out
+
+    def _record(self, t0: int, t_end: int) -> None:
+        stamps = self.clock.stamps
+        if len(stamps) != self.new_tokens:
+            raise BackendError(
+                f"generate() produced {len(stamps)} token(s) where {self.new_tokens} were asked "
+                "for: something stopped it early (max_time, stop_strings or max_length in "
+                "generate_kwargs or the model's generation_config); pass generate_kwargs "
+                "that let it run to max_new_tokens"
+            )
+        m = self._metrics
+        m["ttft"].append((stamps[0] - t0) / 1e9)
+        gaps = [(b - a) / 1e9 for a, b in itertools.pairwise(stamps)]
+        m["tpot"].append((stamps[-1] - stamps[0]) / 1e9 / (len(stamps) - 1))
+        m["itl"].extend(gaps)
+        m["e2e"].append((t_end - t0) / 1e9)
+        enq = self.clock.enqueued
+        if enq:
+            # Host share of each decode step: enqueue time since the previous step's token
+            # over the step's whole time. Near 1: the GPU waits on Python (framework tax).
+            for i in range(1, len(stamps)):
+                step = stamps[i] - stamps[i - 1]
+                if step > 0:
+                    m["host_share"].append((enq[i] - stamps[i - 1]) / step)
+
+    def call(self) -> Any:
+        return self._one()[1]
+
+    def run_blocks(self, out: list[int], start: int, stop: int, block: int) -> None:
+        for i in range(start, stop):
+            out[i] = sum(self._one()[0] for _ in range(block))
+
+    def begin_timed(self) -> None:
+        self.watch.start()
+        if self.device.type == "cuda":
+            self.torch.cuda.reset_peak_memory_stats(self.device)
+
+    def end_timed(self, samples_ns: list[int]) -> dict[str, Any]:
+        extra = self.watch.result()
+        if self.device.type == "cuda":
+            torch = self.torch
+            extra["cuda_max_allocated_bytes"] = int(torch.cuda.max_memory_allocated(self.device))
+            extra["cuda_max_reserved_bytes"] = int(torch.cuda.max_memory_reserved(self.device))
+        return extra
+
+    def checkpoint(self) -> None:
+        return None
+
+    def take_metrics(self) -> dict[str, list[float]]:
+        """The per-generation figures recorded since the last call (and forget them)."""
+        taken, self._metrics = self._metrics, _empty()
+        return {k: v for k, v in taken.items() if v}
+
+
+def _empty() -> dict[str, list[float]]:
+    return {"ttft": [], "tpot": [], "itl": [], "e2e": [], "host_share": []}
+
+
+def _input_ids(inputs: Any, torch: Any) -> Any:
+    if isinstance(inputs, torch.Tensor):
+        return inputs
+    if isinstance(inputs, Mapping) and isinstance(inputs.get("input_ids"), torch.Tensor):
+        return inputs["input_ids"]
+    raise BackendError(
+        "infer_bench.generate() needs the prompt as a tensor of token ids or a mapping with "
+        "'input_ids' (and 'attention_mask'), e.g. hf.prompt(model, batch_size=1, "
+        f"prompt_tokens=64); got {type(inputs).__name__}"
+    )
+
+
+def prepare(
+    model: Any,
+    inputs: Any,
+    max_new_tokens: Any,
+    generate_kwargs: Mapping[str, Any] | None,
+    opts: dict[str, Any],
+) -> Prepared:
+    """A generation benchmark of ``model.generate`` on ``inputs``."""
+    torch = require("torch")
+    require("transformers")
+    if not callable(getattr(model, "generate", None)) or not isinstance(model, torch.nn.Module):
+        raise BackendError(
+            f"infer_bench.generate() needs a transformers model with .generate() (a "
+            f"torch.nn.Module such as LlamaForCausalLM); got {type(model).__name__}. For one "
+            "forward pass, use infer_bench(model, inputs)"
+        )
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+        raise BackendError(f"max_new_tokens={max_new_tokens!r}: expected an integer >= 2")
+    if max_new_tokens < 2:
+        raise BackendError(
+            f"max_new_tokens={max_new_tokens}: at least 2 tokens are needed, since time per "
+            "output token is measured between tokens"
+        )
+    extra = dict(generate_kwargs or {})
+    fixed = {"max_new_tokens", "min_new_tokens", "do_sample", "num_beams", "stopping_criteria"}
+    clash = sorted(fixed & set(extra))
+    if clash:
+        raise BackendError(
+            f"generate_kwargs may not set {', '.join(clash)}: a generation benchmark is greedy "
+            "with a fixed output length (max_new_tokens=) so that two runs do the same work"
+        )
+    ids = _input_ids(inputs, torch)
+    if ids.dim() != 2:
+        raise BackendError(
+            f"input_ids has shape {tuple(ids.shape)}: expected (batch, prompt_tokens)"
+        )
+    if opts.get("device"):
+        raise BackendError(
+            "device= does not apply to generate(): move the model and the prompt with .to(...)"
+        )
+    model.eval()
+    first = next(iter(model.parameters()), None)
+    device = first.device if first is not None else torch.device("cpu")
+    dtype = first.dtype if first is not None else None
+    feed: dict[str, Any] = dict(inputs) if isinstance(inputs, Mapping) else {"input_ids": ids}
+    feed = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in feed.items()}
+    if "attention_mask" not in feed:
+        feed["attention_mask"] = torch.ones_like(feed["input_ids"])
+    kwargs: dict[str, Any] = {
+        "max_new_tokens": max_new_tokens,
+        "min_new_tokens": max_new_tokens,
+        "do_sample": False,
+        "num_beams": 1,
+    }
+    config = getattr(model, "generation_config", None)
+    if getattr(config, "pad_token_id", None) is None and "pad_token_id" not in extra:
+        # Without one, generate() warns on every call that it sets pad = eos.
+        eos = getattr(config, "eos_token_id", None)
+        eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
+        extra["pad_token_id"] = eos if isinstance(eos, int) else 0
+    kwargs.update(extra)
+    threads_before = torch.get_num_threads()
+    if opts.get("intra_op_threads"):
+        torch.set_num_threads(int(opts["intra_op_threads"]))
+
+    def close() -> None:
+        if opts.get("intra_op_threads"):
+            torch.set_num_threads(threads_before)
+
+    # torch.compile(model), model.compile(), or the common model.forward = torch.compile(...)
+    compiled = is_compiled(model) or is_compiled(getattr(model, "forward", None))
+    sampler = GenerationSampler(model, feed, kwargs, torch, device, max_new_tokens, compiled)
+
+    batch, prompt = int(ids.shape[0]), int(ids.shape[1])
+    cache = extra.get("cache_implementation") or "dynamic"
+    info: dict[str, Any] = {
+        "torch_version": torch.__version__,
+        "transformers_version": require("transformers").__version__,
+        "device": str(device),
+        "dtype": None if dtype is None else str(dtype).replace("torch.", ""),
+        "num_threads": torch.get_num_threads(),
+        "compiled": compiled,
+        "model": type(model).__qualname__,
+        "generate_kwargs": {
+            k: v if isinstance(v, (str, int, float, bool)) else repr(v)
+            for k, v in sorted(extra.items())
+        },
+    }
+    env: dict[str, Any] = {
+        "backend": "torch",
+        "task": "generate",
+        "device_type": device.type,
+        "dtype": info["dtype"],
+        "num_threads": info["num_threads"],
+        "compiled": info["compiled"],
+        "cache_implementation": str(cache),
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(cuda_version=torch.version.cuda, gpu_name=props.name, **tf32_state(torch))
+        env.update(cuda_version=info["cuda_version"])
+    meta = {
+        "prompt_tokens": prompt,
+        "new_tokens": max_new_tokens,
+        "batch_size": batch,
+        "timing_method": METHOD_CUDA if device.type == "cuda" else METHOD_CPU,
+        "cache_implementation": str(cache),
+    }
+    return Prepared(
+        sampler=sampler,
+        backend="torch",
+        info=info,
+        env=env,
+        batch_size=batch,
+        generation=meta,
+        close=close,
+    )

@@ -1,0 +1,355 @@
+"""infer_bench.generate: per-token timing of transformers generation, judged on TTFT and TPOT,
+in real pytest runs, real git repositories, stored and interleaved."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import FAST_INI, git, infperf, init_repo, load_json
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.slow
+
+#: A decoder whose every forward takes a known time (a busy-wait to a deadline from the
+#: forward's start): prefill PREFILL_S, each decoding step DECODE_S. The busy-wait is
+#: immune to the machine's speed, and the model's own work happens inside the deadline, so
+#: what is left is generate()'s own per-step work (~1 ms here): 2-3% of the paced times.
+PACED = """
+import time
+import transformers
+from pytest_infperf import hf
+
+PREFILL_S, DECODE_S = 0.120, 0.040
+
+class Paced(transformers.LlamaForCausalLM):
+    def forward(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        out = super().forward(*args, **kwargs)
+        ids = kwargs.get("input_ids")
+        wait = PREFILL_S if ids is not None and ids.shape[1] > 1 else DECODE_S
+        while time.perf_counter() - t0 < wait:
+            pass
+        return out
+
+def paced():
+    config = hf.make_config("tiny-llama", num_hidden_layers=1, hidden_size=64,
+                            intermediate_size=128)
+    return Paced(config).eval()
+"""
+
+
+def test_ttft_and_tpot_match_a_model_with_known_step_times(
+    pytester: pytest.Pytester, validate: Any
+) -> None:
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile(
+        test_paced=PACED
+        + textwrap.dedent(
+            """
+            def test_paced(infer_bench):
+                model = paced()
+                result = infer_bench.generate(
+                    model, hf.prompt(model, 2, 16), max_new_tokens=8, warmup=1, rounds=5,
+                    min_time=0,
+                )
+                assert result.generation["new_tokens"] == 8
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("--perf-json=out.json", "--junitxml=j.xml")
+    result.assert_outcomes(passed=1)
+    doc = load_json(pytester.path / "out.json")
+    validate(doc)
+    (bench,) = doc["benchmarks"]
+    gen = bench["generation"]
+    ttft, tpot = gen["ttft"]["stats"]["median"], gen["tpot"]["stats"]["median"]
+    assert ttft == pytest.approx(0.120, rel=0.05), ttft
+    assert tpot == pytest.approx(0.040, rel=0.05), tpot
+    n = gen["ttft"]["stats"]["n"]
+    assert n >= 5 and len(gen["ttft"]["samples"]) == len(gen["tpot"]["samples"]) == n
+    assert len(bench["samples"]) == n  # one sample = one whole generation
+    assert len(gen["itl"]["samples"]) == 7 * n  # every gap between 8 tokens
+    assert gen["e2e"]["stats"]["median"] == pytest.approx(0.120 + 7 * 0.040, rel=0.05)
+    tokens_per_s = 8 * 2 / gen["e2e"]["stats"]["median"]
+    assert gen["tokens_per_s"]["stats"]["median"] == pytest.approx(tokens_per_s, rel=0.05)
+    assert (gen["prompt_tokens"], gen["new_tokens"], gen["batch_size"]) == (16, 8, 2)
+    assert gen["timing_method"].startswith("stopping-criteria callback per step")
+    assert gen["decode_host_bound_ratio"] is None  # CPU: the host does all the work
+    assert bench["env"]["task"] == "generate"
+    props = {
+        p.get("name"): p.get("value") for p in ET.parse(pytester.path / "j.xml").iter("property")
+    }
+    assert float(props["infperf.ttft_s"]) == pytest.approx(ttft)
+    assert float(props["infperf.tpot_s"]) == pytest.approx(tpot)
+    assert float(props["infperf.tokens_per_s"]) > 0
+    result.stdout.fnmatch_lines(
+        ["*generation*TTFT*TPOT*", "*test_paced  *16  *8  *2  *1?? ms  *4?.? ms*"]
+    )
+
+
+def test_a_tiny_llama_from_a_config_in_seconds(pytester: pytest.Pytester) -> None:
+    """What a new user writes first; the example in the docs."""
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile(
+        """
+        from pytest_infperf import hf
+
+        def test_llama(infer_bench):
+            model = hf.build_causal_lm("tiny-llama")
+            result = infer_bench.generate(model, hf.prompt(model, prompt_tokens=32),
+                                          max_new_tokens=16)
+            assert result.generation["ttft"]["stats"]["median"] > 0
+            assert result.generation["tpot"]["samples"]
+
+        def test_gpt2_static_cache(infer_bench):
+            model = hf.build_causal_lm("tiny-gpt2")
+            infer_bench.generate(model, hf.prompt(model, 2, 16), max_new_tokens=4,
+                                 generate_kwargs={"cache_implementation": "static"})
+        """
+    )
+    result = pytester.runpytest_subprocess("--perf-json=out.json")
+    result.assert_outcomes(passed=2)
+    doc = load_json(pytester.path / "out.json")
+    by_test = {b["nodeid"].rsplit("::", 1)[1]: b for b in doc["benchmarks"]}
+    static = by_test["test_gpt2_static_cache"]
+    assert static["env"]["cache_implementation"] == "static"
+    assert static["backend_info"]["generate_kwargs"] == {
+        "cache_implementation": "static",
+        "pad_token_id": 0,
+    }
+
+
+def test_bad_calls_say_what_to_fix(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile(
+        """
+        import pytest
+        from pytest_infperf import hf
+
+        @pytest.fixture(scope="module")
+        def model():
+            return hf.build_causal_lm("tiny-llama", num_hidden_layers=1)
+
+        def test_one_token(infer_bench, model):
+            infer_bench.generate(model, hf.prompt(model), max_new_tokens=1)
+
+        def test_sampling(infer_bench, model):
+            infer_bench.generate(model, hf.prompt(model), 4, generate_kwargs={"do_sample": True})
+
+        def test_not_a_decoder(infer_bench):
+            infer_bench.generate(lambda **kw: None, {"input_ids": None})
+
+        def test_metric(infer_bench, model):
+            infer_bench.generate(model, hf.prompt(model), 4, metric="p99")
+
+        def test_ttft_on_a_call(infer_bench):
+            infer_bench(lambda: None, metric="ttft")
+
+        def test_stopped_early(infer_bench, model):
+            infer_bench.generate(model, hf.prompt(model, 1, 8), 4,
+                                 generate_kwargs={"max_time": 0.0})
+
+        # A session-wide metric applies where it fits; the other kind keeps its default.
+        def test_plain_call_under_a_session_tpot(infer_bench):
+            assert infer_bench(lambda: None).options["metric"] == "median"
+
+        def test_generation_under_a_session_tpot(infer_bench, model):
+            result = infer_bench.generate(model, hf.prompt(model, 1, 8), 2)
+            assert result.options["metric"] == "tpot"
+        """
+    )
+    result = pytester.runpytest_subprocess("-o", "infperf_metric=tpot")
+    result.assert_outcomes(failed=6, passed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*max_new_tokens=1: at least 2 tokens are needed*",
+            "*generate_kwargs may not set do_sample: a generation benchmark is greedy*",
+            "*needs a transformers model with .generate()*got function*",
+            "*metric='p99' does not apply to infer_bench.generate()*use metric='ttft' or 'tpot'*",
+            "*metric='ttft' applies to infer_bench.generate() only*",
+            "*generate() produced 1 token(s) where 4 were asked for*max_length*",
+        ]
+    )
+
+
+#: A suite whose decoder's depth comes from layers.txt: the branch doubles it.
+DEPTH_SUITE = """
+from pathlib import Path
+from pytest_infperf import hf
+
+LAYERS = int((Path(__file__).parent / "layers.txt").read_text())
+
+def test_decoder(infer_bench):
+    model = hf.build_causal_lm("tiny-llama", num_hidden_layers=LAYERS)
+    infer_bench.generate(model, hf.prompt(model, 1, 128), max_new_tokens=16)
+
+def test_untouched(infer_bench):
+    model = hf.build_causal_lm("tiny-llama", num_hidden_layers=1, hidden_size=64,
+                               intermediate_size=128)
+    infer_bench.generate(model, hf.prompt(model, 1, 16), max_new_tokens=8)
+"""
+
+
+@pytest.fixture
+def depth_repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
+    """main: a decoder of 2 layers, its baseline saved; branch `deeper`: 4 layers."""
+    ini = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.5")
+    pytester.makefile(".ini", pytest=ini)
+    pytester.makepyfile(test_gen=DEPTH_SUITE)
+    (pytester.path / "layers.txt").write_text("2")
+    (pytester.path / ".gitignore").write_text("__pycache__/\n*.json\n*.xml\n")
+    init_repo(pytester.path, "generation suite")
+    pytester.runpytest_subprocess("--perf-save").assert_outcomes(passed=2)
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "baseline")
+    git(pytester.path, "checkout", "-q", "-b", "deeper")
+    (pytester.path / "layers.txt").write_text("4")
+    git(pytester.path, "commit", "-qam", "twice the decoder layers")
+    return pytester
+
+
+def _verdicts(path: Path) -> dict[str, dict[str, Any]]:
+    doc = load_json(path)
+    return {b["nodeid"].rsplit("::", 1)[1]: b["comparison"] for b in doc["benchmarks"]}
+
+
+@pytest.mark.parametrize("mode", ["--perf-compare=main", "--perf-ab=main"])
+def test_twice_the_layers_fails_on_ttft_and_tpot(
+    depth_repo: pytest.Pytester, mode: str, validate: Any
+) -> None:
+    result = depth_repo.runpytest_subprocess(mode, "--perf-json=cmp.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "PERFORMANCE REGRESSION in test_gen.py::test_decoder",
+            "*TTFT: now *, baseline *, ratio 1.*: regression",
+            "*TPOT: now *, baseline *, ratio 1.*: regression",
+        ]
+    )
+    validate(load_json(depth_repo.path / "cmp.json"))
+    verdicts = _verdicts(depth_repo.path / "cmp.json")
+    decoder = verdicts["test_decoder"]
+    assert decoder["verdict"] == "regression"
+    assert set(decoder["parts"]) == {"ttft", "tpot"}
+    for part in decoder["parts"].values():
+        assert part["verdict"] == "regression" and part["ratio"] > 1.2
+        assert part["alpha"] == pytest.approx(0.025)  # each of the two at alpha / 2
+    untouched = verdicts["test_untouched"]
+    assert untouched["verdict"] in ("unchanged", "inconclusive")
+    if mode.startswith("--perf-ab"):
+        assert decoder["mode"] == "ab" and decoder["unit"] == "pairs"
+        assert decoder["details"]["confirmed_in"] == "fresh processes"
+
+
+def test_metric_narrows_the_verdict_to_one(depth_repo: pytest.Pytester) -> None:
+    suite = depth_repo.path / "test_gen.py"
+    suite.write_text(
+        suite.read_text().replace("max_new_tokens=16)", "max_new_tokens=16, metric='tpot')")
+    )
+    result = depth_repo.runpytest_subprocess(
+        "--perf-compare=main",
+        "--perf-settle=off",
+        "--perf-json=cmp.json",
+        "-k",
+        "decoder",
+        # The stored pass alone decides here: machine drift is only reported.
+        "-o",
+        "infperf_drift_guard=warn",
+    )
+    result.assert_outcomes(failed=1)
+    decoder = _verdicts(depth_repo.path / "cmp.json")["test_decoder"]
+    assert list(decoder["parts"]) == ["tpot"] and decoder["metric"] == "tpot"
+    assert decoder["parts"]["tpot"]["alpha"] == pytest.approx(0.05)
+    # `infperf compare` judges the two files as the plugin does: both metrics by default.
+    (baseline,) = (depth_repo.path / "baselines").glob("*/*.json")
+    out = infperf(depth_repo.path, "compare", str(baseline), "cmp.json")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "PERFORMANCE REGRESSION in test_gen.py::test_decoder" in out.stdout
+    assert "TTFT ratio" in out.stdout and "TPOT: now" in out.stdout
+
+
+# --- the judge on generation figures (no model needed) -----------------------------------
+
+
+def _generation_entry(ttft: list[float], tpot: list[float]) -> dict[str, Any]:
+    e2e = [a + 7 * b for a, b in zip(ttft, tpot, strict=True)]
+    return {
+        "samples": e2e,
+        "env": {"backend": "torch", "task": "generate"},
+        "generation": {"ttft": {"samples": ttft}, "tpot": {"samples": tpot}},
+    }
+
+
+def _result(ttft: list[float], tpot: list[float]) -> Any:
+    from pytest_infperf.results import BenchmarkResult
+
+    entry = _generation_entry(ttft, tpot)
+    return BenchmarkResult(
+        nodeid="test_gen.py::test_x",
+        name=None,
+        backend="torch",
+        samples=entry["samples"],
+        stats={"median": 0.0},
+        env=entry["env"],
+        generation=entry["generation"],
+    )
+
+
+def _noisy(center: float, n: int = 40, seed: int = 0) -> list[float]:
+    import random
+
+    rng = random.Random(seed)
+    return [center * (1 + rng.uniform(-0.02, 0.02)) for _ in range(n)]
+
+
+def test_the_judge_fails_on_either_metric_and_names_both() -> None:
+    from pytest_infperf.judge import Judge, failure_message
+    from pytest_infperf.results import Comparison, Origin, Verdict
+
+    origin = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa")
+    opts = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
+    base = _generation_entry(_noisy(0.010), _noisy(0.002, seed=1))
+    judge = Judge()
+    # TPOT 30% slower, TTFT unchanged: a regression, decided by TPOT, both recorded.
+    now = _result(_noisy(0.010, seed=2), _noisy(0.0026, seed=3))
+    c = judge.stored(now, base, opts, origin)
+    assert c.verdict is Verdict.REGRESSION and c.metric == "tpot"
+    assert c.parts is not None and set(c.parts) == {"ttft", "tpot"}
+    assert c.parts["ttft"].verdict is Verdict.UNCHANGED
+    assert c.parts["tpot"].ratio == pytest.approx(1.3, rel=0.03)
+    assert c.parts["ttft"].alpha == c.parts["tpot"].alpha == pytest.approx(0.025)
+    assert c.alpha == 0.05
+    text = failure_message("test_gen.py::test_x", c)
+    assert "TTFT: now 10" in text and ": unchanged" in text
+    assert "TPOT: now 2.6" in text and ": regression" in text
+    assert "judged each at alpha 0.025" in text
+    # A faster TTFT and the same TPOT: an improvement.
+    faster = _result(_noisy(0.007, seed=4), _noisy(0.002, seed=5))
+    assert judge.stored(faster, base, opts, origin).verdict is Verdict.IMPROVEMENT
+    # metric="ttft" judges TTFT only, at the whole alpha.
+    narrowed = judge.stored(now, base, {**opts, "metric": "ttft"}, origin)
+    assert narrowed.verdict is Verdict.UNCHANGED and list(narrowed.parts or {}) == ["ttft"]
+    assert narrowed.parts is not None and narrowed.parts["ttft"].alpha == 0.05
+    # The record survives JSON, parts included.
+    again = Comparison.from_json(json.loads(json.dumps(c.to_json())))
+    assert again == c
+
+
+def test_a_baseline_that_was_not_a_generation_says_so() -> None:
+    from pytest_infperf.judge import Judge
+    from pytest_infperf.results import Origin, Verdict
+
+    origin = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa")
+    opts = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
+    plain = {"samples": _noisy(0.05), "env": {"backend": "torch", "task": "generate"}}
+    c = Judge().stored(_result(_noisy(0.01), _noisy(0.002)), plain, opts, origin)
+    assert c.verdict is Verdict.NO_BASELINE
+    assert c.parts is not None and "not a generation benchmark there" in str(c.parts["ttft"].note)
