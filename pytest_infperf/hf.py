@@ -159,11 +159,18 @@ def build_model(
     name_or_config: Any, *, seed: int = 0, dtype: Any = None, device: Any = None, **overrides: Any
 ) -> Any:
     """A transformers model with random weights from a configuration, in eval mode."""
+    return _from_config("AutoModel", name_or_config, seed, dtype, device, overrides)
+
+
+def _from_config(
+    auto: str, name_or_config: Any, seed: int, dtype: Any, device: Any, overrides: dict[str, Any]
+) -> Any:
+    """``transformers.<auto>.from_config`` with a seeded init, in eval mode, moved."""
     torch = require("torch")
     transformers = require("transformers")
     config = make_config(name_or_config, **overrides)
     torch.manual_seed(seed)
-    model = transformers.AutoModel.from_config(config)
+    model = getattr(transformers, auto).from_config(config)
     model.eval()
     if dtype is not None:
         model.to(dtype=dtype)
@@ -178,17 +185,7 @@ def build_causal_lm(
     """A decoder with its language-model head (``AutoModelForCausalLM``), random weights,
     eval mode: what ``infer_bench.generate`` measures. ``overrides`` change the config, e.g.
     ``build_causal_lm("tiny-llama", num_hidden_layers=4)``."""
-    torch = require("torch")
-    transformers = require("transformers")
-    config = make_config(name_or_config, **overrides)
-    torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(config)
-    model.eval()
-    if dtype is not None:
-        model.to(dtype=dtype)
-    if device is not None:
-        model.to(device)
-    return model
+    return _from_config("AutoModelForCausalLM", name_or_config, seed, dtype, device, overrides)
 
 
 def prompt(

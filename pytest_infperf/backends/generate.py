@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from . import BackendError, Prepared, require
-from .torch import RecompileWatch, is_compiled, tf32_state
+from .torch import RecompileWatch, is_compiled, set_threads, tf32_state
 
 #: How each timestamp was taken, recorded in the result (``generation.timing_method``).
 METHOD_CPU = "stopping-criteria callback per step (host clock)"
@@ -242,14 +242,7 @@ def prepare(
         eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
         extra["pad_token_id"] = eos if isinstance(eos, int) else 0
     kwargs.update(extra)
-    threads_before = torch.get_num_threads()
-    if opts.get("intra_op_threads"):
-        torch.set_num_threads(int(opts["intra_op_threads"]))
-
-    def close() -> None:
-        if opts.get("intra_op_threads"):
-            torch.set_num_threads(threads_before)
-
+    close = set_threads(torch, opts)
     # torch.compile(model), model.compile(), or the common model.forward = torch.compile(...)
     compiled = is_compiled(model) or is_compiled(getattr(model, "forward", None))
     sampler = GenerationSampler(model, feed, kwargs, torch, device, max_new_tokens, compiled)

@@ -271,13 +271,10 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         floats = [t.dtype for t in input_tensors if t.is_floating_point()]
         dtype = floats[0] if floats else None
 
-    threads_before = torch.get_num_threads()
-    if opts.get("intra_op_threads"):
-        torch.set_num_threads(int(opts["intra_op_threads"]))
+    restore_threads = set_threads(torch, opts)
 
     def close() -> None:
-        if opts.get("intra_op_threads"):
-            torch.set_num_threads(threads_before)
+        restore_threads()
         if restore is not None:
             restore()
 
@@ -351,6 +348,19 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         warnings=warnings,
         close=close,
     )
+
+
+def set_threads(torch: Any, opts: dict[str, Any]) -> Callable[[], None]:
+    """Apply ``intra_op_threads`` (torch.set_num_threads); returns what puts it back."""
+    before = torch.get_num_threads()
+    if opts.get("intra_op_threads"):
+        torch.set_num_threads(int(opts["intra_op_threads"]))
+
+    def restore() -> None:
+        if opts.get("intra_op_threads"):
+            torch.set_num_threads(before)
+
+    return restore
 
 
 def _quiet_read(read: Callable[[], Any]) -> Any:
