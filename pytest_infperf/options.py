@@ -357,20 +357,21 @@ def metric_applies(metric: str, generation: bool) -> bool:
     return metric not in ("ttft", "tpot")
 
 
-def merge(*layers: Mapping[str, Any], generation: bool = False) -> dict[str, Any]:
+def merge(*layers: Mapping[str, Any], generation: bool | None = False) -> dict[str, Any]:
     """Defaults overridden by each parsed layer in turn, then cross-checked (``generation``:
-    for ``infer_bench.generate``, which judges TTFT and TPOT)."""
+    for ``infer_bench.generate``, which judges TTFT and TPOT; None: the session's layer,
+    whose metric applies to whichever kind of benchmark it fits)."""
     merged = dict(DEFAULTS)
     for layer in layers:
         merged.update(layer)
     metric = merged["metric"]
-    if generation and not metric_applies(metric, generation):
+    if generation is True and not metric_applies(metric, generation):
         raise OptionError(
             f"metric={metric!r} does not apply to infer_bench.generate(), which judges TTFT "
             "and TPOT: use metric='ttft' or 'tpot' to judge one of them, or leave metric "
             "unset (median: both)"
         )
-    if not generation and not metric_applies(metric, generation):
+    if generation is False and not metric_applies(metric, generation):
         raise OptionError(
             f"metric={metric!r} applies to infer_bench.generate() only: a single call has no "
             "tokens to time"

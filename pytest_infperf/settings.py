@@ -146,7 +146,7 @@ def from_config(config: pytest.Config) -> Settings:
         if value is not None:
             layer[option] = value
     try:
-        _options.merge(layer)
+        _options.merge(layer, generation=None)
     except _options.OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
 
