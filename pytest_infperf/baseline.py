@@ -17,12 +17,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .compact import compact_document, dumps_compact, is_compact_document
 from .fsutil import atomic_write_text, clean_stale_temps, lock_dir
 from .results import SCHEMA_VERSION, bench_key, document, dumps, now_iso
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 KEY_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,119}$")
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+#: In each environment's folder: the commits pruned on purpose (see BaselineStore.pruned).
+PRUNED = "pruned.txt"
 LOCK_TIMEOUT_S = 120.0
 _SCHEMA_FILE = Path(__file__).with_name("schema") / "results-v1.schema.json"
 
@@ -44,18 +47,65 @@ _FIX_RESTORE = (
 
 
 def _validator() -> Any:
+    """The schema's validator, less the per-item rules of the raw sample arrays: checking
+    each sample through jsonschema was most of the cost of loading a baseline (0.5 s for
+    2 MB). :func:`_check_samples` checks those items in a plain loop, with the same messages."""
     import jsonschema
 
     schema = json.loads(_SCHEMA_FILE.read_text())
+    defs = schema["$defs"]
+    for props, field in (
+        (defs["benchmark"]["properties"], "samples"),
+        (defs["benchmark"]["properties"], "warmup_samples"),
+        (defs["series"]["properties"], "samples"),
+    ):
+        props[field] = {"type": "array"}
     return jsonschema.Draft202012Validator(schema)
+
+
+def _first_bad(values: list[Any], strict: bool) -> tuple[int, str] | None:
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return i, f"{v!r} is not of type 'number'"
+        if strict and v <= 0:
+            return i, f"{v!r} is less than or equal to the minimum of 0"
+        if not strict and v < 0:
+            return i, f"{v!r} is less than the minimum of 0"
+    return None
+
+
+def _check_samples(doc: dict[str, Any], path: Path | str) -> None:
+    for i, entry in enumerate(doc["benchmarks"]):
+        arrays = [(f"benchmarks/{i}/samples", entry["samples"], True)]
+        arrays.append((f"benchmarks/{i}/warmup_samples", entry["warmup_samples"], False))
+        gen = entry.get("generation")
+        if isinstance(gen, dict):
+            for metric, series in sorted(gen.items()):
+                if isinstance(series, dict) and isinstance(series.get("samples"), list):
+                    arrays.append(
+                        (f"benchmarks/{i}/generation/{metric}/samples", series["samples"], False)
+                    )
+        for where, values, strict in arrays:
+            bad = _first_bad(values, strict)
+            if bad is not None:
+                raise BaselineFileError(
+                    path,
+                    f"does not match the results schema at {where}/{bad[0]}: {bad[1]}",
+                    _FIX_RESTORE,
+                )
 
 
 _cached_validator: list[Any] = []
 
 
-def validate(doc: Any, path: Path | str) -> dict[str, Any]:
+def validate(doc: Any, path: Path | str, full: bool = True) -> dict[str, Any]:
     """Check a parsed document: version first (a newer one gets an upgrade message), then
-    the schema. Returns the document or raises :class:`BaselineFileError`."""
+    the schema. Returns the document or raises :class:`BaselineFileError`.
+
+    ``full=False`` checks only what the index and a pull rely on (the version, the commit,
+    each entry's key and statistics): the JSON Schema walks every sample of every entry,
+    0.5 s for a 2 MB baseline, which would make ten thousand files cost an hour. A document
+    is still checked in full when it is loaded to be used (a comparison, show, compare)."""
     if not isinstance(doc, dict):
         raise BaselineFileError(
             path,
@@ -78,6 +128,8 @@ def validate(doc: Any, path: Path | str) -> dict[str, Any]:
             f"expected {SCHEMA_VERSION})",
             "Point --perf-compare at a file written by --perf-json or --perf-save",
         )
+    if not full:
+        return _light(doc, path)
     if not _cached_validator:
         _cached_validator.append(_validator())
     errors = sorted(_cached_validator[0].iter_errors(doc), key=lambda e: list(e.absolute_path))
@@ -90,8 +142,38 @@ def validate(doc: Any, path: Path | str) -> dict[str, Any]:
             f"does not match the results schema at {where}: {first.message[:200]}{more}",
             _FIX_RESTORE,
         )
+    _check_samples(doc, path)
     keys = [b.get("key") or bench_key(b["nodeid"], b.get("name")) for b in doc["benchmarks"]]
     if len(set(keys)) != len(keys):
+        raise BaselineFileError(path, "lists the same benchmark twice", _FIX_RESTORE)
+    return doc
+
+
+def _light(doc: dict[str, Any], path: Path | str) -> dict[str, Any]:
+    def bad(where: str, what: str) -> BaselineFileError:
+        return BaselineFileError(
+            path, f"does not match the results schema at {where}: {what}", _FIX_RESTORE
+        )
+
+    if not isinstance(doc.get("benchmarks"), list):
+        raise bad("benchmarks", "not an array")
+    if not isinstance(doc.get("commit"), (dict, type(None))):
+        raise bad("commit", "not an object or null")
+    keys = set()
+    for i, entry in enumerate(doc["benchmarks"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("nodeid"), str):
+            raise bad(f"benchmarks/{i}", "not a benchmark entry (no nodeid)")
+        stats = entry.get("stats")
+        if not isinstance(stats, dict):
+            raise bad(f"benchmarks/{i}/stats", "not an object")
+        for field in ("median", "ci_low", "ci_high"):
+            value = stats.get(field)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                raise bad(f"benchmarks/{i}/stats/{field}", f"{value!r} is not a number")
+        keys.add(entry.get("key") or bench_key(entry["nodeid"], entry.get("name")))
+    if len(keys) != len(doc["benchmarks"]):
         raise BaselineFileError(path, "lists the same benchmark twice", _FIX_RESTORE)
     return doc
 
@@ -111,6 +193,18 @@ def read_document(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, A
         ) from None
     if not path.is_file():
         raise BaselineFileError(path, "is not a regular file", "Point at a JSON file")
+    _check_size(size, max_bytes, path)
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise BaselineFileError(
+            path, f"cannot be read ({exc.strerror})", "Check its permissions"
+        ) from None
+    return parse_bytes(raw, path, max_bytes)
+
+
+def _check_size(size: int, max_bytes: int, path: Path | str) -> None:
     if size == 0:
         raise BaselineFileError(
             path, "is empty (an interrupted write or a truncated checkout?)", _FIX_RESTORE
@@ -122,18 +216,14 @@ def read_document(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, A
             "baseline files, so it was not read",
             "If it is genuine, raise ini infperf_max_baseline_mb; otherwise delete it",
         )
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise BaselineFileError(
-            path, f"cannot be read ({exc.strerror})", "Check its permissions"
-        ) from None
-    return parse_bytes(raw, path)
 
 
-def parse_bytes(raw: bytes, path: Path | str) -> dict[str, Any]:
-    """Decode, parse and validate a document's bytes; ``path`` names it in errors."""
+def parse_bytes(
+    raw: bytes, path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES, full: bool = True
+) -> dict[str, Any]:
+    """Decode, parse and validate a document's bytes; ``path`` names it in errors
+    (``full``: see :func:`validate`)."""
+    _check_size(len(raw), max_bytes, path)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -161,7 +251,7 @@ def parse_bytes(raw: bytes, path: Path | str) -> dict[str, Any]:
         raise BaselineFileError(
             path, "is nested too deeply to be a results document", _FIX_RESTORE
         ) from None
-    return validate(doc, path)
+    return validate(doc, path, full)
 
 
 def _reject_constant(name: str) -> Any:
@@ -220,6 +310,10 @@ class BaselineStore:
     def load(self, path: Path) -> dict[str, Any]:
         return read_document(path, self.max_bytes)
 
+    def parse(self, data: bytes, path: Path | str, full: bool = True) -> dict[str, Any]:
+        """A document from bytes already read (the index, a pull), under the same limits."""
+        return parse_bytes(data, path, self.max_bytes, full)
+
     def find(self, shas: Iterable[str], env_key: str) -> Location | None:
         """The nearest of ``shas`` (nearest first) with a baseline for ``env_key``."""
         for distance, sha in enumerate(shas):
@@ -237,6 +331,57 @@ class BaselineStore:
                 if path.is_file():
                     return Location(path, sha, key, distance)
         return None
+
+    # -- retention: removing and compacting, under the savers' lock ------------------------
+
+    def pruned(self, env_key: str) -> set[str]:
+        """Commits of ``env_key`` pruned on purpose (``<env>/pruned.txt``, one sha a line):
+        ``baselines pull`` does not bring them back and ``push`` removes them from the
+        branch. A new ``--perf-save`` of such a commit takes it off the list."""
+        try:
+            text = (self.root / env_key / PRUNED).read_text(encoding="utf-8")
+        except OSError:
+            return set()
+        return {line.strip() for line in text.splitlines() if SHA_RE.match(line.strip())}
+
+    def _set_pruned(self, env_key: str, shas: set[str]) -> None:
+        path = self.root / env_key / PRUNED
+        if not shas:
+            path.unlink(missing_ok=True)
+            return
+        atomic_write_text(path, "".join(f"{sha}\n" for sha in sorted(shas)))
+
+    def env_lock(self, env_key: str) -> Any:
+        from filelock import FileLock
+
+        folder = self.root / env_key
+        folder.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(lock_path(folder)), timeout=LOCK_TIMEOUT_S)
+
+    def remove(self, env_key: str, shas: Iterable[str]) -> int:
+        """Delete these baselines and record them as pruned; returns how many existed."""
+        shas = set(shas)
+        removed = 0
+        with self.env_lock(env_key):
+            for sha in shas:
+                path = self.path_for(env_key, sha)
+                if path.exists():
+                    path.unlink()
+                    removed += 1
+            self._set_pruned(env_key, self.pruned(env_key) | shas)
+        return removed
+
+    def compact(self, env_key: str, sha: str) -> int:
+        """Rewrite one baseline as a compact document (:mod:`.compact`); returns the bytes
+        it saved (0 when it already was compact)."""
+        path = self.path_for(env_key, sha)
+        with self.env_lock(env_key):
+            before = path.stat().st_size
+            doc = self.load(path)
+            if is_compact_document(doc):
+                return 0
+            atomic_write_text(path, dumps_compact(compact_document(doc, now_iso())))
+        return before - path.stat().st_size
 
     def check_writable(self, env_key: str, sha: str) -> Path:
         """Before a run: the target exists only as a valid document (else it would be
@@ -261,12 +406,10 @@ class BaselineStore:
         replaces its stored entry (the latest measurement is the baseline). Returns the
         path, the number of entries written by this run and the total.
         """
-        from filelock import FileLock
-
         path = self.path_for(env_key, sha)
         path.parent.mkdir(parents=True, exist_ok=True)
         clean_stale_temps(path.parent)
-        with FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT_S):
+        with self.env_lock(env_key):
             merged: dict[str, dict[str, Any]] = {}
             if path.exists():
                 merged.update(iter_entries(self.load(path)))
@@ -278,12 +421,18 @@ class BaselineStore:
                 merged[entry["key"]] = entry
             doc = document(merged.values(), environment, commit, mode="baseline", **extra)
             atomic_write_text(path, dumps(doc))
+            pruned = self.pruned(env_key)
+            if sha in pruned:  # saved again on purpose: no longer pruned
+                self._set_pruned(env_key, pruned - {sha})
         return path, len(benchmarks), len(merged)
 
 
 def lock_path(path: Path) -> Path:
-    """The cross-process lock of a baseline file, in :func:`~.fsutil.lock_dir`: every saver
-    on this machine agrees on it (a hash of the resolved path)."""
+    """The cross-process lock of an environment's folder of baselines (``path``), in
+    :func:`~.fsutil.lock_dir`: every saver, pruner and puller on this machine agrees on it
+    (a hash of the resolved path). One lock per folder, not per file: lock files are never
+    deleted (deleting one a waiter holds open would let two writers in), so a lock per
+    file would leave one behind for every baseline ever written or pruned."""
     import hashlib
 
     digest = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:24]

@@ -3,33 +3,49 @@
 Committing baselines to main on every push is noisy, so CI keeps them on an orphan branch
 that holds only ``baselines/``:
 
-- ``pull`` fetches the branch and writes its baseline files into the local baselines
-  folder (files only present locally are kept);
+- ``pull`` fetches the branch and writes into the local baselines folder the files whose
+  content differs from the local copy (files only present locally are kept). Baselines
+  pruned on purpose (listed in ``<env>/pruned.txt``, by ``infperf prune``) are not brought
+  back, and local copies of baselines pruned on the branch are removed.
 - ``push`` builds a commit on top of the remote branch whose tree is the remote's files
   merged with the local ones (per file, and per benchmark inside a file that both sides
-  have), and pushes it. If another job pushed in between, the push is rejected as
+  have: the newer measurement wins, and of one measurement the compacted copy), less the
+  pruned ones, and pushes it. If another job pushed in between, the push is rejected as
   non-fast-forward, and the whole fetch-merge-push is retried.
+- ``push --squash`` pushes the same tree as a new root commit, replacing the branch's
+  history (a data branch: its old raw samples are then garbage to the remote's git gc, so
+  the packed branch stays the size of what it holds). It is pushed with a lease on the tip
+  it merged: a job that pushed in between makes it start again, nothing is lost.
 
-Both work with git plumbing and a temporary index: the working tree and the checked-out
-branch are never touched.
+Both touch only what changed: files are compared by git blob id (the local ids come from
+the store's index, :mod:`.index`), and the remote blobs that are read are read one at a
+time through one ``git cat-file`` process, so memory does not grow with the branch. Git
+plumbing and a temporary index do the work: the working tree and the checked-out branch
+are never touched.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import os
 import random
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .baseline import KEY_RE, SHA_RE, iter_entries, parse_bytes
+from .baseline import KEY_RE, PRUNED, SHA_RE, BaselineStore, iter_entries
+from .compact import dumps_compact, is_compact
 from .fsutil import atomic_write_text
 from .gitinfo import GitError, open_repo
+from .index import StoreIndex, blob_id
 from .results import document, dumps
 
 PREFIX = "baselines"
+_REJECTED = ("non-fast-forward", "fetch first", "rejected", "stale info", "cannot lock ref")
 
 
 def _remote_ref(remote: str, branch: str) -> str:
@@ -53,44 +69,79 @@ def fetch(repo: Any, remote: str, branch: str) -> str | None:
     return str(repo.git.rev_parse(_remote_ref(remote, branch)))
 
 
-def _branch_files(repo: Any, tip: str) -> dict[str, bytes]:
-    """``{"<key>/<sha>.json": content}`` of the baselines on the branch at ``tip``."""
-    files: dict[str, bytes] = {}
-    listing = repo.git.ls_tree("-r", "--name-only", tip, f"{PREFIX}/")
-    for name in listing.splitlines():
-        rel = name[len(PREFIX) + 1 :]
-        parts = rel.split("/")
-        if (
-            len(parts) == 2
-            and KEY_RE.match(parts[0])
-            and parts[1].endswith(".json")
-            and SHA_RE.match(parts[1][:-5])
-        ):
-            # Exact bytes: GitPython strips a trailing newline unless told not to.
-            files[rel] = repo.git.show(
-                f"{tip}:{name}", stdout_as_string=False, strip_newline_in_stdout=False
-            )
-    return files
+@dataclasses.dataclass
+class Listing:
+    """What the branch holds at one tip, as blob ids (no content read)."""
+
+    files: dict[str, dict[str, str]]  # env -> sha -> blob
+    pruned: dict[str, str]  # env -> blob of its pruned.txt
+
+    def envs(self) -> set[str]:
+        return set(self.files) | set(self.pruned)
 
 
-def _local_files(folder: Path) -> dict[str, Path]:
-    files: dict[str, Path] = {}
-    if not folder.is_dir():
-        return files
-    for path in sorted(folder.glob("*/*.json")):
-        if KEY_RE.match(path.parent.name) and SHA_RE.match(path.stem):
-            files[f"{path.parent.name}/{path.name}"] = path
-    return files
+def _listing(repo: Any, tip: str | None) -> Listing:
+    listing = Listing({}, {})
+    if tip is None:
+        return listing
+    out = repo.git.ls_tree("-r", "--full-tree", tip, f"{PREFIX}/")
+    for line in out.splitlines():
+        meta, _, name = line.partition("\t")
+        parts = meta.split()
+        if len(parts) != 3 or parts[1] != "blob":
+            continue
+        rel = name[len(PREFIX) + 1 :].split("/")
+        if len(rel) != 2 or not KEY_RE.match(rel[0]):
+            continue
+        env, file = rel
+        if file == PRUNED:
+            listing.pruned[env] = parts[2]
+        elif file.endswith(".json") and SHA_RE.match(file[:-5]):
+            listing.files.setdefault(env, {})[file[:-5]] = parts[2]
+    return listing
+
+
+def _blob(repo: Any, blob: str) -> bytes:
+    """One blob's bytes, through GitPython's persistent ``git cat-file --batch``."""
+    return bytes(repo.git.get_object_data(blob)[3])
+
+
+def _pruned_text(shas: set[str]) -> bytes:
+    return "".join(f"{sha}\n" for sha in sorted(shas)).encode()
+
+
+def _their_pruned(repo: Any, listing: Listing, env: str) -> set[str]:
+    blob = listing.pruned.get(env)
+    if blob is None:
+        return set()
+    text = _blob(repo, blob).decode("utf-8", "replace")
+    return {line.strip() for line in text.splitlines() if SHA_RE.match(line.strip())}
 
 
 def merge_documents(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
-    """One file changed on both sides: the union of benchmarks, ours winning per benchmark
-    (ours is the newer measurement of this job); top-level fields from ours."""
+    """One file changed on both sides: the union of benchmarks. Per benchmark the newer
+    measurement (``saved_at``) wins, ours on a tie; of one measurement, the compacted copy
+    (a pruner compacted it on purpose; a stale raw copy must not bring the samples back).
+    Top-level fields from ours; ``compacted`` only if every merged entry is compact."""
     merged = dict(iter_entries(theirs))
-    merged.update(iter_entries(ours))
-    top = ("schema_version", "created", "environment", "commit", "benchmarks")
+    for key, entry in iter_entries(ours):
+        old = merged.get(key)
+        if old is not None:
+            if str(old.get("saved_at") or "") > str(entry.get("saved_at") or ""):
+                continue
+            if old.get("saved_at") == entry.get("saved_at") and is_compact(old):
+                continue
+        merged[key] = entry
+    top = ("schema_version", "created", "environment", "commit", "benchmarks", "compacted")
     extra = {k: v for k, v in ours.items() if k not in top}
+    if merged and all(is_compact(e) for e in merged.values()):
+        extra["compacted"] = ours.get("compacted") or theirs.get("compacted")
     return document(merged.values(), ours["environment"], ours["commit"], **extra)
+
+
+def serialize(doc: dict[str, Any]) -> bytes:
+    text = dumps_compact(doc) if doc.get("compacted") else dumps(doc)
+    return text.encode("utf-8")
 
 
 def pull(
@@ -106,38 +157,119 @@ def pull(
     if tip is None:
         log(f"{remote}/{branch} does not exist yet: nothing to pull (the first push creates it)")
         return 0
-    written = 0
-    for rel, data in _branch_files(repo, tip).items():
-        target = folder / rel
-        if target.is_file() and target.read_bytes() == data:
-            continue
-        parse_bytes(data, f"{remote}/{branch}:{PREFIX}/{rel}")
-        atomic_write_text(target, data.decode("utf-8"))
-        written += 1
-    log(f"pulled {written} baseline file(s) from {remote}/{branch} ({tip[:10]}) into {folder}")
+    listing = _listing(repo, tip)
+    store = BaselineStore(folder)
+    written = skipped = dropped = 0
+    with StoreIndex.open(store) as index:
+        for env in sorted(listing.envs()):
+            theirs_pruned = _their_pruned(repo, listing, env)
+            ours_pruned = store.pruned(env)
+            pruned = theirs_pruned | ours_pruned
+            if theirs_pruned - ours_pruned:
+                # Pruned by another job: the copies here go too (removed, and remembered).
+                dropped += store.remove(env, theirs_pruned - ours_pruned)
+            local_blobs = index.blobs(env)
+            for sha, blob in sorted(listing.files.get(env, {}).items()):
+                if sha in pruned:
+                    skipped += 1
+                    continue
+                if local_blobs.get(sha) == blob:
+                    continue
+                data = _blob(repo, blob)
+                # Checked for what the index reads; in full when a run loads it.
+                doc = store.parse(data, f"{remote}/{branch}:{PREFIX}/{env}/{sha}.json", False)
+                atomic_write_text(store.path_for(env, sha), data.decode("utf-8"))
+                index.add(env, sha, doc, data)
+                written += 1
+    extra = f"; {skipped} pruned on purpose left out" if skipped else ""
+    extra += f"; removed {dropped} pruned on the branch" if dropped else ""
+    log(
+        f"pulled {written} baseline file(s) from {remote}/{branch} ({tip[:10]}) into "
+        f"{folder}{extra}"
+    )
     return written
 
 
-def _commit_tree(repo: Any, parent: str | None, files: dict[str, bytes], message: str) -> str:
-    """A commit whose tree is the parent's plus ``files`` (under baselines/), built in a
-    temporary index so that nothing in the working tree changes."""
+@dataclasses.dataclass
+class _Change:
+    """The tree edit of one push: new blobs (already in the object database) and removals."""
+
+    blobs: dict[str, str] = dataclasses.field(default_factory=dict)  # rel -> blob id
+    removed: set[str] = dataclasses.field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.blobs or self.removed)
+
+    def names(self) -> list[str]:
+        return sorted(self.blobs) + [f"{rel} (removed)" for rel in sorted(self.removed)]
+
+
+def _store_blob(repo: Any, data: bytes) -> str:
+    """Write ``data`` into the repository's object database (in-process: no subprocess per
+    file, nothing kept in memory after)."""
+    from gitdb import IStream
+
+    stream = repo.odb.store(IStream(b"blob", len(data), io.BytesIO(data)))
+    return str(stream.hexsha.decode() if isinstance(stream.hexsha, bytes) else stream.hexsha)
+
+
+def _changes(repo: Any, store: BaselineStore, listing: Listing, where: str) -> _Change:
+    change = _Change()
+    with StoreIndex.open(store) as index:
+        for env in sorted(set(store.env_keys()) | listing.envs()):
+            theirs_pruned = _their_pruned(repo, listing, env)
+            pruned = theirs_pruned | store.pruned(env)
+            if pruned != theirs_pruned:
+                rel = f"{env}/{PRUNED}"
+                change.blobs[rel] = _store_blob(repo, _pruned_text(pruned))
+            theirs = listing.files.get(env, {})
+            change.removed |= {f"{env}/{sha}.json" for sha in theirs if sha in pruned}
+            local_blobs = index.blobs(env) if env in store.env_keys() else {}
+            for sha, local_blob in sorted(local_blobs.items()):
+                their_blob = theirs.get(sha)
+                if sha in pruned or local_blob == their_blob:
+                    continue
+                path = store.path_for(env, sha)
+                ours_bytes = path.read_bytes()
+                ours = store.parse(ours_bytes, path, full=False)
+                if their_blob is not None:
+                    stored = store.parse(_blob(repo, their_blob), f"{where}:{env}/{sha}.json")
+                    data = serialize(merge_documents(stored, ours))
+                else:
+                    data = ours_bytes
+                if blob_id(data) != their_blob:
+                    change.blobs[f"{env}/{sha}.json"] = _store_blob(repo, data)
+    return change
+
+
+def _commit_tree(repo: Any, base: str | None, change: _Change, parent: str | None, msg: str) -> str:
+    """A commit whose tree is ``base``'s with ``change`` applied (under baselines/), built
+    in a temporary index (one ``update-index --index-info`` for all entries) so that
+    nothing in the working tree changes."""
     fd, index = tempfile.mkstemp(prefix="infperf-index-")
     os.close(fd)
     os.unlink(index)  # git creates it; an empty existing file would be a corrupt index
+    env = {**os.environ, "GIT_INDEX_FILE": index}
     try:
-        with repo.git.custom_environment(GIT_INDEX_FILE=index):
-            if parent is not None:
-                repo.git.read_tree(parent)
-            for rel, data in sorted(files.items()):
-                with tempfile.NamedTemporaryFile(delete=False) as fh:
-                    fh.write(data)
-                try:
-                    blob = repo.git.hash_object("-w", fh.name)
-                finally:
-                    os.unlink(fh.name)
-                repo.git.update_index("--add", "--cacheinfo", f"100644,{blob},{PREFIX}/{rel}")
-            tree = repo.git.write_tree()
-        args = [tree, "-m", message]
+        if base is not None:
+            subprocess.run(["git", "read-tree", base], cwd=repo.git_dir, env=env, check=True)
+        lines = [f"100644 {blob}\t{PREFIX}/{rel}\n" for rel, blob in sorted(change.blobs.items())]
+        lines += [f"0 {'0' * 40}\t{PREFIX}/{rel}\n" for rel in sorted(change.removed)]
+        subprocess.run(
+            ["git", "update-index", "--index-info"],
+            cwd=repo.git_dir,
+            env=env,
+            input="".join(lines).encode(),
+            check=True,
+        )
+        tree = (
+            subprocess.run(
+                ["git", "write-tree"], cwd=repo.git_dir, env=env, check=True, capture_output=True
+            )
+            .stdout.decode()
+            .strip()
+        )
+        args = [tree, "-m", msg]
         if parent is not None:
             args += ["-p", parent]
         return str(repo.git.commit_tree(*args))
@@ -152,64 +284,57 @@ def push(
     branch: str = "infperf-baselines",
     attempts: int = 6,
     log: Callable[[str], None] = print,
+    squash: bool = False,
 ) -> str | None:
     """Merge the local baselines into the branch and push; retried on a lost race.
-    Returns the pushed commit, or None when there was nothing new."""
+    Returns the pushed commit, or None when there was nothing new. ``squash``: push the
+    merged tree as a new root commit (with a lease on the merged tip), even when nothing
+    changed."""
     import git
 
     repo = open_repo(root)
-    local = _local_files(folder)
-    if not local:
+    store = BaselineStore(folder)
+    if not store.env_keys():
         log(f"no baselines in {folder}: nothing to push")
         return None
+    where = f"{remote}/{branch}"
     for attempt in range(1, attempts + 1):
         tip = fetch(repo, remote, branch)
-        theirs = _branch_files(repo, tip) if tip is not None else {}
-        changed: dict[str, bytes] = {}
-        for rel, path in local.items():
-            ours_bytes = path.read_bytes()
-            if theirs.get(rel) == ours_bytes:
-                continue
-            ours = parse_bytes(ours_bytes, str(path))
-            if rel in theirs:
-                stored = parse_bytes(theirs[rel], f"{remote}/{branch}:{rel}")
-                merged = merge_documents(stored, ours)
-                data = dumps(merged).encode("utf-8")
-            else:
-                data = ours_bytes
-            if theirs.get(rel) != data:
-                changed[rel] = data
-        if not changed:
-            log(f"{remote}/{branch} already has every local baseline: nothing to push")
+        change = _changes(repo, store, _listing(repo, tip), where)
+        if not change and not (squash and tip is not None):
+            log(f"{where} already has every local baseline: nothing to push")
             return None
         head = os.environ.get("GITHUB_SHA") or repo.head.commit.hexsha
-        message = f"infperf baselines: {len(changed)} file(s) from {head[:10]}\n\n" + "\n".join(
-            sorted(changed)
+        names = change.names()
+        shown = "\n".join(names[:200]) + (
+            f"\n... and {len(names) - 200} more" if len(names) > 200 else ""
         )
-        commit = _commit_tree(repo, tip, changed, message)
+        if squash:
+            msg = f"infperf baselines: squashed ({len(names)} change(s) from {head[:10]})"
+            msg += f"\n\nReplaces the history up to {tip}.\n\n{shown}"
+        else:
+            msg = f"infperf baselines: {len(names)} file(s) from {head[:10]}\n\n{shown}"
+        commit = _commit_tree(repo, tip, change, None if squash else tip, msg)
+        args = ["--quiet", remote, f"{commit}:refs/heads/{branch}"]
+        if squash:
+            lease = f"refs/heads/{branch}:{tip or ''}"
+            args = ["--quiet", f"--force-with-lease={lease}", remote, args[-1]]
         try:
-            repo.git.push("--quiet", remote, f"{commit}:refs/heads/{branch}")
+            repo.git.push(*args)
         except git.GitCommandError as exc:
             err = exc.stderr or ""
-            rejected = any(
-                s in err
-                for s in (
-                    "non-fast-forward",
-                    "fetch first",
-                    "rejected",
-                    "stale info",
-                    "cannot lock ref",
-                )
-            )
-            if not rejected or attempt == attempts:
-                raise GitError(f"pushing to {remote}/{branch} failed: {err.strip()}") from None
+            if not any(s in err for s in _REJECTED) or attempt == attempts:
+                raise GitError(f"pushing to {where} failed: {err.strip()}") from None
             delay = min(8.0, 0.25 * 2**attempt) * (0.5 + random.random())
-            log(
-                f"{remote}/{branch} moved while merging (attempt {attempt}); retrying in "
-                f"{delay:.1f} s"
-            )
+            log(f"{where} moved while merging (attempt {attempt}); retrying in {delay:.1f} s")
             time.sleep(delay)
             continue
-        log(f"pushed {len(changed)} baseline file(s) to {remote}/{branch} ({commit[:10]})")
+        files = sum(1 for rel in change.blobs if rel.endswith(".json"))
+        what = f"pushed {files} baseline file(s)"
+        if change.removed:
+            what += f" and removed {len(change.removed)} pruned"
+        if squash:
+            what += " as one new root commit (history squashed)"
+        log(f"{what} to {where} ({commit[:10]})")
         return commit
     return None

@@ -18,6 +18,10 @@ from .baseline import BaselineFileError, BaselineStore
 from .gitinfo import GitError
 from .options import option_type
 
+#: The retention the docs recommend: raw samples for the newest 50 baselines of each
+#: environment (a comparison finds its baseline among them), summaries for the rest.
+DEFAULT_KEEP_RAW = 50
+
 
 class CLIError(Exception):
     """A problem with the command's arguments; printed, exit code 2."""
@@ -135,29 +139,32 @@ def _results(doc: dict[str, Any]) -> list[Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from .index import StoreIndex
+
     store = _store(args)
-    keys = store.env_keys()
+    keys = [args.env] if args.env else store.env_keys()
     if not keys:
         print(f"no baselines in {store.root}")
         return 0
     current = _current_env()
-    for key in keys:
-        commits = store.commits(key)
-        mark = "  (this machine)" if key == current else ""
-        print(f"{key}{mark}: {len(commits)} commit(s)")
-        for sha in commits:
-            try:
-                doc = store.load(store.path_for(key, sha))
-            except BaselineFileError as exc:
-                print(f"  {sha[:10]}  DAMAGED: {exc.problem}")
-                continue
-            commit = doc.get("commit") or {}
-            dirty = " (dirty)" if commit.get("dirty") else ""
-            print(
-                f"  {sha[:10]}  {len(doc['benchmarks']):4d} benchmarks  "
-                f"{str(commit.get('time') or doc['created'])[:19]}  "
-                f"{str(commit.get('subject') or '')[:50]}{dirty}"
-            )
+    # Headers from the index: a file is read only when it changed since the last look.
+    with StoreIndex.open(store) as index:
+        for key in keys:
+            headers = index.headers(key)
+            mark = "  (this machine)" if key == current else ""
+            compact = sum(h.compact for h in headers)
+            held = f", {compact} compacted" if compact else ""
+            print(f"{key}{mark}: {len(headers)} commit(s){held}")
+            for h in headers:
+                if h.problem:
+                    print(f"  {h.sha[:10]}  DAMAGED: {h.problem}")
+                    continue
+                dirty = " (dirty)" if h.dirty else ""
+                tag = "  [summary]" if h.compact else ""
+                print(
+                    f"  {h.sha[:10]}  {h.benchmarks:4d} benchmarks  "
+                    f"{str(h.time or h.created)[:19]}  {str(h.subject or '')[:50]}{dirty}{tag}"
+                )
     return 0
 
 
@@ -167,10 +174,21 @@ def _show(args: argparse.Namespace) -> int:
     doc = _load(args.commit, args)
     commit = doc.get("commit") or {}
     print(f"commit {commit.get('sha')}  environment {doc['environment'].get('key')}")
+    _say_summary(doc, "")
     results = _results(doc)
     for line in summary_lines(results) + generation_lines(results):
         print(line)
     return 0
+
+
+def _say_summary(doc: dict[str, Any], who: str) -> None:
+    compact = sum(1 for e in doc["benchmarks"] if e.get("compact"))
+    if compact:
+        print(
+            f"{who}working from a summary: {compact} of {len(doc['benchmarks'])} benchmarks "
+            f"keep quantiles of their raw samples, not the samples (compacted "
+            f"{str(doc.get('compacted') or 'by infperf prune --keep-raw')[:19]})"
+        )
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -183,6 +201,8 @@ def _compare(args: argparse.Namespace) -> int:
     from .results import Origin, Verdict
 
     base, head = _load(args.a, args), _load(args.b, args)
+    _say_summary(base, f"baseline {args.a}: ")
+    _say_summary(head, f"{args.b}: ")
     base_entries = {r.key: r.to_json() for r in _results(base)}
     env_diff = environment.diff(
         head["environment"].get("hard", {}), base["environment"].get("hard", {})
@@ -217,7 +237,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _history(args: argparse.Namespace) -> int:
     from .fmt import fmt_time
-    from .history import choose_env, first_parent_history, load_series, with_changes
+    from .history import changes, choose_env, first_parent_history, iter_series
 
     store = _store(args)
     env = choose_env(store, args.env, _current_env())
@@ -225,10 +245,10 @@ def _history(args: argparse.Namespace) -> int:
         raise CLIError(f"no baselines in {store.root}" + (f" for {args.env}" if args.env else ""))
     shas = first_parent_history(_root(args), args.ref, args.depth)
     problems: list[str] = []
-    series = with_changes(load_series(store, env, shas, args.k, problems), args.p, args.min_change)
     print(f"environment {env}; {len(shas)} first-parent commits of {args.ref}")
-    for key, s in sorted(series.items()):
-        print(f"\n{key}")
+    for s in iter_series(store, env, shas, args.k, problems):  # one benchmark at a time
+        changes(s, args.p, args.min_change)
+        print(f"\n{s.key}")
         change_at = {c.index: c for c in s.changes}
         for i, p in enumerate(s.points):
             mark = ""
@@ -279,11 +299,17 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    from filelock import FileLock
-
     from . import gitinfo
-    from .baseline import LOCK_TIMEOUT_S, lock_path
+    from .index import StoreIndex
 
+    if args.keep is None and args.keep_raw is None:
+        raise CLIError(
+            "prune needs --keep N (remove all but the newest N baselines per environment) "
+            "and/or --keep-raw N (compact all but the newest N to summaries)"
+        )
+    for flag, value in (("--keep", args.keep), ("--keep-raw", args.keep_raw)):
+        if value is not None and value < 1:
+            raise CLIError(f"{flag} must be at least 1 (got {value})")
     store = _store(args)
     keys = [args.env] if args.env else store.env_keys()
     try:
@@ -294,22 +320,45 @@ def _prune(args: argparse.Namespace) -> int:
         }
     except GitError:
         order = {}
-    removed = 0
+    verb = "would remove" if args.dry_run else "removed"
+    removed = compacted = saved = 0
     for key in keys:
         # Newest first: by position in HEAD's history, then (commits not in it) by file age.
         ranked = sorted(store.commits(key), key=functools.partial(_age, store, key, order=order))
-        for sha in ranked[args.keep :]:
-            path = store.path_for(key, sha)
-            print(f"{'would remove' if args.dry_run else 'removed'} {path}")
-            if not args.dry_run:
-                # the savers' lock: a save of this commit running now finishes first
-                with FileLock(str(lock_path(path)), timeout=LOCK_TIMEOUT_S):
-                    path.unlink(missing_ok=True)
-            removed += 1
-    print(
-        f"{removed} baseline file(s) {'to remove' if args.dry_run else 'removed'}; "
-        f"kept the newest {args.keep} per environment"
-    )
+        doomed = ranked[args.keep :] if args.keep is not None else []
+        for sha in doomed:
+            print(f"{verb} {store.path_for(key, sha)}")
+        if doomed and not args.dry_run:
+            store.remove(key, doomed)  # under the savers' lock, and remembered as pruned
+        removed += len(doomed)
+        kept = ranked[: args.keep] if args.keep is not None else ranked
+        if args.keep_raw is None:
+            continue
+        with StoreIndex.open(store) as index:  # which are compact already, without reading
+            already = {h.sha for h in index.headers(key) if h.compact}
+        for sha in kept[args.keep_raw :]:
+            if sha in already:
+                continue
+            if args.dry_run:
+                compacted += 1
+                continue
+            try:
+                gain = store.compact(key, sha)
+            except BaselineFileError as exc:
+                print(f"skipped {exc}", file=sys.stderr)
+                continue
+            if gain:
+                compacted += 1
+                saved += gain
+    what = f"{removed} baseline file(s) {'to remove' if args.dry_run else 'removed'}"
+    if args.keep is not None:
+        what += f"; kept the newest {args.keep} per environment"
+    if args.keep_raw is not None:
+        done = "to compact" if args.dry_run else f"compacted ({saved / 2**20:.1f} MiB saved)"
+        what += (
+            f"; {compacted} {done}, raw samples kept for the newest {args.keep_raw} per environment"
+        )
+    print(what)
     return 0
 
 
@@ -365,9 +414,13 @@ def _baselines(args: argparse.Namespace) -> int:
     root = Path(args.repo).resolve()
     folder = Path(args.dir) if Path(args.dir).is_absolute() else root / args.dir
     if args.action == "pull":
+        if args.squash:
+            raise CLIError("--squash is for push (it rewrites the branch)")
         branch.pull(root, folder, args.remote, args.branch)
     else:
-        branch.push(root, folder, args.remote, args.branch, attempts=args.attempts)
+        branch.push(
+            root, folder, args.remote, args.branch, attempts=args.attempts, squash=args.squash
+        )
     return 0
 
 
@@ -403,6 +456,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=6,
         help="push: tries when another job pushes first (default 6)",
+    )
+    bl.add_argument(
+        "--squash",
+        action="store_true",
+        help="push: replace the branch's history by one commit holding what it holds now "
+        "(after infperf prune, so the packed branch shrinks); safe against a concurrent push",
     )
     bl.set_defaults(func=_baselines)
 
@@ -461,7 +520,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.set_defaults(func=_report)
     prune = common(sub.add_parser("prune", help="remove old baselines safely"))
     prune.add_argument(
-        "--keep", type=int, required=True, help="newest commits to keep per environment"
+        "--keep", type=int, default=None, help="newest commits to keep per environment"
+    )
+    prune.add_argument(
+        "--keep-raw",
+        type=int,
+        default=None,
+        help="newest commits per environment that keep raw samples; older ones are "
+        f"compacted to summaries (e.g. {DEFAULT_KEEP_RAW})",
     )
     prune.add_argument("--dry-run", action="store_true")
     prune.set_defaults(func=_prune)
@@ -492,4 +558,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BackendError as exc:  # an optional dependency (matplotlib) is missing
         print(f"infperf: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(
+            f"infperf: error: {args.command} ran out of memory. Nothing stored was changed "
+            "by the part that failed (every write is atomic); compact old baselines "
+            "(infperf prune --keep-raw 50) or give the job more memory",
+            file=sys.stderr,
+        )
         return 2

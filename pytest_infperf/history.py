@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from . import gitinfo
-from .baseline import BaselineFileError, BaselineStore, iter_entries
+from .baseline import BaselineStore
 from .changepoint import ChangePoint, detect
+from .index import StoreIndex
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class Point:
     sha: str
     time: str | None
@@ -23,7 +23,6 @@ class Point:
     ci_high: float | None
     n: int
     throughput: float | None
-    entry: dict[str, Any]
 
 
 @dataclasses.dataclass
@@ -44,6 +43,46 @@ def choose_env(store: BaselineStore, wanted: str | None, current: str | None) ->
     return max(keys, key=lambda k: len(store.commits(k)), default=None)
 
 
+def iter_series(
+    store: BaselineStore,
+    env_key: str,
+    shas: Iterable[str],
+    pattern: str | None = None,
+    problems: list[str] | None = None,
+) -> Iterator[Series]:
+    """Each benchmark's points over ``shas`` (given newest first, as git lists them), one
+    benchmark at a time, read from the store's index (:mod:`.index`): memory is bounded by
+    one series, and only files changed since the index last looked are read."""
+    order = {sha: i for i, sha in enumerate(reversed(list(shas)))}
+    with StoreIndex.open(store) as index:
+        info = index.commit_info(env_key)
+        if problems is not None:
+            problems.extend(index.problems(env_key, set(order)))
+        for key in sorted(index.keys(env_key)):
+            if pattern and not _matches(key, pattern):
+                continue
+            rows = sorted(
+                (r for r in index.points(env_key, key) if r.sha in order),
+                key=lambda r: order[r.sha],
+            )
+            if rows:
+                yield Series(
+                    key,
+                    [
+                        Point(
+                            r.sha,
+                            *info.get(r.sha, (None, None)),
+                            r.median,
+                            r.ci_low,
+                            r.ci_high,
+                            r.n,
+                            r.throughput,
+                        )
+                        for r in rows
+                    ],
+                )
+
+
 def load_series(
     store: BaselineStore,
     env_key: str,
@@ -51,38 +90,8 @@ def load_series(
     pattern: str | None = None,
     problems: list[str] | None = None,
 ) -> dict[str, Series]:
-    """Every benchmark's points over ``shas`` (given newest first, as git lists them)."""
-    series: dict[str, Series] = {}
-    for sha in reversed(list(shas)):
-        path = store.path_for(env_key, sha)
-        if not path.is_file():
-            continue
-        try:
-            doc = store.load(path)
-        except BaselineFileError as exc:
-            if problems is not None:
-                problems.append(str(exc))
-            continue
-        commit = doc.get("commit") or {}
-        for key, entry in iter_entries(doc):
-            if pattern and not _matches(key, pattern):
-                continue
-            stats = entry["stats"]
-            if not stats.get("median"):
-                continue
-            point = Point(
-                sha,
-                commit.get("time"),
-                commit.get("subject"),
-                stats["median"],
-                stats.get("ci_low"),
-                stats.get("ci_high"),
-                int(stats.get("n", 0)),
-                entry.get("throughput"),
-                entry,
-            )
-            series.setdefault(key, Series(key, [])).points.append(point)
-    return series
+    """:func:`iter_series` as a dict (the HTML report draws them all)."""
+    return {s.key: s for s in iter_series(store, env_key, shas, pattern, problems)}
 
 
 def _matches(key: str, pattern: str) -> bool:
@@ -96,8 +105,13 @@ def with_changes(
     series: dict[str, Series], p_max: float = 0.001, min_magnitude: float = 0.05
 ) -> dict[str, Series]:
     for s in series.values():
-        s.changes = detect([p.median for p in s.points], p_max, min_magnitude)
+        changes(s, p_max, min_magnitude)
     return series
+
+
+def changes(s: Series, p_max: float = 0.001, min_magnitude: float = 0.05) -> Series:
+    s.changes = detect([p.median for p in s.points], p_max, min_magnitude)
+    return s
 
 
 def first_parent_history(root: Path, ref: str, depth: int) -> list[str]:

@@ -13,6 +13,7 @@ matplotlib (extra ``report``) is imported here only; the Agg backend needs no di
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import html
 import io
@@ -74,15 +75,22 @@ class Plot:
     png: bytes
 
 
-def _render(fig: Any, tips: dict[str, str]) -> Plot:
+#: Whether figures are also rendered as PNG (only when ``build`` is given a PNG folder: a
+#: PNG costs as much as the SVG).
+_WANT_PNG: contextvars.ContextVar[bool] = contextvars.ContextVar("want_png", default=True)
+
+
+def _render(fig: Any, tips: dict[str, str], tight: bool = True) -> Plot:
     """``tips`` maps an artist's gid to the text a reader sees on hovering it: the SVG
     gets a ``<title>`` inside that artist's group, which browsers show as a tooltip (no
-    script, so the report opens offline and anywhere)."""
+    script, so the report opens offline and anywhere). ``tight=False``: the figure's own
+    margins (a tight bounding box measures every label: most of a small figure's cost)."""
     import matplotlib
 
     buf = io.StringIO()
+    bbox = "tight" if tight else None
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "infperf"}):
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.savefig(buf, format="svg", bbox_inches=bbox)
     svg = buf.getvalue()
     svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: it is inline
     for gid, tip in tips.items():
@@ -91,7 +99,8 @@ def _render(fig: Any, tips: dict[str, str]) -> Plot:
             title = f"<title>{html.escape(tip)}</title>"
             svg = svg[: opening.end()] + title + svg[opening.end() :]
     png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
+    if _WANT_PNG.get():
+        fig.savefig(png, format="png", dpi=110, bbox_inches=bbox)
     _plt().close(fig)
     return Plot(svg, png.getvalue())
 
@@ -160,17 +169,31 @@ def distribution_figure(
     return _render(fig, tips)
 
 
+#: Points of a history that get a tooltip each (an artist each): the newest ones and the
+#: change points. A year of commits as one artist per point made a figure take seconds.
+TIPPED_POINTS = 150
+
+
 def history_figure(series: Series) -> Plot:
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 2.8), layout="constrained")
+    # Fixed margins, no layout engine: a report draws one of these per benchmark.
+    fig, ax = plt.subplots(figsize=(6.4, 2.8))
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.2, top=0.9)
     xs = list(range(len(series.points)))
     med = [p.median * 1e3 for p in series.points]
     lo = [(p.ci_low or p.median) * 1e3 for p in series.points]
     hi = [(p.ci_high or p.median) * 1e3 for p in series.points]
     ax.fill_between(xs, lo, hi, color="#2980b9", alpha=0.2, linewidth=0)
     ax.plot(xs, med, color="#2980b9", linewidth=1)
+    tipped = set(range(max(0, len(xs) - TIPPED_POINTS), len(xs)))
+    tipped |= {c.index for c in series.changes} | {c.index - 1 for c in series.changes}
+    rest = [x for x in xs if x not in tipped]
+    if rest:
+        ax.plot(rest, [med[x] for x in rest], "o", markersize=2, color="#2980b9")
     tips = {}
     for x, p in enumerate(series.points):
+        if x not in tipped:
+            continue
         # One artist per point, so each has its own tooltip.
         gid = f"point-{x}"
         ax.plot([x], [p.median * 1e3], "o", markersize=4, color="#2980b9", gid=gid)
@@ -197,7 +220,7 @@ def history_figure(series: Series) -> Plot:
     ax.set_ylabel("median (ms)")
     ax.set_title(_label(series.key), fontsize=8)
     ax.grid(alpha=0.3)
-    return _render(fig, tips)
+    return _render(fig, tips, tight=False)
 
 
 def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -401,6 +424,21 @@ def build(
 ) -> tuple[str, int]:
     """The HTML text and how many figures it holds; with ``png_dir``, every figure is also
     written there as a PNG."""
+    token = _WANT_PNG.set(png_dir is not None)
+    try:
+        return _build(results, baseline, history, png_dir, title, along)
+    finally:
+        _WANT_PNG.reset(token)
+
+
+def _build(
+    results: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+    history: dict[str, Series],
+    png_dir: Path | None,
+    title: str,
+    along: str,
+) -> tuple[str, int]:
     sections: list[tuple[str, list[tuple[str, Plot]]]] = []
     entries = dict(iter_entries(results)) if results else {}
     base_entries = dict(iter_entries(baseline)) if baseline else {}

@@ -20,6 +20,7 @@ from . import compare as _cmp
 from . import environment
 from .accept import AcceptRule, first_match
 from .backends import runs_on_gpu
+from .compact import summary_note
 from .drift import speed_factors
 from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why
 from .results import (
@@ -181,6 +182,27 @@ class Judge:
         metric (:meth:`against`), or a generation's judged metrics (:meth:`against_each`).
         ``fresh`` / ``fresh_metrics``: new samples of the same benchmark (a re-measurement)
         instead of the result's own."""
+        c = self._stored(result, entry, opts, origin, env_diff, fresh, fresh_metrics)
+        summary = None if entry is None else summary_note(dict(entry))
+        if summary is None:
+            return c
+        # A compacted baseline (prune --keep-raw) is tested through its quantiles: say so.
+        return dataclasses.replace(
+            c,
+            note=f"{c.note}; {summary}" if c.note else summary,
+            details={**c.details, "baseline_compact": entry["compact"]},  # type: ignore[index]
+        )
+
+    def _stored(
+        self,
+        result: BenchmarkResult,
+        entry: Mapping[str, Any] | None,
+        opts: Mapping[str, Any],
+        origin: Origin,
+        env_diff: Mapping[str, list[Any]] | None,
+        fresh: Observation | None,
+        fresh_metrics: Mapping[str, list[float]] | None,
+    ) -> Comparison:
         current = fresh if fresh is not None else Observation.of(result)
         if result.generation is None:
             if opts["metric"] in GENERATION_METRICS:  # a file compare's --metric: no tokens

@@ -267,22 +267,23 @@ def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def clean(value: Any) -> Any:
-    """JSON-safe and stable: non-finite floats become None, floats keep 12 digits."""
+def clean(value: Any, digits: int = FLOAT_DIGITS) -> Any:
+    """JSON-safe and stable: non-finite floats become None, floats keep ``digits``
+    significant digits (12; a compacted baseline keeps 6)."""
     if isinstance(value, enum.Enum):
-        return clean(value.value)
+        return clean(value.value, digits)
     if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
             return None
-        return float(f"{value:.{FLOAT_DIGITS}g}")
+        return float(f"{value:.{digits}g}")
     if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
+        return {str(k): clean(v, digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
+        return [clean(v, digits) for v in value]
     if hasattr(value, "item"):  # numpy scalars
-        return clean(value.item())
+        return clean(value.item(), digits)
     return str(value)
 
 

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,10 @@ import pytest
 import pytest_infperf.fixture  # noqa: F401
 
 pytest_plugins = ["pytester"]
+
+# The store index (pytest_infperf/index.py) is a cache under ~/.cache: keep the suite's
+# (and its subprocesses') out of the user's.
+os.environ.setdefault("INFPERF_CACHE_DIR", tempfile.mkdtemp(prefix="infperf-test-cache-"))
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "pytest_infperf" / "schema" / "results-v1.schema.json"

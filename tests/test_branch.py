@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_infperf.baseline import BaselineStore
-from pytest_infperf.results import BenchmarkResult
+from pytest_infperf.results import BenchmarkResult, document, dumps
 
 from .conftest import GIT_ENV, git
 
@@ -82,7 +82,7 @@ def remote(tmp_path: Path, git_env: None) -> tuple[Path, Path, Path]:
 
 def branch_files(bare: Path, branch: str = "infperf-baselines") -> dict[str, dict[str, Any]]:
     names = git(bare, "ls-tree", "-r", "--name-only", branch).splitlines()
-    return {n: json.loads(git(bare, "show", f"{branch}:{n}")) for n in names}
+    return {n: json.loads(git(bare, "show", f"{branch}:{n}")) for n in names if n.endswith(".json")}
 
 
 def test_pull_before_the_branch_exists(remote: tuple[Path, Path, Path]) -> None:
@@ -162,3 +162,91 @@ def test_corrupt_local_baseline_is_not_pushed(remote: tuple[Path, Path, Path]) -
     assert out.returncode == 2
     assert "is not valid JSON" in out.stderr and str(path) in out.stderr
     assert git(bare, "branch", "--list", "infperf-baselines") == ""
+
+
+def _raw_entries(
+    names: list[str], saved_at: str = "2026-01-01T00:00:00+00:00"
+) -> list[dict[str, Any]]:
+    entries = _doc_entries(names)
+    for e in entries:
+        e["samples"] = [1e-3 * (1 + i / 1000) for i in range(200)]
+        e["saved_at"] = saved_at
+    return entries
+
+
+def test_pruned_baselines_stay_pruned_and_leave_the_branch(
+    remote: tuple[Path, Path, Path],
+) -> None:
+    bare, a, b = remote
+    old, new = "1" * 40, "2" * 40
+    save(a, old, ["test_x"])
+    save(a, new, ["test_x"])
+    assert cli(a, "push").returncode == 0
+    assert cli(b, "pull").returncode == 0
+    # a prunes the old one and pushes: the branch drops it and remembers why
+    store = BaselineStore(a / "baselines")
+    assert store.remove(ENV_KEY, [old]) == 1
+    out = cli(a, "push")
+    assert out.returncode == 0, out.stderr
+    assert "removed 1 pruned" in out.stdout
+    assert sorted(Path(n).stem for n in branch_files(bare)) == [new]
+    pruned = git(bare, "show", f"infperf-baselines:baselines/{ENV_KEY}/pruned.txt")
+    assert pruned.split() == [old]
+    # a's next pull does not bring it back; b's pull removes b's copy
+    out = cli(a, "pull")
+    assert out.returncode == 0 and not (a / "baselines" / ENV_KEY / f"{old}.json").exists()
+    out = cli(b, "pull")
+    assert out.returncode == 0, out.stderr
+    assert "removed 1 pruned on the branch" in out.stdout
+    assert not (b / "baselines" / ENV_KEY / f"{old}.json").exists()
+    # and b's next push does not re-add it
+    assert cli(b, "push").stdout.strip().endswith("nothing to push")
+    # saving that commit again on purpose takes it off the list
+    save(b, old, ["test_x"])
+    assert old not in BaselineStore(b / "baselines").pruned(ENV_KEY)
+
+
+def test_a_stale_raw_copy_does_not_undo_a_compaction(remote: tuple[Path, Path, Path]) -> None:
+    bare, a, b = remote
+    sha = "3" * 40
+    env = {"key": ENV_KEY, "hard": {}, "soft": {}}
+    for clone in (a, b):
+        store = BaselineStore(clone / "baselines")
+        path = store.path_for(ENV_KEY, sha)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = document(_raw_entries(["test_x"]), env, {"sha": sha, "dirty": False})
+        path.write_text(dumps(doc))
+    assert cli(a, "push").returncode == 0
+    BaselineStore(a / "baselines").compact(ENV_KEY, sha)
+    assert cli(a, "push").returncode == 0
+    # b still has the raw copy of the same measurement: its push keeps the compact one
+    out = cli(b, "push")
+    assert out.returncode == 0, out.stderr
+    (entry,) = branch_files(bare)[f"baselines/{ENV_KEY}/{sha}.json"]["benchmarks"]
+    assert entry["compact"] == {"samples": 200, "sketch": 33} and len(entry["samples"]) == 33
+    # a newer measurement of it wins over the compact copy
+    save(b, sha, ["test_x"])
+    assert cli(b, "push").returncode == 0
+    (entry,) = branch_files(bare)[f"baselines/{ENV_KEY}/{sha}.json"]["benchmarks"]
+    assert "compact" not in entry
+
+
+def test_push_squash_replaces_the_history_with_one_commit(remote: tuple[Path, Path, Path]) -> None:
+    bare, a, b = remote
+    for i, sha in enumerate(("4" * 40, "5" * 40, "6" * 40)):
+        save(a if i % 2 == 0 else b, sha, ["test_x"])
+        assert cli(a if i % 2 == 0 else b, "push").returncode == 0
+    assert len(git(bare, "rev-list", "infperf-baselines").split()) == 3
+    tree = git(bare, "rev-parse", "infperf-baselines^{tree}")
+    out = cli(a, "push", "--squash")
+    assert out.returncode == 0, out.stderr
+    assert "history squashed" in out.stdout
+    assert git(bare, "rev-list", "infperf-baselines").split() == [
+        git(bare, "rev-parse", "infperf-baselines")
+    ]
+    assert git(bare, "rev-parse", "infperf-baselines^{tree}") == tree  # nothing lost
+    # a pusher that fetched before the squash retries on top of it and loses nothing
+    save(b, "7" * 40, ["test_x"])
+    assert cli(b, "push").returncode == 0
+    assert len(branch_files(bare)) == 4
+    assert cli(b, "pull", "--squash").returncode == 2
