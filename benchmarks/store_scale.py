@@ -146,9 +146,9 @@ def clone_doc(base: dict[str, Any], sha: str, i: int, n: int, rng: random.Random
     }
     step = 1.08 if i >= n // 2 else 1.0
     entries = []
-    for e in base["benchmarks"]:
+    for old in base["benchmarks"]:
         f = step * (1 + rng.gauss(0, 0.01))
-        e = dict(e)
+        e = dict(old)
         e["samples"] = [s * f for s in e["samples"]]
         e["stats"] = _scale(e["stats"], f)
         entries.append(e)
@@ -237,6 +237,8 @@ def main() -> int:
             f"  {what}: {wall:.2f} s" + (f", {rss:.0f} MB" if rss is not None else ""), flush=True
         )
 
+    locks = Path(tempfile.gettempdir()) / f"pytest-infperf-locks-{os.getuid()}"
+    locks_before = len(list(locks.glob("*.lock"))) if locks.is_dir() else 0
     try:
         t = time.perf_counter()
         base = seed(work, args.benchmarks)
@@ -328,23 +330,19 @@ def main() -> int:
             *measure(infperf("baselines", "push", "--squash"), repo, cache),
         )
         after = packed_mb(bare)
-        locks = Path(tempfile.gettempdir()) / f"pytest-infperf-locks-{os.getuid()}"
-        print(
-            f"\npacked repository (main + branch): {before:.0f} MB before the squash, {after:.0f} MB after"
-        )
-        print(
-            f"baselines folder: {sum(p.stat().st_size for p in (repo / 'baselines').rglob('*')) / 1e6:.0f} MB"
-        )
-        print(f"lock files in {locks}: {len(list(locks.glob('*.lock'))) if locks.is_dir() else 0}")
-        print(
-            f"\n{len(shas)} baselines of {len(base['benchmarks'])} benchmarks, raw samples for the newest {args.keep_raw}\n"
-        )
+        print(f"\npacked repository (main + branch): {before:.0f} MB before the squash, ", end="")
+        print(f"{after:.0f} MB after")
+        folder_mb = sum(p.stat().st_size for p in (repo / "baselines").rglob("*")) / 1e6
+        print(f"baselines folder: {folder_mb:.0f} MB")
+        print(f"lock files left in {locks}: {len(list(locks.glob('*.lock'))) - locks_before} new")
+        n_bench = len(base["benchmarks"])
+        print(f"\n{len(shas)} baselines of {n_bench} benchmarks, ", end="")
+        print(f"raw samples for the newest {args.keep_raw}\n")
         print("| operation | time | peak memory |\n|---|---|---|")
         for what, wall_s, rss_s in rows:
             print(f"| {what} | {wall_s} | {rss_s} |")
-        print(
-            f"| baselines branch, packed after `push --squash` and `git gc` | {after:.0f} MB (repository) | |"
-        )
+        what = "baselines branch, packed after `push --squash` and `git gc`"
+        print(f"| {what} | {after:.0f} MB (repository) | |")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

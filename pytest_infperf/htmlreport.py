@@ -172,6 +172,8 @@ def distribution_figure(
 #: Points of a history that get a tooltip each (an artist each): the newest ones and the
 #: change points. A year of commits as one artist per point made a figure take seconds.
 TIPPED_POINTS = 150
+#: Points drawn of a longer history (every k-th), besides the tipped ones.
+DRAWN_POINTS = 600
 
 
 def history_figure(series: Series) -> Plot:
@@ -183,11 +185,22 @@ def history_figure(series: Series) -> Plot:
     med = [p.median * 1e3 for p in series.points]
     lo = [(p.ci_low or p.median) * 1e3 for p in series.points]
     hi = [(p.ci_high or p.median) * 1e3 for p in series.points]
-    ax.fill_between(xs, lo, hi, color="#2980b9", alpha=0.2, linewidth=0)
-    ax.plot(xs, med, color="#2980b9", linewidth=1)
     tipped = set(range(max(0, len(xs) - TIPPED_POINTS), len(xs)))
     tipped |= {c.index for c in series.changes} | {c.index - 1 for c in series.changes}
-    rest = [x for x in xs if x not in tipped]
+    # A year of commits is more points than the figure has pixels: the line, band and
+    # untipped markers use every k-th point (the tipped ones are all drawn).
+    step_k = max(1, len(xs) // DRAWN_POINTS)
+    drawn = sorted(set(xs[::step_k]) | tipped)
+    ax.fill_between(
+        drawn,
+        [lo[x] for x in drawn],
+        [hi[x] for x in drawn],
+        color="#2980b9",
+        alpha=0.2,
+        linewidth=0,
+    )
+    ax.plot(drawn, [med[x] for x in drawn], color="#2980b9", linewidth=1)
+    rest = [x for x in xs[::step_k] if x not in tipped]
     if rest:
         ax.plot(rest, [med[x] for x in rest], "o", markersize=2, color="#2980b9")
     tips = {}
