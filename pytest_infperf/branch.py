@@ -150,8 +150,11 @@ def pull(
     remote: str = "origin",
     branch: str = "infperf-baselines",
     log: Callable[[str], None] = print,
+    only: set[str] | None = None,
 ) -> int:
-    """Write the branch's baselines into ``folder``; returns how many files were written."""
+    """Write the branch's baselines into ``folder``; returns how many files were written.
+    ``only``: the commits whose baselines are wanted (``pull --depth``); others are left
+    on the branch."""
     repo = open_repo(root)
     tip = fetch(repo, remote, branch)
     if tip is None:
@@ -159,7 +162,7 @@ def pull(
         return 0
     listing = _listing(repo, tip)
     store = BaselineStore(folder)
-    written = skipped = dropped = 0
+    written = skipped = dropped = left = 0
     with StoreIndex.open(store) as index:
         for env in sorted(listing.envs()):
             theirs_pruned = _their_pruned(repo, listing, env)
@@ -173,6 +176,9 @@ def pull(
                 if sha in pruned:
                     skipped += 1
                     continue
+                if only is not None and sha not in only:
+                    left += 1
+                    continue
                 if local_blobs.get(sha) == blob:
                     continue
                 data = _blob(repo, blob)
@@ -183,6 +189,7 @@ def pull(
                 written += 1
     extra = f"; {skipped} pruned on purpose left out" if skipped else ""
     extra += f"; removed {dropped} pruned on the branch" if dropped else ""
+    extra += f"; {left} older than --depth left on the branch" if left else ""
     log(
         f"pulled {written} baseline file(s) from {remote}/{branch} ({tip[:10]}) into "
         f"{folder}{extra}"

@@ -408,6 +408,23 @@ def _comment(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wanted(root: Path, args: argparse.Namespace) -> set[str] | None:
+    """``pull --depth N``: the newest N first-parent commits of each ``--ref``."""
+    from . import gitinfo
+
+    if args.depth is None:
+        if args.ref:
+            raise CLIError("--ref goes with --depth N (the commits whose baselines to pull)")
+        return None
+    if args.depth < 1:
+        raise CLIError(f"--depth must be at least 1 (got {args.depth})")
+    repo = gitinfo.open_repo(root)
+    wanted: set[str] = set()
+    for ref in args.ref or ["HEAD"]:
+        wanted.update(gitinfo.first_parents(repo, gitinfo.resolve(repo, ref), args.depth - 1))
+    return wanted
+
+
 def _baselines(args: argparse.Namespace) -> int:
     from . import branch
 
@@ -416,7 +433,7 @@ def _baselines(args: argparse.Namespace) -> int:
     if args.action == "pull":
         if args.squash:
             raise CLIError("--squash is for push (it rewrites the branch)")
-        branch.pull(root, folder, args.remote, args.branch)
+        branch.pull(root, folder, args.remote, args.branch, only=_wanted(root, args))
     else:
         branch.push(
             root, folder, args.remote, args.branch, attempts=args.attempts, squash=args.squash
@@ -456,6 +473,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=6,
         help="push: tries when another job pushes first (default 6)",
+    )
+    bl.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="pull: only the baselines of the newest N first-parent commits of each --ref "
+        "(a comparing job needs the recent ones; default: all)",
+    )
+    bl.add_argument(
+        "--ref",
+        action="append",
+        default=None,
+        help="pull --depth: whose history (repeatable; default HEAD; in a pull request add "
+        "the base branch, e.g. --ref origin/main)",
     )
     bl.add_argument(
         "--squash",

@@ -250,3 +250,26 @@ def test_push_squash_replaces_the_history_with_one_commit(remote: tuple[Path, Pa
     assert cli(b, "push").returncode == 0
     assert len(branch_files(bare)) == 4
     assert cli(b, "pull", "--squash").returncode == 2
+
+
+def test_pull_depth_takes_only_the_recent_history(remote: tuple[Path, Path, Path]) -> None:
+    _, a, b = remote
+    shas = []
+    for i in range(3):
+        (a / "f.txt").write_text(f"{i}\n")
+        git(a, "add", "f.txt")
+        git(a, "commit", "-qm", f"c{i}")
+        sha = git(a, "rev-parse", "HEAD")
+        save(a, sha, ["test_x"])
+        shas.append(sha)
+    git(a, "push", "-q", "origin", "HEAD:main")
+    assert cli(a, "push").returncode == 0
+    git(b, "pull", "-q", "origin", "main")
+    out = cli(b, "pull", "--depth", "2")
+    assert out.returncode == 0, out.stderr
+    assert "pulled 2 baseline file(s)" in out.stdout and "1 older than --depth" in out.stdout
+    got = {p.stem for p in (b / "baselines" / ENV_KEY).glob("*.json")}
+    assert got == set(shas[1:])
+    assert cli(b, "pull", "--ref", "HEAD").returncode == 2
+    bad = cli(b, "pull", "--depth", "2", "--ref", "nope")
+    assert bad.returncode == 2 and "'nope' is not a commit" in bad.stderr

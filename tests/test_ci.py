@@ -60,7 +60,8 @@ def test_perf_workflow_has_the_steps_that_matter() -> None:
     assert "origin/${{ github.base_ref }}" in compare["run"]
     for flag in ("--perf-json=", "--perf-markdown=", "--junitxml="):
         assert flag in compare["run"] and flag in save["run"]
-    assert any("baselines pull" in r for r in runs)
+    pull = next(r for r in runs if "baselines pull" in r)
+    assert "--depth" in pull and "GITHUB_BASE_REF" in pull  # recent baselines only
     push = next(s for s in steps if "baselines push" in str(s.get("run", "")))
     assert push["if"] == "github.event_name != 'pull_request'"
     summary = next(s for s in steps if "GITHUB_STEP_SUMMARY" in str(s.get("run", "")))
