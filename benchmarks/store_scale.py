@@ -14,10 +14,11 @@
    ``history`` of one benchmark and of all over every commit, ``report --html`` over every
    commit, finding and loading the ``--perf-compare`` baseline, ``baselines push`` of the
    whole store (the first push), ``push`` and ``pull`` of one new baseline, a fresh
-   ``pull`` into an empty folder, ``prune --keep-raw`` of one raw file more, and the packed
-   size of the baselines branch after ``push --squash`` and ``git gc``.
+   ``pull`` into an empty folder (all of it, and ``--depth 60`` as a comparing job does),
+   ``prune --keep-raw`` of one raw file more, and the packed size of the baselines branch
+   after ``push --squash`` and ``git gc``.
 
-Prints a Markdown table. Needs about ``files x 0.2 MB`` of disk (twice, for the clones).
+Prints a Markdown table. Needs about ``files x 0.5 MB`` of disk, twice (two clones).
 """
 
 from __future__ import annotations
@@ -293,6 +294,17 @@ def main() -> int:
             "`baselines pull` into an empty folder",
             *measure(infperf("baselines", "pull"), other, fresh),
         )
+        recent = work / "recent"
+        git(work, "clone", "-q", str(bare), str(recent))
+        row(
+            "`baselines pull --depth 60` into an empty folder (a comparing job)",
+            *measure(
+                infperf("baselines", "pull", "--depth", "60"),
+                recent,
+                {"INFPERF_CACHE_DIR": str(work / "cache-recent")},
+            ),
+        )
+        shutil.rmtree(recent)
         rng = random.Random(1)
         doc = clone_doc(base, new_sha, len(shas), len(shas), rng)
         (repo / "baselines" / env / f"{new_sha}.json").write_text(dumps(doc))
