@@ -265,7 +265,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .history import choose_env, first_parent_history, load_series, with_changes
+    from .history import changes, choose_env, first_parent_history, iter_series
     from .htmlreport import build
 
     results = _load(args.results, args) if args.results else None
@@ -276,7 +276,7 @@ def _report(args: argparse.Namespace) -> int:
             results = _load("HEAD", args)
         except (CLIError, GitError, BaselineFileError) as exc:
             print(f"note: no baseline near HEAD to show ({exc}); history only", file=sys.stderr)
-    history: dict[str, Any] = {}
+    history: Any = {}  # a dict, or a stream of series from the index
     store = _store(args)
     env = choose_env(
         store, args.env, (results or {}).get("environment", {}).get("key") or _current_env()
@@ -287,7 +287,7 @@ def _report(args: argparse.Namespace) -> int:
         except GitError as exc:
             print(f"warning: no history ({exc})", file=sys.stderr)
             shas = []
-        history = with_changes(load_series(store, env, shas, args.k))
+        history = (changes(s) for s in iter_series(store, env, shas, args.k))
     png = Path(args.png) if args.png else None
     text, figures = build(results, baseline, history, png, along=_branch_name(args.ref, args))
     if args.html:

@@ -83,30 +83,11 @@ def iter_series(
                 )
 
 
-def load_series(
-    store: BaselineStore,
-    env_key: str,
-    shas: Iterable[str],
-    pattern: str | None = None,
-    problems: list[str] | None = None,
-) -> dict[str, Series]:
-    """:func:`iter_series` as a dict (the HTML report draws them all)."""
-    return {s.key: s for s in iter_series(store, env_key, shas, pattern, problems)}
-
-
 def _matches(key: str, pattern: str) -> bool:
     """``-k``-like matching: a substring, or a glob when it has wildcards."""
     if any(c in pattern for c in "*?["):
         return fnmatch.fnmatch(key, pattern)
     return pattern.lower() in key.lower()
-
-
-def with_changes(
-    series: dict[str, Series], p_max: float = 0.001, min_magnitude: float = 0.05
-) -> dict[str, Series]:
-    for s in series.values():
-        changes(s, p_max, min_magnitude)
-    return series
 
 
 def changes(s: Series, p_max: float = 0.001, min_magnitude: float = 0.05) -> Series:

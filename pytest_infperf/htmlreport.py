@@ -21,14 +21,15 @@ import itertools
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .backends import MissingBackendError
 from .baseline import iter_entries
+from .changepoint import ChangePoint
 from .fmt import fmt_figure, fmt_n, fmt_ratio, fmt_time
-from .history import Series
+from .history import Point, Series
 from .results import METRIC_LABELS, Comparison
 
 BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
@@ -180,7 +181,7 @@ def history_figure(series: Series) -> Plot:
     plt = _plt()
     # Fixed margins, no layout engine: a report draws one of these per benchmark.
     fig, ax = plt.subplots(figsize=(6.4, 2.8))
-    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.2, top=0.9)
+    fig.subplots_adjust(left=0.16, right=0.98, bottom=0.2, top=0.9)
     xs = list(range(len(series.points)))
     med = [p.median * 1e3 for p in series.points]
     lo = [(p.ci_low or p.median) * 1e3 for p in series.points]
@@ -430,7 +431,7 @@ def tax_regime(b0: float, lat0: float, b1: float, lat1: float) -> str:
 def build(
     results: dict[str, Any] | None,
     baseline: dict[str, Any] | None,
-    history: dict[str, Series],
+    history: Mapping[str, Series] | Iterable[Series],
     png_dir: Path | None = None,
     title: str = "pytest-infperf report",
     along: str = "HEAD",
@@ -447,7 +448,7 @@ def build(
 def _build(
     results: dict[str, Any] | None,
     baseline: dict[str, Any] | None,
-    history: dict[str, Series],
+    history: Mapping[str, Series] | Iterable[Series],
     png_dir: Path | None,
     title: str,
     along: str,
@@ -467,7 +468,17 @@ def _build(
             dist.append((key, figure))
     if dist:
         sections.append(("Latency now vs baseline", dist))
-    trends = [(k, history_figure(s)) for k, s in sorted(history.items()) if len(s.points) >= 2]
+    # One series at a time (the CLI streams them from the store's index): each becomes its
+    # figure and its change-point rows, then is let go, so memory does not grow with the
+    # history's length times the number of benchmarks.
+    if isinstance(history, Mapping):
+        history = [history[k] for k in sorted(history)]
+    trends: list[tuple[str, Plot]] = []
+    changes: list[tuple[str, ChangePoint, Point]] = []
+    for s in history:
+        changes += [(s.key, c, s.points[c.index]) for c in s.changes]
+        if len(s.points) >= 2:
+            trends.append((s.key, history_figure(s)))
     if trends:
         sections.append((f"History along {along} (dashed: detected change points)", trends))
     groups = sorted(sweep_groups(list(entries.values())).items())
@@ -495,7 +506,7 @@ def _build(
                 safe = "".join(c if c.isalnum() else "_" for c in _label(label))[:80]
                 (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(plot.png)
     count = sum(len(figures) for _, figures in sections)
-    return _html(title, results, sections, history), count
+    return _html(title, results, sections, changes), count
 
 
 def _generation_table(results: dict[str, Any]) -> list[str]:
@@ -543,7 +554,7 @@ def _html(
     title: str,
     results: dict[str, Any] | None,
     sections: list[tuple[str, list[tuple[str, Plot]]]],
-    history: dict[str, Series],
+    changes: list[tuple[str, ChangePoint, Point]],
 ) -> str:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -603,14 +614,12 @@ def _html(
             parts.append(f"<tr>{row}</tr>")
         parts.append("</table>")
         parts += _generation_table(results)
-    changes = [(k, c, s) for k, s in sorted(history.items()) for c in s.changes]
     if changes:
         parts.append(
             "<h2>Change points</h2><table><tr><th>benchmark</th><th>commit</th>"
             "<th>change</th><th>p</th></tr>"
         )
-        for key, c, s in changes:
-            point = s.points[c.index]
+        for key, c, point in changes:
             parts.append(
                 f"<tr><td>{html.escape(_label(key))}</td><td><code>{point.sha[:10]}"
                 f"</code> {html.escape(point.subject or '')}</td><td>"
