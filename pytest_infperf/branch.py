@@ -45,6 +45,31 @@ from .index import StoreIndex, blob_id
 from .results import document, dumps
 
 PREFIX = "baselines"
+#: Git's own memory, bounded for every git process a pull or push starts: by default git
+#: maps up to 8 GiB of pack files and searches deltas with unbounded windows, so reading
+#: or repacking a branch of a year of baselines would grow with the branch.
+GIT_LIMITS = {
+    "core.packedGitLimit": "128m",
+    "core.packedGitWindowSize": "16m",
+    "core.deltaBaseCacheLimit": "32m",
+    "pack.windowMemory": "64m",
+    "pack.deltaCacheSize": "32m",
+    "pack.threads": "1",
+}
+
+
+def _limits_env() -> dict[str, str]:
+    env = {"GIT_CONFIG_COUNT": str(len(GIT_LIMITS))}
+    for i, (key, value) in enumerate(GIT_LIMITS.items()):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def _open(root: Path) -> Any:
+    repo = open_repo(root)
+    repo.git.update_environment(**_limits_env())
+    return repo
 _REJECTED = ("non-fast-forward", "fetch first", "rejected", "stale info", "cannot lock ref")
 
 
@@ -155,7 +180,7 @@ def pull(
     """Write the branch's baselines into ``folder``; returns how many files were written.
     ``only``: the commits whose baselines are wanted (``pull --depth``); others are left
     on the branch."""
-    repo = open_repo(root)
+    repo = _open(root)
     tip = fetch(repo, remote, branch)
     if tip is None:
         log(f"{remote}/{branch} does not exist yet: nothing to pull (the first push creates it)")
@@ -256,7 +281,7 @@ def _commit_tree(repo: Any, base: str | None, change: _Change, parent: str | Non
     fd, index = tempfile.mkstemp(prefix="infperf-index-")
     os.close(fd)
     os.unlink(index)  # git creates it; an empty existing file would be a corrupt index
-    env = {**os.environ, "GIT_INDEX_FILE": index}
+    env = {**os.environ, **_limits_env(), "GIT_INDEX_FILE": index}
     try:
         if base is not None:
             subprocess.run(["git", "read-tree", base], cwd=repo.git_dir, env=env, check=True)
@@ -299,7 +324,7 @@ def push(
     changed."""
     import git
 
-    repo = open_repo(root)
+    repo = _open(root)
     store = BaselineStore(folder)
     if not store.env_keys():
         log(f"no baselines in {folder}: nothing to push")
