@@ -70,6 +70,8 @@ def _open(root: Path) -> Any:
     repo = open_repo(root)
     repo.git.update_environment(**_limits_env())
     return repo
+
+
 _REJECTED = ("non-fast-forward", "fetch first", "rejected", "stale info", "cannot lock ref")
 
 
