@@ -250,7 +250,8 @@ def _store_blob(repo: Any, data: bytes) -> str:
 def _changes(repo: Any, store: BaselineStore, listing: Listing, where: str) -> _Change:
     change = _Change()
     with StoreIndex.open(store) as index:
-        for env in sorted(set(store.env_keys()) | listing.envs()):
+        local_envs = set(store.env_keys())
+        for env in sorted(local_envs | listing.envs()):
             theirs_pruned = _their_pruned(repo, listing, env)
             pruned = theirs_pruned | store.pruned(env)
             if pruned != theirs_pruned:
@@ -258,7 +259,7 @@ def _changes(repo: Any, store: BaselineStore, listing: Listing, where: str) -> _
                 change.blobs[rel] = _store_blob(repo, _pruned_text(pruned))
             theirs = listing.files.get(env, {})
             change.removed |= {f"{env}/{sha}.json" for sha in theirs if sha in pruned}
-            local_blobs = index.blobs(env) if env in store.env_keys() else {}
+            local_blobs = index.blobs(env) if env in local_envs else {}
             for sha, local_blob in sorted(local_blobs.items()):
                 their_blob = theirs.get(sha)
                 if sha in pruned or local_blob == their_blob:
