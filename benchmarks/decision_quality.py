@@ -25,9 +25,18 @@ true slowdown is a little under the factor: the table prints the medians of the 
 TPOT ratios measured.
 
 Prints, per scenario, the share of benchmarks judged regression / improvement / unchanged
-/ inconclusive, who decided (stored baseline or interleaved in the job), how many runs
-exited 0 / 1 / other, the median wall time of a run, the median within-run CV, and the
-reference-workload drift seen.
+/ no-regression / inconclusive, how many runs had any regression (what a user feels: one
+false regression fails the PR), who decided (stored baseline or interleaved in the job)
+and over how many process pairs, how many runs exited 0 / 1 / other, the median wall time
+of a run and per benchmark, the median within-run CV, and the reference drift seen.
+``--plain`` also times plain runs of the suite (no comparison) for the cost ratio.
+
+Two checks of the protocol itself, from the same runs: the detectable effect (each
+verdict's ``detectable``, the slowdown it would have flagged with 80% power) against the
+slowdowns injected (of the benchmarks whose A/A figure is at most half the injected
+slowdown, the share caught), and the between-process offsets of identical code (the
+spread of each process pair's log-ratio: pair 1, whose head is the pytest process itself,
+against the worker pairs, whose head and base start from the same interpreter state).
 """
 
 from __future__ import annotations
@@ -238,6 +247,68 @@ MODES = {
 }
 
 
+def _detectable_check(raw: list[dict[str, Any]], wanted: list[str]) -> None:
+    """Of each workload's A/A detectable figures, the median; then per slowdown scenario,
+    the benchmarks whose slowdown is at least 1x / 2x that figure, and the share caught."""
+    aa: dict[str, list[float]] = {}
+    for r in raw:
+        d = r["comparison"].get("detectable")
+        if r["scenario"] == "A/A" and d is not None:
+            aa.setdefault(r["key"], []).append(d)
+    if not aa:
+        return
+    typical = {k: statistics.median(v) for k, v in aa.items()}
+    print(
+        "detectable effect on A/A (80% power): median "
+        f"{statistics.median(typical.values()):+.1%}, range {min(typical.values()):+.1%} to "
+        f"{max(typical.values()):+.1%}"
+    )
+    for label in wanted:
+        factor = SCENARIOS[label] - 1.0
+        if factor <= 0:
+            continue
+        for mult in (1, 2):
+            hits = [
+                r["comparison"].get("verdict") == "regression"
+                for r in raw
+                if r["scenario"] == label
+                and r["key"] in typical
+                and factor >= mult * typical[r["key"]]
+            ]
+            if hits:
+                print(
+                    f"  {label}: of {len(hits)} benchmarks with slowdown >= {mult}x their "
+                    f"detectable effect, {sum(hits)} caught ({sum(hits) / len(hits):.0%})"
+                )
+
+
+def _offsets(raw: list[dict[str, Any]]) -> None:
+    """Between-process offsets on identical code: the sd of process pairs' log-ratios,
+    for pair 1 (head: this pytest process) and for worker pairs (same hash seed)."""
+    first: list[float] = []
+    workers: list[float] = []
+    penalties: list[float] = []
+    for r in raw:
+        if r["scenario"] != "A/A":
+            continue
+        for pr in r["pairs"]:
+            s = pr["summary"].get("median")
+            if s is None:
+                continue
+            (first if pr["head_process"] == "this process" else workers).append(s["log_ratio"])
+            if pr["switch_penalty"].get("median") is not None:
+                penalties.append(pr["switch_penalty"]["median"])
+    for name, values in (("pair 1 (head: this process)", first), ("worker pairs", workers)):
+        if len(values) >= 2:
+            print(
+                f"A/A process-pair log-ratios, {name}: n {len(values)}, sd "
+                f"{statistics.stdev(values):.4f}, median |x| "
+                f"{statistics.median(abs(v) for v in values):.4f}"
+            )
+    if penalties:
+        print(f"switch penalty (log), median over pairs: {statistics.median(penalties):+.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=3, help="repetitions (9 gives >= 100 A/A)")
@@ -247,6 +318,7 @@ def main() -> None:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--json", help="also write the raw verdicts here")
     parser.add_argument("--suite", choices=tuple(SUITES), default="cpu")
+    parser.add_argument("--plain", action="store_true", help="also time plain runs (cost)")
     args = parser.parse_args()
     wanted = [s for s in args.scenarios.split(",") if s in SCENARIOS]
     verdicts: dict[str, list[str]] = {s: [] for s in wanted}
@@ -259,6 +331,8 @@ def main() -> None:
     walls: dict[str, list[float]] = {s: [] for s in wanted}
     drift: list[float] = []
     raw: list[dict[str, Any]] = []
+    plain_walls: list[float] = []
+    runs_with_regression: dict[str, int] = dict.fromkeys(wanted, 0)
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp), args.workloads, args.suite)
@@ -268,6 +342,9 @@ def main() -> None:
                 pytest_run(repo, "--perf-save")  # quiet: the neighbour is off
             for label in wanted:
                 scenario_branch(repo, label, SCENARIOS[label])
+                if args.plain:
+                    with Neighbour(args.neighbour):
+                        plain_walls.append(pytest_run(repo)[2])
                 with Neighbour(args.neighbour):
                     doc, code, took = pytest_run(repo, *MODES[args.mode])
                 exits[label].append(code)
@@ -275,8 +352,15 @@ def main() -> None:
                 if doc is None:
                     print(f"rep {rep} {label}: no JSON (pytest crashed?)", file=sys.stderr)
                     continue
+                if any(
+                    (b.get("comparison") or {}).get("verdict") == "regression"
+                    for b in doc["benchmarks"]
+                ):
+                    runs_with_regression[label] += 1
                 for b in doc["benchmarks"]:
                     c = b.get("comparison") or {}
+                    extra = b.get("extra") or {}
+                    pairs = (extra.get("ab") or extra.get("settle") or {}).get("pairs") or []
                     raw.append(
                         {
                             "scenario": label,
@@ -285,6 +369,14 @@ def main() -> None:
                             "comparison": c,
                             "reference": b.get("reference"),
                             "cv": b["stats"]["cv"],
+                            "pairs": [
+                                {
+                                    "head_process": pr["head_process"],
+                                    "summary": pr["summary"],
+                                    "switch_penalty": pr["switch_penalty"],
+                                }
+                                for pr in pairs
+                            ],
                         }
                     )
                     verdicts[label].append(c.get("verdict", "none"))
@@ -303,7 +395,7 @@ def main() -> None:
                 file=sys.stderr,
                 flush=True,
             )
-    names = ("regression", "improvement", "unchanged", "inconclusive")
+    names = ("regression", "improvement", "unchanged", "no-regression", "inconclusive")
     neighbour = "busy loop on every core" if args.neighbour else "quiet"
     print(
         f"\nmode {args.mode} ({' '.join(MODES[args.mode])}), {neighbour}; {args.reps} "
@@ -311,10 +403,11 @@ def main() -> None:
         f"{time.time() - started:.0f} s"
     )
     print(
-        f"| scenario | n | {' | '.join(names)} | decided by A/B | exit 0/1/other | "
-        "median run | median ratio | median CV |"
+        f"| scenario | n | {' | '.join(names)} | runs with a regression | decided by A/B | "
+        "process pairs (median, max) | exit 0/1/other | median run | per benchmark | "
+        "median ratio | median CV |"
     )
-    print("|---|---|" + "---|" * (len(names) + 5))
+    print("|---|---|" + "---|" * (len(names) + 9))
     for label in wanted:
         v = verdicts[label]
         n = len(v)
@@ -327,10 +420,26 @@ def main() -> None:
         wall = statistics.median(walls[label])
         med_ratio = statistics.median(ratios[label]) if ratios[label] else float("nan")
         med_cv = statistics.median(cvs[label]) if cvs[label] else float("nan")
+        pp = [
+            int(r["comparison"].get("process_pairs") or 0)
+            for r in raw
+            if r["scenario"] == label and r["comparison"].get("process_pairs")
+        ]
+        pairs_text = f"{statistics.median(pp):g}, {max(pp)}" if pp else "-"
+        per_bench = wall / args.workloads
         print(
-            f"| {label} | {n} | {shares} | {by_ab} | {codes} | {wall:.0f} s | "
-            f"{med_ratio:.3f} | {med_cv:.1%} |"
+            f"| {label} | {n} | {shares} | {runs_with_regression[label]}/{len(e)} | {by_ab} | "
+            f"{pairs_text} | {codes} | {wall:.0f} s | {per_bench:.1f} s | {med_ratio:.3f} | "
+            f"{med_cv:.1%} |"
         )
+    if plain_walls:
+        plain = statistics.median(plain_walls)
+        print(f"plain run (no comparison): median {plain:.0f} s; cost ratio per scenario:")
+        for label in wanted:
+            if walls[label]:
+                print(f"  {label}: {statistics.median(walls[label]) / plain:.2f}x")
+    _detectable_check(raw, wanted)
+    _offsets(raw)
     for label in wanted:
         for metric, values in sorted(part_ratios[label].items()):
             print(

@@ -14,8 +14,13 @@ The pieces:
   ``infperf_ab_pythonpath`` folders such as ``src``) on the same selection of tests; asked
   to run a test up to its ``infer_bench`` call, it warms up and times blocks on demand;
 - :class:`LocalSide`: the same for a model already prepared in this process;
-- :func:`interleave`: blocks alternate ABBA until the paired test decides or the budget is
-  spent, with sequential looks that split alpha.
+- :func:`interleave`: one process pair's blocks, alternating ABBA, taken until the judge's
+  plan says the pair has enough;
+- :func:`run_paired`: the process pairs of one comparison: this process with the base
+  worker first, then pairs of worker processes (a head worker in the working tree and a
+  base worker in the base checkout, started once and reused by later benchmarks) until the
+  plan stops. The judge (:class:`~pytest_infperf.judge.PairedPlan`) decides everything:
+  how many quads, how many pairs, every alpha split; this module only measures.
 
 A crashed worker fails the test it was serving with its error and is restarted for the
 next one.
@@ -35,36 +40,32 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
 from typing import Any, Protocol
 
 from . import environment, protocol
 from . import memory as _memory
+from . import pooled as _pool
 from .bench import BenchCall
-from .compare import compare_paired
 from .gitinfo import GitError
-from .judge import Judge, generation_metrics
-from .results import Comparison, Origin, Verdict
+from .judge import Judge, PairedPlan, generation_metrics
+from .results import Comparison, Origin
 from .timing import Warm, take_block
 
 #: One block from a side: seconds per call of each sample, and the per-sample figures the
 #: sampler recorded besides (a generation's TTFT and TPOT; empty otherwise).
 Block = tuple[list[float], dict[str, list[float]]]
 
-#: Looks at the data after this many pairs, and the share of alpha each look spends
-#: (Bonferroni over the looks: the shares sum to 1, so the overall error rate stays at
-#: alpha). Eight pairs cannot reach p < 1/256 (exact signed-rank), so the first look needs
-#: a quarter; the last look gets the most because the cases still open there are the
-#: close ones, where power matters. A look cut short by the time budget spends what is left.
-LOOKS = (8, 16, 32, 64, 128)
-LOOK_SHARES = (2 / 8, 1 / 8, 1 / 8, 1 / 8, 3 / 8)
-CONNECT_TIMEOUT_S = 120.0
-#: Fewest generations per block of an interleaved generation benchmark (see interleave).
+#: Target duration of one block of an interleaved run, on each side. A quad (A B B A) is
+#: four of them; the process pair, not the block, is the unit the verdict replicates, so
+#: blocks are short and pairs many (half the 50 ms blocks of before).
+BLOCK_S = 0.025
+#: Generations per block of an interleaved generation benchmark: the block's figure is their
+#: median. The quad contrast cancels the mean penalty of the first generation after a switch,
+#: not its spread; with single generations TTFT intervals stayed at +-40% after 8 quads.
 GENERATIONS_PER_BLOCK = 3
-#: How many times a single call's time budget an interleaved generation run may take.
-GENERATION_BUDGET = 4.0
+CONNECT_TIMEOUT_S = 120.0
 _SERIAL = itertools.count(1)
 
 
@@ -164,10 +165,15 @@ class Selection:
 class WorkerSide:
     """One worker process serving measurements of one checkout."""
 
-    def __init__(self, checkout: Checkout, selection: Selection, label: str) -> None:
+    def __init__(
+        self, checkout: Checkout, selection: Selection, label: str, hash_seed: int | None = None
+    ) -> None:
         self.checkout = checkout
         self.selection = selection
         self.label = label
+        #: PYTHONHASHSEED of the process: both workers of a process pair get the same one
+        #: (same dict and set orders on both sides), each pair another.
+        self.hash_seed = hash_seed
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Any = None
         self.nodeids: set[str] = set()
@@ -199,6 +205,8 @@ class WorkerSide:
         env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
         env.pop("PYTEST_XDIST_WORKER", None)
+        if self.hash_seed is not None:
+            env["PYTHONHASHSEED"] = str(self.hash_seed)
         rootdir = self.checkout.map(self.selection.rootdir)
         cmd = [
             sys.executable,
@@ -289,13 +297,24 @@ class WorkerSide:
     # --- one test ------------------------------------------------------------------------
     def begin(self, nodeid: str, name: str | None) -> BaseCall:
         """Get ``nodeid``'s call ``name`` ready on this side."""
+        if not self.request(nodeid):
+            return BaseCall("missing")
+        return self.await_ready(name)
+
+    def request(self, nodeid: str) -> bool:
+        """Ask for ``nodeid`` to run up to its calls (False: this side has no such test).
+        Returns at once, so two sides can get ready at the same time."""
         self.ensure()
         if nodeid not in self.nodeids:
-            return BaseCall("missing")
+            return False
         if self.current != nodeid:
             self.end_test()
             self._send(op=protocol.RUN, nodeid=nodeid)
             self.current = nodeid
+        return True
+
+    def await_ready(self, name: str | None) -> BaseCall:
+        """Wait until the requested test reaches its call ``name``, warmed up."""
         while True:
             message = self._recv()
             if message.get("ev") == protocol.READY:
@@ -362,6 +381,7 @@ class ABController:
         self.tmp = Path(tempfile.mkdtemp(prefix="infperf-ab-"))
         self.checkout = Checkout(toplevel, base_sha, self.tmp, f"{title} {base_sha[:10]}")
         self.base = WorkerSide(self.checkout, selection, "base")
+        self.pairs: list[ProcessPair] = []
         self._closed = False
         atexit.register(self.close)
 
@@ -376,46 +396,34 @@ class ABController:
     def base_tests(self) -> set[str]:
         return self.base.tests()
 
-    def confirm(
-        self,
-        nodeid: str,
-        name: str | None,
-        calls: int,
-        per_sample_s: float,
-        opts: dict[str, Any],
-        metrics: tuple[str, ...] = (),
-    ) -> Interleaved:
-        """Interleave the call again between two processes that have run nothing yet: a new
-        worker on the base checkout and one on the head's own tree. A process can sit in a
-        slow or fast state for seconds (pyperf and asv run many processes for this reason);
-        a first pass and a confirmation in different processes turn that bias into
-        variance instead of a verdict."""
-        head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
-        base = WorkerSide(self.checkout, self.selection, "base")
-        head = WorkerSide(head_tree, self.selection, "head")
-        try:
-            for side in (base, head):
-                ready = side.begin(nodeid, name)
-                if not ready.ready:
-                    detail = f": {ready.error}" if ready.error else ""
-                    raise ABError(
-                        f"a fresh {side.label} process ({side.checkout.title}) did not reach "
-                        f"{nodeid} call {name!r} ({ready.status}{detail})"
-                    )
-            return interleave(base, head, calls, per_sample_s, opts, metrics)
-        finally:
-            base.close()
-            head.close()
+    def process_pair(self, k: int) -> ProcessPair:
+        """The ``k``-th extra process pair (k >= 1), started on first use and kept for
+        the session's later benchmarks: a base worker in the base checkout and a head
+        worker in the working tree, with the same hash seed."""
+        while len(self.pairs) < k:
+            seed = len(self.pairs) + 1
+            head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
+            self.pairs.append(
+                ProcessPair(
+                    WorkerSide(self.checkout, self.selection, f"base{seed}", seed),
+                    WorkerSide(head_tree, self.selection, f"head{seed}", seed),
+                )
+            )
+        return self.pairs[k - 1]
 
     def end_test(self, nodeid: str) -> None:
         if self.base.current == nodeid:
             self.base.end_test()
+        for pair in self.pairs:
+            pair.end_test(nodeid)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         self.base.close()
+        for pair in self.pairs:
+            pair.close()
         self.checkout.remove()
         shutil.rmtree(self.tmp, ignore_errors=True)
         with contextlib.suppress(Exception):
@@ -423,44 +431,60 @@ class ABController:
 
 
 @dataclasses.dataclass
-class Interleaved:
-    """One interleaved run: both sides' samples, the pairs' log-ratios, and the looks."""
+class ProcessPair:
+    """Two worker processes, base and head, that measure together."""
+
+    base: WorkerSide
+    head: WorkerSide
+
+    def begin(self, nodeid: str, name: str | None) -> None:
+        """Both sides to ``nodeid``'s call ``name``, getting ready at the same time (model
+        building and warmup are not timed, so they may overlap)."""
+        asked = [side for side in (self.base, self.head) if side.request(nodeid)]
+        if len(asked) < 2:
+            raise ABError(f"a worker process pair does not collect {nodeid}")
+        for side in asked:
+            ready = side.await_ready(name)
+            if not ready.ready:
+                detail = f": {ready.error}" if ready.error else ""
+                raise ABError(
+                    f"the {side.label} worker ({side.checkout.title}) did not reach {nodeid} "
+                    f"call {name!r} ({ready.status}{detail})"
+                )
+
+    def finish(self) -> None:
+        for side in (self.base, self.head):
+            if side.current is not None and side.proc is not None:
+                side.finish_call()
+
+    def end_test(self, nodeid: str) -> None:
+        for side in (self.base, self.head):
+            if side.current == nodeid:
+                side.end_test()
+
+    def close(self) -> None:
+        self.base.close()
+        self.head.close()
+
+
+@dataclasses.dataclass
+class PairRun:
+    """One process pair's interleaved measurement: each side's samples, every per-sample
+    figure the sides recorded, and per judged metric the quads' contrasts and switch
+    penalties (log units)."""
 
     head: list[float]
     base: list[float]
-    ratios: list[float]
-    #: The alpha the last look spent, over all judged metrics together.
-    alpha_used: float
-    looks: int
-    block_samples: int
+    head_metrics: dict[str, list[float]]
+    base_metrics: dict[str, list[float]]
+    quads: dict[str, list[float]]
+    penalties: dict[str, list[float]]
     seconds: float
-    #: A generation benchmark: each judged metric's samples per side and pair log-ratios.
-    head_metrics: dict[str, list[float]] = dataclasses.field(default_factory=dict)
-    base_metrics: dict[str, list[float]] = dataclasses.field(default_factory=dict)
-    metric_ratios: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    #: Which processes: "this process" for the first pair's head, else a worker's label.
+    head_process: str
 
-    def details(self) -> dict[str, Any]:
-        return {
-            "pairs": len(self.ratios),
-            "looks": self.looks,
-            "alpha_at_last_look": self.alpha_used,
-            "block_samples": self.block_samples,
-            "ab_seconds": round(self.seconds, 3),
-        }
-
-    def __add__(self, later: Interleaved) -> Interleaved:
-        """A confirmation's samples appended; its pairs and looks are the ones that count."""
-
-        def joined(a: dict[str, list[float]], b: dict[str, list[float]]) -> dict[str, list[float]]:
-            return {k: a.get(k, []) + b.get(k, []) for k in {*a, *b}}
-
-        return dataclasses.replace(
-            later,
-            head=self.head + later.head,
-            base=self.base + later.base,
-            head_metrics=joined(self.head_metrics, later.head_metrics),
-            base_metrics=joined(self.base_metrics, later.base_metrics),
-        )
+    def summary(self, metric: str) -> _pool.PairSummary:
+        return _pool.summarize_pair(self.quads[metric])
 
 
 def interleave(
@@ -468,163 +492,186 @@ def interleave(
     head: Side,
     calls: int,
     per_sample_s: float,
-    opts: dict[str, Any],
-    metrics: tuple[str, ...] = (),
-    time_scale: float = 4.0,
-) -> Interleaved:
-    """Alternate base (A) and head (B) blocks in ABBA order; stop at the first look whose
-    paired test decides, or when the budget (``max_time`` x ``time_scale``) is spent.
-
-    ``metrics``: judge these per-sample figures (a generation's TTFT and TPOT) instead of
-    the time per call, each at an even share of the look's alpha; a look decides when all
-    of them are decided."""
-    count = max(1, min(256, math.ceil(protocol.BLOCK_TIME_S / max(per_sample_s, 1e-9))))
-    if metrics:
-        # A generation is long, so a block would be one of them; but the first generation
-        # after the other side's block runs slower (measured here with a tiny Llama on 2
-        # cores: TTFT 27 ms against 17-21 ms back to back, as the other process's OpenMP
-        # threads still spin), and a pair of single generations is mostly that noise.
-        # The median of 3 per block leaves the first one out.
+    plan: PairedPlan,
+    head_process: str = "this process",
+) -> PairRun:
+    """One process pair: base (A) and head (B) blocks in ABBA quads, until the plan says
+    the pair has enough. Each judged metric gets a quad contrast per quad: "median" is the
+    time per call; a generation's metrics ("ttft", "tpot") are the figures its sampler
+    recorded per generation. The first block after a switch pays a penalty (the other
+    process's threads still spinning, cold caches: TTFT 27 ms against 17-21 ms back to back,
+    measured with a tiny Llama on 2 cores); the quad contrast cancels its mean."""
+    count = max(1, min(256, math.ceil(BLOCK_S / max(per_sample_s, 1e-9))))
+    metrics = plan.metrics
+    if metrics != ("median",):
         count = max(count, GENERATIONS_PER_BLOCK)
-    budget = opts["max_time"] * time_scale  # both sides, so about twice a stored run each
-    if metrics:
-        # A sample is a whole generation and a pair 4 blocks of them: within a single call's
-        # budget (12 s by default) a run got 8-12 pairs, too few to decide anything with a
-        # noisy neighbour (benchmarks/decision_quality.py --suite generation: 0 of 9 A/A
-        # decided, TTFT intervals of x0.6-x1.8). Generation gets GENERATION_BUDGET times it.
-        budget *= GENERATION_BUDGET
-    spent = 0.0
-    alpha_look = 0.0
     a_all: list[float] = []
     b_all: list[float] = []
-    ratios: list[float] = []
-    # Every figure the sides recorded is kept (a generation's ITL and E2E too, for the
-    # head's result); the judged ones also get their pairs' log-ratios.
     a_met: dict[str, list[float]] = {}
     b_met: dict[str, list[float]] = {}
-    m_ratios: dict[str, list[float]] = {m: [] for m in metrics}
-    looks = 0
+    quads: dict[str, list[float]] = {m: [] for m in metrics}
+    penalties: dict[str, list[float]] = {m: [] for m in metrics}
     start = time.perf_counter()
     while True:
-        a1, a1m = base.block(count, calls)
-        b1, b1m = head.block(count, calls)
-        b2, b2m = head.block(count, calls)
-        a2, a2m = base.block(count, calls)
-        a_all += a1 + a2
-        b_all += b1 + b2
-        ratios += [_log_ratio(b1, a1), _log_ratio(b2, a2)]
-        for side, got in ((a_met, (a1m, a2m)), (b_met, (b1m, b2m))):
-            for block in got:
-                for key, values in block.items():
+        blocks = [
+            base.block(count, calls),
+            head.block(count, calls),
+            head.block(count, calls),
+            base.block(count, calls),
+        ]
+        a_all += blocks[0][0] + blocks[3][0]
+        b_all += blocks[1][0] + blocks[2][0]
+        for side, got in ((a_met, (blocks[0], blocks[3])), (b_met, (blocks[1], blocks[2]))):
+            for _, block_metrics in got:
+                for key, values in block_metrics.items():
                     side.setdefault(key, []).extend(values)
         for m in metrics:
-            if not all(block.get(m) for block in (a1m, a2m, b1m, b2m)):
-                raise ABError(
-                    f"a side recorded no {m} figures for its block: is the same call a "
-                    "generation benchmark (infer_bench.generate) on both sides?"
-                )
-            m_ratios[m] += [_log_ratio(b1m[m], a1m[m]), _log_ratio(b2m[m], a2m[m])]
-        # The budget may end a run only after the first look: fewer pairs than that give
-        # no bound at any useful alpha, so stopping earlier would measure for nothing.
-        out_of_time = len(ratios) >= LOOKS[0] and time.perf_counter() - start >= budget
-        at_look = looks < len(LOOKS) and len(ratios) >= LOOKS[looks]
-        if at_look or out_of_time:
-            share = 1.0 - spent if out_of_time else LOOK_SHARES[looks]
-            spent += share
-            alpha_look = opts["alpha"] * share
-            looks += 1
-            if metrics:
-                each = alpha_look / len(metrics)
-                verdicts = [
-                    compare_paired(m_ratios[m], opts["threshold"], each).verdict for m in metrics
-                ]
-                # Go on until every metric is decided: the message says which regressed.
-                decided = Verdict.INCONCLUSIVE not in verdicts
-            else:
-                verdict = compare_paired(ratios, opts["threshold"], alpha_look).verdict
-                decided = verdict is not Verdict.INCONCLUSIVE
-            if decided or out_of_time or looks >= len(LOOKS):
-                break
-    seconds = time.perf_counter() - start
-    return Interleaved(
-        b_all, a_all, ratios, alpha_look, looks, count, seconds, b_met, a_met, m_ratios
+            logs = [math.log(median(_figures(block, m))) for block in blocks]
+            a1, b1, b2, a2 = ([v] for v in logs)
+            quads[m] += _pool.quad_contrasts(a1, b1, b2, a2)
+            penalties[m] += _pool.switch_penalties(a1, b1, b2, a2)
+        if not plan.more_quads(quads, time.perf_counter() - start):
+            break
+    return PairRun(
+        b_all,
+        a_all,
+        b_met,
+        a_met,
+        quads,
+        penalties,
+        time.perf_counter() - start,
+        head_process,
     )
 
 
-def _log_ratio(head: Sequence[float], base: Sequence[float]) -> float:
-    return math.log(median(head) / median(base))
+def _figures(block: Block, metric: str) -> list[float]:
+    """A block's values of ``metric``: its samples' times, or a figure its sampler recorded."""
+    values, metrics = block
+    if metric == "median":
+        return values
+    got = metrics.get(metric)
+    if not got:
+        raise ABError(
+            f"a side recorded no {metric} figures for its block: is the same call a "
+            "generation benchmark (infer_bench.generate) on both sides?"
+        )
+    return got
 
 
 @dataclasses.dataclass
 class PairedRun:
-    """An interleaved measurement of one call: the verdict, both sides' samples, the head's
-    warmup, and the head process's memory over the run."""
+    """An interleaved comparison of one call: the verdict, each process pair's run, the
+    head's warmup, and the head process's memory over its own pair."""
 
     comparison: Comparison
-    run: Interleaved
+    runs: list[PairRun]
     warm: Warm
     memory: dict[str, Any]
 
+    @property
+    def head(self) -> list[float]:
+        return [v for run in self.runs for v in run.head]
+
+    @property
+    def base(self) -> list[float]:
+        return [v for run in self.runs for v in run.base]
+
+    def metrics(self, side: str) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for run in self.runs:
+            for key, values in (run.head_metrics if side == "head" else run.base_metrics).items():
+                out.setdefault(key, []).extend(values)
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """What the JSON keeps of it: per process pair its quads and summary."""
+        return {
+            "pairs": [
+                {
+                    "head_process": run.head_process,
+                    "seconds": round(run.seconds, 3),
+                    "quads": {m: [round(q, 6) for q in qs] for m, qs in run.quads.items()},
+                    "switch_penalty": {
+                        m: round(median(ps), 6) for m, ps in run.penalties.items() if ps
+                    },
+                    "summary": {m: run.summary(m).to_json() for m in run.quads},
+                }
+                for run in self.runs
+            ]
+        }
+
 
 def run_paired(
-    call: BenchCall, controller: ABController, judge: Judge, origin: Origin
+    call: BenchCall,
+    controller: ABController,
+    judge: Judge,
+    origin: Origin,
+    warm_per_call_s: float | None = None,
 ) -> PairedRun | BaseCall:
-    """``call`` interleaved with the same call on the controller's base side (the head is
-    this process's prepared model); a regression is confirmed in fresh processes on both
-    sides. Returns the base side's answer instead when it is not ready (no such test or
-    call, or its test failed first). Raises :class:`ABError` when a worker crashes."""
+    """``call`` interleaved with the same call of the base commit, over as many process
+    pairs as the judge's plan asks for: first this process (the head, its model prepared
+    here) with the controller's base worker, then pairs of worker processes. Returns the
+    base side's answer instead when it is not ready (no such test or call, or its test
+    failed first). ``warm_per_call_s``: the head has just been measured (settling after a
+    stored pass, at this many seconds per call): only its block size is calibrated again.
+    Raises :class:`ABError` when the base worker crashes; a worker pair that fails ends the
+    replication there, and says why."""
     base = controller.base.begin(call.nodeid, call.name)
     if not base.ready:
         return base
     opts = call.opts
     env_diff = environment.diff(call.prepared.env, base.env)
-    metrics = generation_metrics(opts) if call.prepared.generation is not None else ()
-
-    def judged(run: Interleaved) -> Comparison:
-        details = run.details()
-        if not metrics:
-            return judge.paired(
-                run.head, run.base, run.ratios, opts, origin, run.alpha_used, details, env_diff
-            )
-        k = len(metrics)
-        part_opts = {**opts, "alpha": opts["alpha"] / k}
-        parts = {
-            m: judge.paired(
-                run.head_metrics[m],
-                run.base_metrics[m],
-                run.metric_ratios[m],
-                part_opts,
-                origin,
-                run.alpha_used / k,
-                details,
-                env_diff,
-                metric=m,
-            )
-            for m in metrics
-        }
-        return judge.combined(parts, opts)
-
-    sampler = call.prepared.sampler
-    warm = call.warm(max(opts["min_sample_time"], protocol.SAMPLE_TIME_S))
-    local = LocalSide(sampler, opts["disable_gc"])
+    metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
+    plan = judge.plan(opts, metrics)
+    target = max(opts["min_sample_time"], protocol.SAMPLE_TIME_S)
+    if warm_per_call_s is None:
+        warm = call.warm(target)
+    else:
+        warm = call.recalibrate(target, warm_per_call_s)
+    local = LocalSide(call.prepared.sampler, opts["disable_gc"])
     per_sample = warm.per_call_s * warm.block
+    started = time.perf_counter()
     _memory.before_timed()
-    run = interleave(controller.base, local, warm.block, per_sample, opts, metrics)
-    c = judged(run)
-    if c.verdict is Verdict.REGRESSION and opts["remeasure"] > 0:
-        # The base worker waits inside its call meanwhile: nothing else runs.
-        try:
-            again = controller.confirm(
-                call.nodeid, call.name, warm.block, per_sample, opts, metrics
-            )
-            where = "fresh processes"
-        except ABError as exc:
-            again = interleave(controller.base, local, warm.block, per_sample, opts, metrics)
-            where = f"the same processes (fresh ones could not run it: {exc})"
-        second = judged(again)
-        second.details["confirmed_in"] = where
-        c = judge.confirmed(c, second)
-        run = run + again
+    runs = [interleave(controller.base, local, warm.block, per_sample, plan)]
     memory = _memory.after_timed()
     controller.base.finish_call()
-    return PairedRun(c, run, warm, memory)
+    summaries = {m: [runs[0].summary(m)] for m in metrics}
+    look = plan.look(summaries)
+    stopped_early = ""
+    while not look.stop:
+        k = len(runs)
+        try:
+            pair = controller.process_pair(k)
+            pair.begin(call.nodeid, call.name)
+            try:
+                run = interleave(
+                    pair.base, pair.head, warm.block, per_sample, plan, pair.head.label
+                )
+            finally:
+                pair.finish()
+        except ABError as exc:
+            stopped_early = f"process pair {k + 1} could not measure: {exc}"
+            break
+        runs.append(run)
+        for m in metrics:
+            summaries[m].append(run.summary(m))
+        look = plan.look(summaries)
+    head: dict[str, list[float]] = {}
+    base_values: dict[str, list[float]] = {}
+    for run in runs:
+        head.setdefault("median", []).extend(run.head)
+        base_values.setdefault("median", []).extend(run.base)
+        for key, values in run.head_metrics.items():
+            head.setdefault(key, []).extend(values)
+        for key, values in run.base_metrics.items():
+            base_values.setdefault(key, []).extend(values)
+    details: dict[str, Any] = {
+        "quads": sum(len(run.quads[metrics[0]]) for run in runs),
+        "block_samples": max(1, min(256, math.ceil(BLOCK_S / max(per_sample, 1e-9)))),
+        "ab_seconds": round(time.perf_counter() - started, 3),
+        "pair_log_ratios": {m: [round(sm.mean, 6) for sm in summaries[m]] for m in metrics},
+    }
+    if stopped_early:
+        details["replication_stopped"] = stopped_early
+    c = judge.interleaved(look, head, base_values, opts, origin, details, env_diff)
+    return PairedRun(c, runs, warm, memory)

@@ -25,7 +25,7 @@ from .backends import Prepared, find_nan, runs_on_gpu
 from .fsutil import lock_dir
 from .results import BenchmarkResult
 from .stats import summarize, throughput
-from .timing import Measurement, Warm, measure, warm_up
+from .timing import Measurement, Warm, measure, recalibrate, warm_up
 
 #: How long a measurement waits for another one to finish timing on the same device.
 LOCK_WAIT_S = 900.0
@@ -86,6 +86,11 @@ class BenchCall:
         return warm_up(
             self.prepared.sampler, self.opts, check_output=self.check_output, target=target
         )
+
+    def recalibrate(self, target: float, per_call_s: float) -> Warm:
+        """Calibration only, for a model this call has just measured (settling)."""
+        __tracebackhide__ = True
+        return recalibrate(self.prepared.sampler, target, per_call_s)
 
     def fail(self, message: str) -> None:
         self.failures.append(message)

@@ -9,6 +9,8 @@ side, and the tolerance ``d`` is part of the hypothesis (the "min-effect" rule o
 - ``regression``: the lower bound is above 1 + d (significantly slower by more than d);
 - ``improvement``: the upper bound is below 1 / (1 + d);
 - ``unchanged``: the whole interval lies within [1 / (1 + d), 1 + d];
+- ``no-regression``: the upper bound is at most 1 + d (the gate's question answered), the
+  lower one below 1 / (1 + d);
 - ``inconclusive``: anything else.
 
 The p-value reported is that of the one-sided Mann-Whitney test of H0 "ratio <= 1 + d",
@@ -179,8 +181,12 @@ def classify(
         return Verdict.REGRESSION
     if high < 1.0 / (1.0 + threshold):
         return Verdict.IMPROVEMENT
-    if low >= 1.0 / (1.0 + threshold) and high <= 1.0 + threshold:
-        return Verdict.UNCHANGED
+    if high <= 1.0 + threshold:
+        # The gate's question is answered either way; "unchanged" also rules out a
+        # speed-up past the tolerance.
+        if low >= 1.0 / (1.0 + threshold):
+            return Verdict.UNCHANGED
+        return Verdict.NO_REGRESSION
     return Verdict.INCONCLUSIVE
 
 

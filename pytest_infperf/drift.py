@@ -99,7 +99,12 @@ def speed_factors(
     current: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None
 ) -> tuple[float, float] | None:
     """(slower, faster): how much slower (>= 1) and how much faster (>= 1) the machine ran
-    during this measurement than during the baseline's, by the largest-moving probe part."""
+    during this measurement than during the baseline's, by the median of its indicators
+    (the Python-loop probe, the GEMM probe, the CPU share).
+
+    Not the largest-moving one: each is a noisy ratio of two short timings, and the max of
+    three of them, with no real drift, widened about a fifth of comparisons by more than the
+    whole tolerance (issue 24). The median moves only when most indicators agree."""
     if not current or not baseline:
         return None
     ratios = [
@@ -112,7 +117,8 @@ def speed_factors(
         ratios.append(baseline["cpu_share"] / current["cpu_share"])
     if not ratios:
         return None
-    return max(1.0, *ratios), max(1.0, *(1.0 / r for r in ratios))
+    middle = statistics.median(ratios)
+    return max(1.0, middle), max(1.0, 1.0 / middle)
 
 
 def drift(

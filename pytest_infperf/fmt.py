@@ -73,6 +73,15 @@ def fmt_ratio(c: Comparison | None, *, level: bool = False) -> str:
     return text
 
 
+def fmt_catch(c: Comparison | None) -> str:
+    """The slowdown the comparison would have caught (80% power), ``>= +7%``; a trailing
+    ``!`` when that is more than twice the tolerance (it cannot guard it)."""
+    if c is None or c.detectable is None:
+        return "-"
+    flag = " !" if c.detectable > 2.0 * c.threshold else ""
+    return f">= {c.detectable:+.0%}{flag}"
+
+
 def fmt_n(c: Comparison) -> str:
     """What the test counted on each side, with the unit: ``20/20 time units``."""
     if c.n is None:
@@ -94,6 +103,11 @@ WHY = {
     "base-error": "the base side's test failed",
     "environment-differs": "environment differs",
     "regression": "first-pass regression",
+    "improvement": "first-pass improvement",
+    "inconclusive": "first-pass undecided",
+    "machine-moved": "the machine moved since the baseline's run",
+    "multiplicity": "not claimed under the run's multiplicity control",
+    "futility": "no decision within reach",
 }
 
 

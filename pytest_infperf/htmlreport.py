@@ -28,7 +28,7 @@ from typing import Any
 from .backends import MissingBackendError
 from .baseline import iter_entries
 from .changepoint import ChangePoint
-from .fmt import fmt_figure, fmt_n, fmt_ratio, fmt_time
+from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_ratio, fmt_time
 from .history import Point, Series
 from .results import METRIC_LABELS, Comparison
 
@@ -581,7 +581,8 @@ def _html(
         # verdict's come from the interleaved run, not from this run's first pass).
         parts.append(
             "<table><tr><th>benchmark</th><th>backend</th><th>now</th><th>baseline</th>"
-            "<th>ratio [CI]</th><th>n now/base</th><th>verdict</th><th>by</th></tr>"
+            "<th>ratio [CI]</th><th>n now/base</th><th>verdict</th><th>by</th>"
+            "<th>would catch</th></tr>"
         )
         for key, e in sorted(iter_entries(results)):
             raw = e.get("comparison")
@@ -594,13 +595,14 @@ def _html(
             )
             cells = [_label(key), e["backend"], now]
             if cmp is None:
-                cells += ["-", "-", "-", "", "-"]
+                cells += ["-", "-", "-", "", "-", "-"]
             else:
                 cells += [named + fmt_figure(cmp.metric, cmp.baseline), fmt_ratio(cmp)]
                 cells.append(fmt_n(cmp))
                 cells += [
                     cmp.verdict.value,
                     {"ab": "A/B", "stored": "stored"}.get(cmp.decided_by or "", "-"),
+                    fmt_catch(cmp),
                 ]
             cls = (
                 " class='regression'"

@@ -12,12 +12,15 @@ added here holds in every mode.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 from . import compare as _cmp
 from . import environment
+from . import pooled as _pool
 from .accept import AcceptRule, first_match
 from .backends import runs_on_gpu
 from .compact import summary_note
@@ -33,6 +36,8 @@ from .results import (
     Verdict,
     memory_figure,
 )
+
+_NORMAL = NormalDist()
 
 #: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
 #: it ("warn"), or take no probes ("off").
@@ -50,6 +55,8 @@ class Policy:
     require_baseline: bool = False
     #: Regressions the change accepts (Perf-Accept trailers, --perf-accept).
     accept: tuple[AcceptRule, ...] = ()
+    #: The chance that a run in which nothing changed fails at all (--perf-run-alpha).
+    run_alpha: float = 0.01
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +110,204 @@ class Observation:
         return float(statistics.quantiles(self.samples, n=100, method="inclusive")[q - 1])
 
 
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """The interleaved protocol's constants: how many process pairs, how many quads each,
+    and how alpha is spent over the looks (docs/COMPARING.md, "Interleaved verdicts")."""
+
+    #: Process pairs at most: the first is this process and the base worker, the others
+    #: pairs of worker processes started for it (reused by the session's later benchmarks).
+    max_pairs: int = 4
+    #: Quads a process pair runs at least (a pair's own standard error needs some), and at
+    #: most; a pair also stops after ``pair_seconds`` once it has ``min_quads``.
+    min_quads: int = 8
+    max_quads: int = 48
+    pair_seconds: float = 1.5
+    #: The between-process sd assumed at least (log units): one or two pairs cannot show
+    #: it. Offsets of 3-4% between two processes of identical code were measured on the
+    #: 2-core VM (docs/STATISTICS, "between processes"); 1.5% keeps one pair from ruling
+    #: out a regression unless its own estimate is well inside the tolerance.
+    tau_floor: float = 0.015
+    #: The share of alpha each look spends, for each bound (Bonferroni over the looks: the
+    #: shares sum to 1, so each bound's error over the whole run stays at alpha). A look
+    #: follows each process pair. Regressions and improvements are claimed only from the
+    #: second look on, so what the first look spends on the lower bound is simply unused.
+    shares: tuple[float, ...] = (0.4, 0.3, 0.15, 0.15)
+    #: Stop for futility when the chance of reaching either decision by the last pair,
+    #: if the current estimate were the truth, is under this...
+    futility: float = 0.10
+    #: ...from this many quads on (32 block pairs).
+    futility_quads: int = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class Look:
+    """What the plan concluded after a process pair: stop or go on, each judged metric's
+    verdict, its pooled estimate, and the alpha each bound was taken at."""
+
+    stop: bool
+    why: str
+    verdicts: dict[str, Verdict]
+    pooled: dict[str, _pool.Pooled]
+    alpha: float
+    k: int
+    #: Per metric, the one-sided p of "slower by at most the threshold", and of "no slower
+    #: at all" (the run-level guard's null).
+    p_threshold: dict[str, float]
+    p_zero: dict[str, float]
+    #: Per metric, why a regression the interval showed was not claimed, if it was not.
+    held_back: dict[str, str]
+
+
+class PairedPlan:
+    """The judge's sequential rule for one interleaved comparison. The interleaving code
+    measures; it asks :meth:`more_quads` after each quad whether the current process pair
+    needs more, and :meth:`look` after each pair whether to stop. Every alpha split and
+    stopping decision of an interleaved comparison is made here.
+
+    - A process pair takes quads until it has ``min_quads`` and either its own standard
+      error is small next to the between-process floor (more quads would not narrow the
+      pooled interval) or its time is up.
+    - After pair k the pairs are pooled (random effects, :mod:`.pooled`) and each bound is
+      taken at ``alpha x shares[k-1]``.
+    - ``regression`` needs two process pairs or more, the lower bound above 1 + d (Holm
+      over the metrics of a generation), and the run-level guard: the p of "no slower at
+      all" under ``run_alpha / family`` (Bonferroni over the run's collected perf tests),
+      so that a run with nothing changed fails with probability at most ``run_alpha``.
+    - ``improvement`` also needs two process pairs (the same offsets fake speed-ups).
+    - ``unchanged`` / ``no-regression`` may stop the first look: they need each metric's
+      upper bound at most 1 + d at full alpha (intersection-union: no split).
+    - Futility: when neither decision is within reach (see ``Design.futility``).
+    """
+
+    def __init__(
+        self,
+        threshold: float,
+        alpha: float,
+        metrics: tuple[str, ...],
+        family: int = 1,
+        run_alpha: float = 0.01,
+        design: Design | None = None,
+    ) -> None:
+        self.threshold = threshold
+        self.alpha = alpha
+        self.metrics = metrics
+        self.family = max(1, family)
+        self.run_alpha = run_alpha
+        self.design = design or Design()
+
+    def more_quads(self, quads: Mapping[str, Sequence[float]], seconds: float) -> bool:
+        """Whether the current process pair should take another quad."""
+        d = self.design
+        n = min(len(quads[m]) for m in self.metrics)
+        if n < d.min_quads:
+            return True
+        if n >= d.max_quads or seconds >= d.pair_seconds:
+            return False
+        own = max(_pool.summarize_pair(quads[m]).se for m in self.metrics)
+        return own > d.tau_floor / 2.0
+
+    def look(self, pairs: Mapping[str, Sequence[_pool.PairSummary]]) -> Look:
+        """The verdicts after ``k`` process pairs, and whether to stop there."""
+        d = self.design
+        k = min(len(pairs[m]) for m in self.metrics)
+        share = d.shares[min(k, len(d.shares)) - 1]
+        alpha = self.alpha * share
+        limit = math.log1p(self.threshold)
+        pooled = {m: _pool.pool(pairs[m], d.tau_floor) for m in self.metrics}
+        p_threshold = {m: pooled[m].p_above(limit) for m in self.metrics}
+        p_zero = {m: pooled[m].p_above(0.0) for m in self.metrics}
+        claimable = _holm_rejected(p_threshold, alpha)
+        verdicts: dict[str, Verdict] = {}
+        held: dict[str, str] = {}
+        for m in self.metrics:
+            est = pooled[m]
+            low, high = est.lower(alpha), est.upper(alpha)
+            if low > limit:
+                why = self._why_not_claimed(m, k, claimable, p_zero[m])
+                if why is None:
+                    verdicts[m] = Verdict.REGRESSION
+                    continue
+                held[m] = why
+                verdicts[m] = Verdict.INCONCLUSIVE
+            elif high < -limit and k >= 2:
+                verdicts[m] = Verdict.IMPROVEMENT
+            elif high <= limit:
+                verdicts[m] = Verdict.UNCHANGED if low >= -limit else Verdict.NO_REGRESSION
+            else:
+                verdicts[m] = Verdict.INCONCLUSIVE
+        stop, why = self._stop(k, verdicts, pooled, pairs)
+        return Look(stop, why, verdicts, pooled, alpha, k, p_threshold, p_zero, held)
+
+    def _why_not_claimed(
+        self, metric: str, k: int, claimable: set[str], p_zero: float
+    ) -> str | None:
+        if k < 2:
+            return "one process pair: a regression needs two"
+        if metric not in claimable:
+            return f"not after Holm over {len(self.metrics)} metrics"
+        level = self.run_alpha / self.family
+        if p_zero > level:
+            return (
+                f"the run-level guard: p {p_zero:.2g} of 'no slower at all' is above "
+                f"run_alpha / {self.family} perf tests = {level:.2g}"
+            )
+        return None
+
+    def _stop(
+        self,
+        k: int,
+        verdicts: Mapping[str, Verdict],
+        pooled: Mapping[str, _pool.Pooled],
+        pairs: Mapping[str, Sequence[_pool.PairSummary]],
+    ) -> tuple[bool, str]:
+        d = self.design
+        if k >= d.max_pairs:
+            return True, "pairs spent"
+        limit = math.log1p(self.threshold)
+        regressed = any(v is Verdict.REGRESSION for v in verdicts.values())
+        open_: list[str] = []
+        for m, v in verdicts.items():
+            if v is Verdict.INCONCLUSIVE:
+                # Another metric regressed: this one still goes on, so that the message
+                # says which of them regressed (the test fails either way).
+                open_.append(m)
+            elif not regressed and v is not Verdict.IMPROVEMENT and pooled[m].estimate < -limit:
+                # It looks faster by more than the tolerance: one more pair may say so
+                # (an improvement needs two), where stopping would only say "no regression".
+                open_.append(m)
+        if not open_:
+            return True, "regression" if regressed else "decided"
+        quads = min(sum(p.n for p in pairs[m]) for m in self.metrics)
+        if quads >= d.futility_quads and all(self._futile(pooled[m], k) for m in open_):
+            return True, "futility"
+        return False, "undecided"
+
+    def _futile(self, est: _pool.Pooled, k: int) -> bool:
+        """Neither decision within reach by the last pair, if the estimate were the truth:
+        the standard error shrinks about as 1 / sqrt(pairs)."""
+        d = self.design
+        limit = math.log1p(self.threshold)
+        se_end = est.se * math.sqrt(k / d.max_pairs)
+        if se_end <= 0:
+            return False
+        z = _NORMAL.inv_cdf(1.0 - self.alpha * d.shares[-1])
+        reach_regression = _NORMAL.cdf((est.estimate - limit) / se_end - z)
+        reach_pass = _NORMAL.cdf((limit - est.estimate) / se_end - z)
+        return max(reach_regression, reach_pass) < d.futility
+
+
+def _holm_rejected(p_values: Mapping[str, float], alpha: float) -> set[str]:
+    """The metrics whose p survives Holm's step-down at ``alpha``."""
+    out: set[str] = set()
+    ordered = sorted(p_values.items(), key=lambda kv: kv[1])
+    for i, (metric, p) in enumerate(ordered):
+        if p > alpha / (len(ordered) - i):
+            break
+        out.add(metric)
+    return out
+
+
 def _estimate(current: Observation, base: Observation, opts: Mapping[str, Any]) -> _cmp.Estimate:
     metric, d, alpha = opts["metric"], opts["threshold"], opts["alpha"]
     if metric in ("median", *GENERATION_METRICS):
@@ -119,14 +324,22 @@ def _estimate(current: Observation, base: Observation, opts: Mapping[str, Any]) 
 class Judge:
     """Verdicts for one pytest process (or one ``infperf compare``).
 
-    Holds the family of benchmarks flagged on a first pass, for Holm: a re-measured
-    regression must survive Holm among the benchmarks flagged so far (a test's verdict is
-    due when the test ends, before later tests' p-values exist).
+    ``family``: how many perf tests the run collected. A test's verdict is due when the
+    test ends, before later tests' p-values exist, so the run's multiplicity is controlled
+    against the whole collected family, known from the start (Bonferroni), never against a
+    family that grows as the session goes (Holm over the benchmarks flagged so far is not
+    valid: simulated family error 11-14% with 5 flagged).
     """
 
-    def __init__(self, policy: Policy | None = None) -> None:
+    def __init__(self, policy: Policy | None = None, family: int = 1) -> None:
         self.policy = policy or Policy()
-        self._flagged: list[float] = []
+        self.family = max(1, family)
+
+    def plan(self, opts: Mapping[str, Any], metrics: tuple[str, ...]) -> PairedPlan:
+        """The sequential rule of one interleaved comparison (see :class:`PairedPlan`)."""
+        return PairedPlan(
+            opts["threshold"], opts["alpha"], metrics, self.family, self.policy.run_alpha
+        )
 
     # --- verdicts ---------------------------------------------------------------------
     def against(
@@ -161,7 +374,7 @@ class Judge:
             )
         estimate = _estimate(current, baseline, opts)
         c = _from_estimate(base, estimate, current.figure(metric), baseline.figure(metric))
-        c = dataclasses.replace(c, decided_by="stored")
+        c = dataclasses.replace(c, decided_by="stored", detectable=_detectable_stored(c))
         # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
         if self.policy.drift_guard == "adjust" and not runs_on_gpu(current.env):
             c = self._drift_guarded(c, current, baseline, opts)
@@ -227,12 +440,13 @@ class Judge:
         env_diff: Mapping[str, list[Any]] | None = None,
     ) -> Comparison:
         """A generation benchmark against a stored entry: each judged metric (``current``'s
-        keys: TTFT, TPOT) by the same rule as a latency, at alpha split evenly between them
-        (Bonferroni: the test's own error rate stays at alpha), then :meth:`combined`."""
-        share = opts["alpha"] / max(1, len(current))
+        keys: TTFT, TPOT) by the same rule as a latency, at full alpha, then
+        :meth:`combined`. "No regression" and "unchanged" need every metric to say so
+        (intersection-union: no alpha is split for them); "either regressed" is the claim
+        that needs a split, so a part's regression must survive Holm over the parts."""
         parts: dict[str, Comparison] = {}
         for metric, observation in current.items():
-            part_opts = {**opts, "metric": metric, "alpha": share}
+            part_opts = {**opts, "metric": metric}
             base = None if entry is None else Observation.part(entry, metric)
             if entry is not None and base is None:
                 blank = _blank(part_opts, origin)
@@ -249,7 +463,7 @@ class Judge:
                 None if base is None or entry is None else {**entry, "samples": base.samples}
             )
             parts[metric] = self.against(observation, entry_part, part_opts, origin, env_diff)
-        return self.combined(parts, opts)
+        return self.combined(_holm_parts(parts, opts["alpha"]), opts)
 
     def combined(self, parts: Mapping[str, Comparison], opts: Mapping[str, Any]) -> Comparison:
         """One verdict from the verdicts of a generation benchmark's metrics: the worst one
@@ -302,66 +516,101 @@ class Judge:
         return dataclasses.replace(c, machine_speed=speed)
 
     def remeasured(self, first: Comparison, last: Comparison) -> Comparison:
-        """The verdict on fresh samples after a flagged first pass, which it replaces; a
-        regression must also survive Holm over the benchmarks flagged so far."""
+        """The verdict on fresh samples after a flagged first pass, which it replaces. The
+        first pass only screens; the fresh samples are what is tested, and a regression
+        must hold at alpha / (the run's collected perf tests): Bonferroni over the whole
+        family, which is known before any test runs."""
         c = dataclasses.replace(last, remeasured=True, first_pass=_summary(first))
         if c.p_value is None:
             return c
-        self._flagged.append(c.p_value)
-        adjusted = _cmp.holm(self._flagged)[-1]
-        c = dataclasses.replace(c, family_size=len(self._flagged), holm_p=adjusted)
+        adjusted = min(1.0, c.p_value * self.family)
+        c = dataclasses.replace(c, family_size=self.family, holm_p=adjusted)
         if c.verdict is Verdict.REGRESSION and adjusted > c.alpha:
             note = (
-                f"regression on fresh samples not confirmed after Holm over "
-                f"{len(self._flagged)} flagged benchmarks (adjusted p {adjusted:.2g})"
+                f"regression on fresh samples not confirmed at alpha over the run's "
+                f"{self.family} perf tests (Bonferroni-adjusted p {adjusted:.2g})"
             )
-            c = dataclasses.replace(c, verdict=Verdict.INCONCLUSIVE, reason=Reason.HOLM, note=note)
+            c = dataclasses.replace(
+                c, verdict=Verdict.INCONCLUSIVE, reason=Reason.MULTIPLICITY, note=note
+            )
         return c
 
-    def paired(
+    def interleaved(
         self,
-        head: Sequence[float],
-        base: Sequence[float],
-        log_ratios: Sequence[float],
+        look: Look,
+        head: Mapping[str, Sequence[float]],
+        base: Mapping[str, Sequence[float]],
         opts: Mapping[str, Any],
         origin: Origin,
-        alpha_used: float,
         details: Mapping[str, Any] | None = None,
         env_diff: Mapping[str, list[Any]] | None = None,
-        metric: str = "median",
     ) -> Comparison:
-        """An interleaved A/B run: the paired test on the blocks' log-ratios, at the alpha
-        the sequential look spent (the interval is labelled with that level, not the
-        overall alpha). A/B judges the median latency whatever ``metric`` says, or, for a
-        generation benchmark, the ``metric`` (TTFT, TPOT) the ratios were taken of."""
-        blank = dataclasses.replace(_blank(opts, origin), metric=metric)
-        current = Observation(head).figure(metric)
-        baseline = Observation(base).figure(metric)
-        if env_diff:
-            return dataclasses.replace(
+        """The verdict of an interleaved run, from the plan's last look: per judged metric
+        the pooled ratio and its interval (each bound at the look's alpha), and for a
+        generation benchmark the worst part decides (:meth:`combined`). ``head``/``base``:
+        each metric's samples per side ("median": the time per call). A/B judges the median
+        latency whatever ``metric`` says, or a generation's TTFT and TPOT."""
+        parts: dict[str, Comparison] = {}
+        for metric, verdict in look.verdicts.items():
+            blank = dataclasses.replace(_blank(opts, origin), metric=metric)
+            current = Observation(head.get(metric, [])).figure(metric)
+            baseline = Observation(base.get(metric, [])).figure(metric)
+            if env_diff:
+                parts[metric] = dataclasses.replace(
+                    blank,
+                    verdict=Verdict.INCOMPARABLE,
+                    reason=Reason.ENVIRONMENT,
+                    env_diff=dict(env_diff),
+                    current=current,
+                    baseline=baseline,
+                )
+                continue
+            est = look.pooled[metric]
+            reason, note = None, None
+            if verdict is Verdict.INCONCLUSIVE:
+                reason = Reason.FUTILITY if look.why == "futility" else Reason.INTERVAL_WIDE
+                if metric in look.held_back:
+                    reason = Reason.MULTIPLICITY
+                    note = f"a regression by its interval, not claimed: {look.held_back[metric]}"
+            extra = {
+                **(details or {}),
+                "samples": [len(head.get(metric, [])), len(base.get(metric, []))],
+                "tau": round(est.tau, 5),
+                "tau_data": round(est.tau_data, 5),
+                "p_no_slower": look.p_zero[metric],
+                "alpha_at_look": look.alpha,
+                "stopped": look.why,
+            }
+            parts[metric] = dataclasses.replace(
                 blank,
-                verdict=Verdict.INCOMPARABLE,
-                reason=Reason.ENVIRONMENT,
-                env_diff=dict(env_diff),
+                verdict=verdict,
+                ratio=math.exp(est.estimate),
+                ci_low=math.exp(est.lower(look.alpha)),
+                ci_high=math.exp(est.upper(look.alpha)),
+                ci_level=1.0 - 2.0 * look.alpha,
+                p_value=look.p_threshold[metric],
+                n=look.k,
+                n_baseline=look.k,
+                unit="process pairs",
+                reason=reason,
+                note=note,
                 current=current,
                 baseline=baseline,
+                decided_by="ab",
+                process_pairs=look.k,
+                detectable=_pool.detectable_effect(est.se, opts["threshold"], opts["alpha"]),
+                details=extra,
             )
-        estimate = _cmp.compare_paired(log_ratios, opts["threshold"], alpha_used)
-        c = _from_estimate(blank, estimate, current, baseline)
-        c = dataclasses.replace(c, decided_by="ab")
-        note = c.note
-        if opts["metric"] not in ("median", metric):
-            note = (
-                f"A/B judges the median latency; metric={opts['metric']} applies to stored "
-                "comparisons" + (f"; {note}" if note else "")
-            )
-        extra = {"samples": [len(head), len(base)], **(details or {})}
-        return dataclasses.replace(c, note=note, details={**c.details, **extra})
-
-    def confirmed(self, first: Comparison, second: Comparison) -> Comparison:
-        """An A/B regression confirmed (or not) by a second interleaved run on fresh pairs:
-        the second run's verdict stands, with the first recorded."""
-        return dataclasses.replace(second, remeasured=True, first_pass=_summary(first))
+        if len(parts) == 1 and "median" in parts:
+            c = parts["median"]
+            if opts["metric"] not in ("median",):
+                note = (
+                    f"A/B judges the median latency; metric={opts['metric']} applies to stored "
+                    "comparisons" + (f"; {c.note}" if c.note else "")
+                )
+                c = dataclasses.replace(c, note=note)
+            return c
+        return self.combined(parts, opts)
 
     def settled(self, stored: Comparison, ab: Comparison) -> Comparison:
         """A stored verdict that was not decisive, settled in this job by an interleaved
@@ -435,7 +684,25 @@ class Judge:
             result.warnings.append(_inconclusive_warning(c))
         elif c.reason is Reason.BASE_ERROR and c.note:
             result.warnings.append(c.note)
+        if c.verdict is not Verdict.REGRESSION and cannot_guard(c):
+            result.warnings.append(cannot_guard_warning(c))
         return failures
+
+
+def cannot_guard(c: Comparison) -> bool:
+    """The comparison's noise hid slowdowns of more than twice the tolerance: it would
+    flag a slowdown with 80% power only from ``c.detectable`` on."""
+    return c.detectable is not None and c.detectable > 2.0 * c.threshold
+
+
+def cannot_guard_warning(c: Comparison) -> str:
+    assert c.detectable is not None
+    return (
+        f"this comparison could only have caught a slowdown of {c.detectable:+.0%} or more "
+        f"(80% power at this run's noise), so it cannot guard the {c.threshold:.0%} "
+        "tolerance here: more sampling time (max_time), --perf-ab, or a quieter runner "
+        "would help"
+    )
 
 
 #: Which verdict of a generation benchmark's parts decides (lowest first).
@@ -445,9 +712,35 @@ _RANK = {
     Verdict.INCONCLUSIVE: 1,
     Verdict.INCOMPARABLE: 2,
     Verdict.NO_BASELINE: 3,
-    Verdict.IMPROVEMENT: 4,
-    Verdict.UNCHANGED: 5,
+    Verdict.NO_REGRESSION: 4,
+    Verdict.IMPROVEMENT: 5,
+    Verdict.UNCHANGED: 6,
 }
+
+
+def _holm_parts(parts: Mapping[str, Comparison], alpha: float) -> dict[str, Comparison]:
+    """A generation's parts with each regression kept only if it survives Holm over the
+    parts (each part was judged at full alpha)."""
+    p_values = {m: c.p_value for m, c in parts.items() if c.p_value is not None}
+    kept = _holm_rejected(p_values, alpha)
+    out = dict(parts)
+    for m, c in parts.items():
+        if c.verdict is Verdict.REGRESSION and m not in kept:
+            note = f"a regression at alpha {alpha:g}, not after Holm over {len(parts)} metrics"
+            out[m] = dataclasses.replace(
+                c, verdict=Verdict.INCONCLUSIVE, reason=Reason.MULTIPLICITY, note=note
+            )
+    return out
+
+
+def _detectable_stored(c: Comparison) -> float | None:
+    """The stored test's detectable effect, from the standard error its rank interval
+    implies (latency and generation metrics; None where the test has no interval)."""
+    if c.ci_low is None or c.ci_high is None or c.metric in ("memory", "throughput"):
+        return None
+    se = _pool.se_from_interval(c.ci_low, c.ci_high, c.alpha)
+    value = _pool.detectable_effect(se, c.threshold, c.alpha)
+    return value if math.isfinite(value) else None
 
 
 def generation_metrics(opts: Mapping[str, Any]) -> tuple[str, ...]:
@@ -528,6 +821,8 @@ def _inconclusive_warning(c: Comparison) -> str:
     )
     if c.reason in (Reason.DRIFT_WITHHELD, Reason.DRIFT_EXPLAINS, Reason.HOLM) and c.note:
         return f"{head}, but {c.note}"
+    if c.reason is Reason.MULTIPLICITY and c.note:
+        return f"{head}, but {c.note}"
     if c.reason is Reason.TOO_FEW and c.note:
         return f"{head}, but {c.note}"
     interval = ""
@@ -553,8 +848,8 @@ def _parts_lines(c: Comparison) -> list[str]:
         )
     judged = " and ".join(METRIC_LABELS.get(m, m) for m in c.parts or {})
     lines.append(
-        f"  ({judged} judged each at alpha {c.alpha / max(1, len(c.parts or {})):g}; the worst "
-        f"verdict decides; its figures follow)"
+        f"  ({judged} judged each; a regression of either must survive Holm over them; the "
+        "worst verdict decides; its figures follow)"
     )
     return lines
 
@@ -600,17 +895,18 @@ def failure_message(key: str, c: Comparison) -> str:
             f"  p = {c.p_value:.2g} for H0 'slower by at most {c.threshold:.0%}' ({alpha}); "
             f"n = {c.n} now, {c.n_baseline} in the baseline ({c.unit})"
         )
+    if c.process_pairs is not None:
+        lines.append(
+            f"  interleaved in this job over {c.process_pairs} head/base process pairs, "
+            "pooled with a between-process variance (random effects)"
+        )
     if c.remeasured and c.first_pass is not None:
         first = c.first_pass
         ratio = f"{first.ratio:.3f}" if first.ratio is not None else "-"
-        if c.mode == "ab":
-            where = c.details.get("confirmed_in", "the same processes")
-            confirm = f"  confirmed by a second interleaved run in {where}"
-        else:
-            confirm = "  confirmed on fresh samples"
+        confirm = "  tested on fresh samples"
         confirm += f" (first pass: ratio {ratio}, verdict {first.verdict})"
         if c.family_size is not None:
-            confirm += f"; Holm over {c.family_size} flagged benchmark(s)"
+            confirm += f"; Bonferroni over the run's {c.family_size} perf test(s)"
         lines.append(confirm)
     if c.stored_pass is not None:
         first = c.stored_pass

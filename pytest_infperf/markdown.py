@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .fmt import fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
+from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
 from .report import DECIDED_BY, settle_summary
 from .results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
 
@@ -21,6 +21,7 @@ MARK = {
     Verdict.INCONCLUSIVE: "🟡 inconclusive",
     Verdict.IMPROVEMENT: "🟢 improvement",
     Verdict.UNCHANGED: "✅ unchanged",
+    Verdict.NO_REGRESSION: "✅ no regression",
     Verdict.NO_BASELINE: "🆕 no-baseline",
     Verdict.INCOMPARABLE: "⚠️ incomparable",
 }
@@ -31,6 +32,7 @@ ORDER = [
     Verdict.INCOMPARABLE,
     Verdict.IMPROVEMENT,
     Verdict.UNCHANGED,
+    Verdict.NO_REGRESSION,
     Verdict.NO_BASELINE,
 ]
 
@@ -154,14 +156,15 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
     rows = sorted(results, key=lambda r: (rank.get(r.verdict, 99) if r.verdict else 99, r.key))
     if compared:
         out = [
-            "| verdict | by | benchmark | now | baseline | ratio [CI] | n now/base | noise |",
-            "|---|---|---|---:|---:|---|---:|---|",
+            "| verdict | by | benchmark | now | baseline | ratio [CI] | n now/base | would catch "
+            "| noise |",
+            "|---|---|---|---:|---:|---|---:|---:|---|",
         ]
         for r in rows:
             c = r.comparison
             if c is None:
                 out.append(
-                    f"| – | – | `{_cell(short_name(r))}` | {fmt_time(r.median)} | – | – | – | |"
+                    f"| – | – | `{_cell(short_name(r))}` | {fmt_time(r.median)} | – | – | – | – | |"
                 )
                 continue
             named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
@@ -169,7 +172,7 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
                 f"| {_verdict(c)} | {DECIDED_BY.get(c.decided_by or '', '–')} | "
                 f"`{_cell(short_name(r))}` | {named}{fmt_figure(c.metric, c.current)} | "
                 f"{named}{fmt_figure(c.metric, c.baseline)} | "
-                f"{fmt_ratio(c, level=True)} | {fmt_n(c)} | {_noise(r)} |"
+                f"{fmt_ratio(c, level=True)} | {fmt_n(c)} | {fmt_catch(c)} | {_noise(r)} |"
             )
         return out
     out = [
@@ -250,9 +253,10 @@ def _regression_detail(r: BenchmarkResult) -> str:
         bits.append(
             f"settled in this job ({fmt_why(c.settled_because)} against the stored baseline)"
         )
+    if c.process_pairs is not None:
+        bits.append(f"pooled over {c.process_pairs} head/base process pairs")
     if c.remeasured:
-        where = c.details.get("confirmed_in", "the same processes")
-        bits.append(f"confirmed in {where}" if c.mode == "ab" else "confirmed on fresh samples")
+        bits.append("tested on fresh samples")
     if r.path:
         bits.append(f"`{r.path}:{r.lineno}`")
     return "; ".join(bits)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .ab import ABController, Selection
     from .bench import BenchCall, Mode
     from .judge import Judge
-    from .results import BenchmarkResult, Comparison
+    from .results import BenchmarkResult, Comparison, Origin
 
 
 class Disabled:
@@ -53,6 +53,12 @@ class Plain:
 
     def __init__(self, context: RunContext) -> None:
         self.context = context
+        #: How many perf tests this session collected: the family the run's multiplicity
+        #: is controlled over (known before any test runs, unlike the flagged ones).
+        self.family = 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.family = max(1, sum(1 for item in session.items if _is_perf(item)))
 
     @functools.cached_property
     def judge(self) -> Judge:
@@ -60,15 +66,15 @@ class Plain:
         from .judge import Judge, Policy
 
         s = self.context.settings
-        return Judge(
-            Policy(
-                s.drift_guard,
-                s.drift_limit,
-                s.strict_env,
-                require_baseline=s.require_baseline,
-                accept=tuple(self.context.accept),
-            )
+        policy = Policy(
+            s.drift_guard,
+            s.drift_limit,
+            s.strict_env,
+            require_baseline=s.require_baseline,
+            accept=tuple(self.context.accept),
+            run_alpha=s.run_alpha,
         )
+        return Judge(policy, family=self.family)
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         __tracebackhide__ = True
@@ -111,6 +117,71 @@ class Stored(Plain):
         if self._controller is not None:
             self._controller.close()
 
+    def measure(self, call: BenchCall) -> BenchmarkResult:
+        """Route by the machine's state: when the session-start reference says this
+        machine moved by more than half the tolerance since the baseline's run, a stored
+        pass cannot decide anything, so the benchmark is interleaved at once."""
+        __tracebackhide__ = True
+        if (
+            self.context.settings.settle == "auto"
+            and call.domain == "cpu"
+            and self._routable(call)
+            and self._why_not_settle(call.opts) is None
+            and self._moved()
+        ):
+            from .bench import timing_lock
+
+            with timing_lock("cpu", self.context.warn):
+                result = self._interleave_at_once(call)
+            if result is not None:
+                for failure in self.judge.conclude(result):
+                    call.fail(failure)
+                return result
+        return super().measure(call)
+
+    def _routable(self, call: BenchCall) -> bool:
+        """Only a benchmark the stored baseline could have judged is routed: one with an
+        entry from a comparable environment (else its verdict is no-baseline or
+        incomparable, whatever this machine's state)."""
+        from . import environment
+        from .results import bench_key
+
+        source = self.context.source
+        assert source is not None
+        entry = source.entries.get(bench_key(call.nodeid, call.name))
+        if entry is None or source.env_diff:
+            return False
+        return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
+
+    def _moved(self) -> bool:
+        drift = self.context.drift()
+        return bool(drift and drift.get("drifted"))
+
+    def _interleave_at_once(self, call: BenchCall) -> BenchmarkResult | None:
+        """The benchmark measured only interleaved with the baseline commit's code; None
+        when that cannot happen for it (then the stored pass runs as usual)."""
+        from .ab import ABError, BaseCall, run_paired
+        from .bench import from_warm
+
+        controller = self._controller_or_none()
+        if controller is None:
+            return None
+        try:
+            paired = run_paired(call, controller, self.judge, self._settle_origin())
+        except ABError as exc:
+            self.context.warn(f"{call.nodeid}: {exc}; judged against the stored baseline")
+            return None
+        if isinstance(paired, BaseCall) or paired.comparison.env_diff:
+            return None
+        m = from_warm(paired.head, paired.warm)
+        m.memory = paired.memory
+        m.metrics = paired.metrics("head")
+        result = call.result(m)
+        result.extra["settle"] = paired.record()
+        why = "machine-moved"
+        result.comparison = dataclasses.replace(paired.comparison, settled_because=why)
+        return result
+
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
         from .results import Verdict
 
@@ -119,7 +190,9 @@ class Stored(Plain):
         judge, opts = self.judge, call.opts
         entry = source.entries.get(result.key)
         c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
-        if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE):
+        # Trusted symmetrically: what rules out a regression stands; a regression, an
+        # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
+        if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
             return c
         why_not = self._why_not_settle(opts)
         if why_not is None:
@@ -127,8 +200,22 @@ class Stored(Plain):
             if not isinstance(settled, str):
                 return settled
             why_not = settled
+        if c.verdict is Verdict.IMPROVEMENT:
+            return c if why_not == "" else judge.unsettled(c, why_not)
         c = self._remeasure(call, result, c)
         return c if why_not == "" else judge.unsettled(c, why_not)
+
+    def _settle_origin(self) -> Origin:
+        source = self.context.source
+        assert source is not None and source.sha
+        return dataclasses.replace(
+            source.as_origin(),
+            mode="ab",
+            text=(
+                f"commit {source.sha[:10]} (the stored baseline's commit), measured in this "
+                "job, interleaved with it"
+            ),
+        )
 
     def _why_not_settle(self, opts: dict[str, Any]) -> str | None:
         """Why settling cannot happen for this benchmark ("" when switched off), or None."""
@@ -155,18 +242,9 @@ class Stored(Plain):
         controller = self._controller_or_none()
         if controller is None:
             return str(self._broken)
-        source = self.context.source
-        assert source is not None and source.sha
-        origin = dataclasses.replace(
-            source.as_origin(),
-            mode="ab",
-            text=(
-                f"commit {source.sha[:10]} (the stored baseline's commit), measured in this "
-                "job, interleaved with it"
-            ),
-        )
         try:
-            paired = run_paired(call, controller, self.judge, origin)
+            # The stored pass has just warmed the model: calibrate only.
+            paired = run_paired(call, controller, self.judge, self._settle_origin(), result.median)
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
         if isinstance(paired, BaseCall):
@@ -179,14 +257,11 @@ class Stored(Plain):
                 "the baseline commit's code runs in a different environment here: "
                 f"{environment.describe_diff(c.env_diff)}"
             )
-        run = paired.run
         result.extra["settle"] = {
-            "head_samples": run.head,
-            "base_samples": run.base,
-            "log_ratios": run.ratios,
+            "head_samples": paired.head,
+            "base_samples": paired.base,
+            **paired.record(),
         }
-        if run.metric_ratios:
-            result.extra["settle"]["metric_log_ratios"] = run.metric_ratios
         return self.judge.settled(stored, c)
 
     def _controller_or_none(self) -> ABController | None:
@@ -260,7 +335,8 @@ class ABHead(Plain):
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from .ab import ABError
 
-        head = {i.nodeid for i in session.items if "infer_bench" in getattr(i, "fixturenames", ())}
+        super().pytest_collection_finish(session)
+        head = {i.nodeid for i in session.items if _is_perf(i)}
         try:
             base = self.controller.base_tests()
         except ABError as exc:
@@ -294,8 +370,7 @@ class ABHead(Plain):
 
     def _interleaved(self, call: BenchCall) -> BenchmarkResult:
         """The base is brought to the same call in its own process, both sides warm up,
-        then blocks alternate (ABBA) until the paired verdict is decided; a regression is
-        confirmed by a second interleaved run in fresh processes."""
+        then blocks alternate (ABBA) in as many process pairs as the judge's plan asks."""
         __tracebackhide__ = True
         from .ab import ABError, BaseCall, run_paired
         from .bench import BenchmarkError, from_warm
@@ -312,13 +387,17 @@ class ABHead(Plain):
             error = paired.error or None
             result.comparison = self.judge.no_base_run(call.opts, origin, result.median, error)
             return result
-        m = from_warm(paired.run.head, paired.warm)
+        m = from_warm(paired.head, paired.warm)
         m.memory = paired.memory
-        m.metrics = paired.run.head_metrics
+        m.metrics = paired.metrics("head")
         result = call.result(m)
-        result.extra.update(base_samples=paired.run.base, ab_log_ratios=paired.run.ratios)
+        result.extra.update(base_samples=paired.base, ab=paired.record())
         result.comparison = paired.comparison
         return result
+
+
+def _is_perf(item: pytest.Item) -> bool:
+    return "infer_bench" in getattr(item, "fixturenames", ())
 
 
 def selection(config: pytest.Config, settings: Settings) -> Selection:

@@ -105,7 +105,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="perf_alpha",
         default=None,
         type=_options.option_type("alpha"),
-        help="significance level in (0, 0.5) (default 0.05)",
+        help="per benchmark, the error of each bound of its ratio interval: a regression "
+        "claimed past the threshold, or one missed when 'no regression' is claimed, in "
+        "(0, 0.5) (default 0.05); see --perf-run-alpha for the run as a whole",
+    )
+    add(
+        "--perf-run-alpha",
+        metavar="A",
+        dest="perf_run_alpha",
+        default=None,
+        help="per run: the chance that a run in which nothing changed fails at all "
+        "(default: ini infperf_run_alpha, else 0.01)",
     )
     add(
         "--perf-metric",
@@ -178,11 +188,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--perf-settle",
         dest="perf_settle",
         default=None,
-        choices=("auto", "off"),
-        help="when a stored-baseline verdict is not decisive (inconclusive, withheld by the "
-        "drift guard, or a first-pass regression), settle it in this job by interleaved "
-        "measurement against the baseline commit's code: auto, off (default: ini "
-        "infperf_settle, else auto)",
+        choices=_settings.SETTLE_CHOICES,
+        help="what a stored baseline cannot decide (a regression, an improvement, no "
+        "decision) is settled in this job by interleaved measurement against the baseline "
+        "commit's code. auto: and every benchmark is interleaved at once when the machine "
+        "moved since the baseline's run; stored-first: always the stored pass first; off: "
+        "stored verdicts only (default: ini infperf_settle, else auto)",
     )
     add(
         "--perf-accept",

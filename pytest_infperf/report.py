@@ -8,6 +8,7 @@ from typing import Any
 
 from .fmt import (
     fmt_bytes,
+    fmt_catch,
     fmt_figure,
     fmt_level,
     fmt_n,
@@ -47,8 +48,8 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     label = f" ({metrics.pop()})" if len(metrics) == 1 else ""
     if compared:
         header = ["benchmark", "backend", f"now{label}", "baseline", "ratio [CI]", "n now/base"]
-        header += ["verdict", "by", "CV", "items/s", "mem"]
-        right = {2, 3, 8, 9, 10}
+        header += ["verdict", "by", "catches", "CV", "items/s", "mem"]
+        right = {2, 3, 8, 9, 10, 11}
     else:
         header = ["benchmark", "backend", "median", "p90", "95% CI of median", "CV", "items/s"]
         header += ["n", "mem"]
@@ -66,7 +67,7 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
             c = r.comparison
             if c is None:
                 rows.append([short_name(r), r.backend, fmt_time(s.get("median")), "-", "-", "-"])
-                rows[-1] += ["-", "-", cv, fmt_rate(r.throughput), mem]
+                rows[-1] += ["-", "-", "-", cv, fmt_rate(r.throughput), mem]
                 continue
             if c.ci_level is not None and c.bound_level is not None and c.ci_low != c.ci_high:
                 levels.add((fmt_level(c.ci_level), fmt_level(c.bound_level)))
@@ -76,7 +77,13 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
             row += [named + fmt_figure(c.metric, c.baseline), fmt_ratio(c), fmt_n(c)]
             row.append(c.verdict.value)
             row.append(DECIDED_BY.get(c.decided_by or "", "-"))
-            rows.append([*row, cv, fmt_rate(r.throughput), mem])
+            catch = fmt_catch(c)
+            if catch != "-":
+                notes.add(
+                    "catches: the slowdown this comparison would have flagged with 80% power "
+                    "at this run's noise (! : more than twice the threshold, it cannot guard it)"
+                )
+            rows.append([*row, catch, cv, fmt_rate(r.throughput), mem])
             continue
         p90 = fmt_time(s.get("p90"))
         if "p90" in s.get("low_sample_percentiles", []):

@@ -27,6 +27,9 @@ class Verdict(str, enum.Enum):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     UNCHANGED = "unchanged"
+    #: The gate's own question answered: the data rule out a slowdown past the tolerance
+    #: (upper bound <= 1 + threshold), though not a speed-up past it.
+    NO_REGRESSION = "no-regression"
     INCONCLUSIVE = "inconclusive"
     NO_BASELINE = "no-baseline"
     INCOMPARABLE = "incomparable"
@@ -43,8 +46,14 @@ class Verdict(str, enum.Enum):
             Verdict.REGRESSION,
             Verdict.IMPROVEMENT,
             Verdict.UNCHANGED,
+            Verdict.NO_REGRESSION,
             Verdict.ACCEPTED,
         )
+
+    @property
+    def passes(self) -> bool:
+        """The data rule out a regression past the tolerance."""
+        return self in (Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.NO_REGRESSION)
 
 
 class Reason(str, enum.Enum):
@@ -55,7 +64,14 @@ class Reason(str, enum.Enum):
     NO_FIGURE = "no-figure"
     DRIFT_WITHHELD = "drift-guard"
     DRIFT_EXPLAINS = "drift-explains"
+    #: Kept for results written before 0.2: Holm over the benchmarks flagged so far.
     HOLM = "holm"
+    #: A regression that did not survive the run's multiplicity control (Bonferroni over
+    #: the collected perf tests for a stored-only verdict; Holm over a generation's metrics;
+    #: the run-level "nothing changed" test of an interleaved one).
+    MULTIPLICITY = "multiplicity"
+    #: The interleaved run stopped because it could no longer reach a decision.
+    FUTILITY = "futility"
     NOT_IN_BASELINE = "not-in-baseline"
     BASE_ERROR = "base-error"
     ENVIRONMENT = "environment-differs"
@@ -128,6 +144,11 @@ class Comparison:
     holm_p: float | None = None
     #: Who decided: "stored" (the stored baseline) or "ab" (interleaved in this job).
     decided_by: str | None = None
+    #: An interleaved verdict: how many head/base process pairs it pooled.
+    process_pairs: int | None = None
+    #: The slowdown (a fraction) this comparison's noise would have flagged as a regression
+    #: with 80% power: what the test could have caught.
+    detectable: float | None = None
     #: When settled in this job: the stored baseline's first pass, and why it was settled.
     stored_pass: Comparison | None = None
     settled_because: str | None = None

@@ -40,9 +40,17 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "its stored-baseline verdict is withheld (default 0.25)",
         "0.25",
     ),
+    "infperf_run_alpha": (
+        "the chance that a run in which nothing changed fails at all: an interleaved "
+        "regression must also reject 'no slower at all' at this level divided by the run's "
+        "perf tests (default 0.01)",
+        "0.01",
+    ),
     "infperf_settle": (
-        "auto (default): settle an undecided stored-baseline verdict in the same job, "
-        "interleaved against the baseline commit's code; off: the stored verdict stands",
+        "auto (default): interleave against the baseline commit's code in the same job "
+        "what a stored baseline cannot decide, and every benchmark at once when the machine "
+        "moved since the baseline's run; stored-first: always the stored pass first; off: "
+        "the stored verdict stands",
         "auto",
     ),
     "infperf_drift_guard": (
@@ -52,6 +60,9 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "adjust",
     ),
 }
+
+#: What --perf-settle / infperf_settle accept.
+SETTLE_CHOICES = ("auto", "stored-first", "off")
 
 #: Switches, declared with pytest's own ``type="bool"`` (true/false, yes/no, 1/0).
 BOOL_INI: dict[str, str] = {
@@ -96,6 +107,7 @@ class Settings:
     allow_missing: bool
     require_baseline: bool
     drift_limit: float
+    run_alpha: float
     bench_layer: dict[str, Any]
 
 
@@ -181,8 +193,10 @@ def from_config(config: pytest.Config) -> Settings:
             f"infperf_drift_guard = {drift_guard!r}: expected one of adjust, warn, off"
         )
     settle = config.getoption("perf_settle") or _ini(config, "infperf_settle").lower() or "auto"
-    if settle not in ("auto", "off"):
-        raise pytest.UsageError(f"infperf_settle = {settle!r}: expected auto or off")
+    if settle not in SETTLE_CHOICES:
+        raise pytest.UsageError(
+            f"infperf_settle = {settle!r}: expected one of {', '.join(SETTLE_CHOICES)}"
+        )
     limit_text = _ini(config, "infperf_drift_limit") or SESSION_INI["infperf_drift_limit"][1]
     try:
         drift_limit = float(limit_text)
@@ -191,6 +205,20 @@ def from_config(config: pytest.Config) -> Settings:
     except ValueError:
         raise pytest.UsageError(
             f"infperf_drift_limit = {limit_text!r}: expected a positive fraction, e.g. 0.25"
+        ) from None
+    run_alpha_text = (
+        config.getoption("perf_run_alpha")
+        or _ini(config, "infperf_run_alpha")
+        or SESSION_INI["infperf_run_alpha"][1]
+    )
+    try:
+        run_alpha = float(run_alpha_text)
+        if not 0 < run_alpha < 0.5:
+            raise ValueError
+    except ValueError:
+        raise pytest.UsageError(
+            f"--perf-run-alpha / infperf_run_alpha = {run_alpha_text!r}: expected a number in "
+            "(0, 0.5), e.g. 0.01 (one run in a hundred with nothing changed may fail)"
         ) from None
     compare = config.getoption("perf_compare")
     ab = config.getoption("perf_ab")
@@ -223,5 +251,6 @@ def from_config(config: pytest.Config) -> Settings:
         allow_missing=_switch(config, "perf_allow_missing", "infperf_allow_missing"),
         require_baseline=_switch(config, "perf_require_baseline", "infperf_require_baseline"),
         drift_limit=drift_limit,
+        run_alpha=run_alpha,
         bench_layer=layer,
     )

@@ -320,6 +320,23 @@ def _warm_up(
     return Warm(block, first_call_s, first_output, warm_ns, decisions, per_call)
 
 
+def recalibrate(sampler: Sampler, target: float, per_call_s: float) -> Warm:
+    """The block size for samples of ``target`` seconds of a model that is warm already
+    (settling right after the stored pass measured it): no first call and no warmup, only
+    the calibration blocks, on a fresh stack. Re-warming cost about as much as the
+    interleaved run itself and bought nothing: the model had just run for seconds."""
+    __tracebackhide__ = True
+
+    def run() -> Warm:
+        warm_ns: list[float] = []
+        block, calls = calibrate(sampler, target, per_call_s, warm_ns)
+        per_call = warm_ns[-1] / 1e9 if warm_ns else per_call_s
+        decisions = {"warmup_calls": calls, "warmup_stable": True, "block_size": block}
+        return Warm(block, None, None, warm_ns, {**decisions, "rewarmed": False}, per_call)
+
+    return on_fresh_stack(sampler, run)
+
+
 def take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool = True) -> list[float]:
     """``count`` samples of ``block`` calls each, in seconds per call (A/B blocks), on a
     fresh stack."""

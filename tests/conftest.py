@@ -34,6 +34,9 @@ infperf_warmup_time = 0.01
 infperf_warmup = 2
 infperf_rounds = 10
 infperf_max_rounds = 200
+# Whether the machine "moved" since a baseline's run depends on the machine: the tests take
+# the stored pass first (deterministic), and test_routing covers auto.
+infperf_settle = stored-first
 """
 
 

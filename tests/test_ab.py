@@ -74,13 +74,22 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     verdicts = {b["key"].split("::", 1)[1]: b["comparison"] for b in doc["benchmarks"]}
     slowed = verdicts["test_slowed"]
     assert slowed["verdict"] == "regression" and slowed["mode"] == "ab"
-    assert 1.2 < slowed["ratio"] < 1.4 and slowed["details"]["pairs"] >= 8
-    assert slowed["unit"] == "pairs" and slowed["n"] == slowed["details"]["pairs"]
-    assert verdicts["test_steady"]["verdict"] in ("unchanged", "inconclusive")
-    assert verdicts["test_steady#second"]["verdict"] in ("unchanged", "inconclusive")
+    assert 1.2 < slowed["ratio"] < 1.4 and slowed["details"]["quads"] >= 16
+    # a regression needs two head/base process pairs at least, pooled
+    assert slowed["unit"] == "process pairs" and slowed["n"] == slowed["process_pairs"] >= 2
+    assert slowed["detectable"] > 0.05
+    assert verdicts["test_steady"]["verdict"] in ("unchanged", "no-regression", "inconclusive")
+    assert verdicts["test_steady#second"]["verdict"] in (
+        "unchanged",
+        "no-regression",
+        "inconclusive",
+    )
     assert verdicts["test_new"]["verdict"] == "no-baseline"
     bench = next(b for b in doc["benchmarks"] if b["key"].endswith("test_slowed"))
-    assert bench["extra"]["base_samples"] and len(bench["extra"]["ab_log_ratios"]) >= 8
+    pairs = bench["extra"]["ab"]["pairs"]
+    assert bench["extra"]["base_samples"] and len(pairs) == slowed["process_pairs"]
+    assert pairs[0]["head_process"] == "this process" and pairs[1]["head_process"] == "head1"
+    assert all(len(p["quads"]["median"]) >= 8 for p in pairs)
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 
@@ -253,8 +262,11 @@ def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester, git_e
         mp.setenv("VERSIONS_LOG", str(log))
         result = pytester.runpytest_subprocess("--perf-ab=main")
     result.assert_outcomes(passed=1)
-    # the head process and the base worker each ran the test once, with their own package
-    assert sorted(log.read_text().split()) == ["base", "head"]
+    # every process pair (this process and the base worker, then worker pairs) ran the test
+    # once on each side, each side with its own package
+    versions = log.read_text().split()
+    assert set(versions) == {"base", "head"}
+    assert versions.count("base") == versions.count("head")
 
 
 def test_ab_usage_errors(repo: pytest.Pytester) -> None:

@@ -20,6 +20,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "fmt",
         "stats",
         "compare",
+        "pooled",
         "drift",
         "gpu",
         "environment",

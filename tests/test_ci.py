@@ -276,5 +276,5 @@ def test_xdist_regression_fails_the_right_test(xrepo: pytest.Pytester) -> None:
     # settled inside the xdist worker, under its timing lock, against the baseline's commit
     (slowed,) = [b for b in load_json(xrepo.path / "x.json")["benchmarks"] if "[3]" in b["key"]]
     assert slowed["comparison"]["decided_by"] == "ab"
-    assert slowed["comparison"]["details"]["confirmed_in"] == "fresh processes"
+    assert slowed["comparison"]["process_pairs"] >= 2
     assert not list((xrepo.path / ".git").glob("worktrees/*"))

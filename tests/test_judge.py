@@ -14,6 +14,7 @@ import pytest
 
 from pytest_infperf.fmt import fmt_level, fmt_time
 from pytest_infperf.judge import Judge, Observation, Policy
+from pytest_infperf.pooled import summarize_pair
 from pytest_infperf.results import BenchmarkResult, Comparison, Origin, Reason, Verdict
 
 from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo, load_json
@@ -53,7 +54,7 @@ def test_ab_without_warmup_measures(pytester: pytest.Pytester, git_env: None) ->
     result.assert_outcomes(passed=1)
     (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
     assert bench["comparison"]["mode"] == "ab"
-    assert bench["comparison"]["verdict"] in ("unchanged", "inconclusive")
+    assert bench["comparison"]["verdict"] in ("unchanged", "no-regression", "inconclusive")
 
 
 # --- bug 2: budgets under --perf-ab ------------------------------------------------------
@@ -153,25 +154,32 @@ def test_base_error_is_reported_as_such(pytester: pytest.Pytester, git_env: None
 # --- bug 5 and 6: labels that mean one thing --------------------------------------------
 
 
-def test_paired_interval_carries_the_level_it_was_computed_at() -> None:
-    """A look that spent a quarter of alpha gives an interval at 1 - 2 * alpha/4: the
-    message and the level say so, not the overall 95%."""
-    judge = Judge()
-    ratios = [0.3] * 4 + [0.31] * 4
+def test_interleaved_interval_carries_the_level_it_was_computed_at() -> None:
+    """The second look spends 0.3 of alpha on each bound: the interval is at
+    1 - 2 * 0.015, and the message and the level say so, not the overall 95%."""
+    judge = Judge(family=4)
+    plan = judge.plan(OPTS, ("median",))
+    pairs = {"median": [summarize_pair([0.3, 0.31] * 6), summarize_pair([0.29, 0.3] * 6)]}
+    look = plan.look(pairs)
+    assert look.k == 2 and look.alpha == pytest.approx(0.05 * 0.3) and look.stop
     head, base = [1.35e-3] * 40, [1e-3] * 41
     origin = Origin("ab", "b" * 40, None, "the merge-base")
-    c = judge.paired(head, base, ratios, OPTS, origin, alpha_used=0.0125)
-    assert c.verdict is Verdict.REGRESSION and c.unit == "pairs" and c.n == 8
-    assert c.ci_level == pytest.approx(0.975) and c.bound_level == pytest.approx(0.9875)
+    c = judge.interleaved(look, {"median": head}, {"median": base}, OPTS, origin)
+    assert c.verdict is Verdict.REGRESSION and c.unit == "process pairs" and c.n == 2
+    assert c.process_pairs == 2 and c.detectable is not None and c.detectable > 0.05
+    assert c.ci_level == pytest.approx(0.97) and c.bound_level == pytest.approx(0.985)
     r = _result(head)
     r.comparison = c
     (message,) = judge.conclude(r)
     assert f"{fmt_level(c.bound_level)} one-sided confidence bound" in message
     assert "95% one-sided" not in message
-    assert "(alpha 0.0125 at this look, 0.05 overall)" in message
+    assert "(alpha 0.015 at this look, 0.05 overall)" in message
+    assert "over 2 head/base process pairs" in message
     # the baseline figure is the median of the base samples (41, odd; 40, even below)
     assert c.baseline == statistics.median(base)
-    even = judge.paired(head, [1e-3] * 20 + [2e-3] * 20, ratios, OPTS, origin, 0.0125)
+    even = judge.interleaved(
+        look, {"median": head}, {"median": [1e-3] * 20 + [2e-3] * 20}, OPTS, origin
+    )
     assert even.baseline == pytest.approx(1.5e-3)
 
 
@@ -186,7 +194,7 @@ def test_ab_records_the_median_and_its_level(pytester: pytest.Pytester, git_env:
     c = bench["comparison"]
     assert c["baseline"] == pytest.approx(statistics.median(bench["extra"]["base_samples"]))
     assert c["current"] == pytest.approx(statistics.median(bench["samples"]))
-    alpha = c["details"]["alpha_at_last_look"]
+    alpha = c["details"]["alpha_at_look"]
     assert c["ci_level"] == pytest.approx(1 - 2 * alpha)
     assert f"({fmt_level(c['ci_level'])})" in (repo.path / "r.md").read_text()
 

@@ -1,0 +1,175 @@
+"""The interleaved protocol's statistics (pooled.py) and the judge's plan, without timing:
+scripted sides and synthetic process pairs, scipy as the oracle where it has the formula."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pytest_infperf.ab import interleave
+from pytest_infperf.judge import Design, PairedPlan
+from pytest_infperf.pooled import (
+    PairSummary,
+    detectable_effect,
+    pool,
+    quad_contrasts,
+    se_from_interval,
+    summarize_pair,
+    switch_penalties,
+)
+from pytest_infperf.results import Verdict
+
+LOG105 = math.log(1.05)
+
+
+def test_quads_cancel_linear_drift_and_the_switch_penalty() -> None:
+    """Blocks a1 b1 b2 a2 on a linear drift, with b1 and a2 paying a switch penalty: the
+    quad contrast is the true log-ratio, the penalty estimate the penalty."""
+    true, drift, penalty = 0.07, 0.01, 0.2
+    t = np.arange(4)
+    a1, b1, b2, a2 = drift * t + np.array([0.0, true + penalty, true, penalty])
+    (q,) = quad_contrasts([a1], [b1], [b2], [a2])
+    (p,) = switch_penalties([a1], [b1], [b2], [a2])
+    assert q == pytest.approx(true) and p == pytest.approx(penalty)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pair_summary_is_scipys_trimmed_mean_and_yuen_error(seed: int) -> None:
+    x = np.random.default_rng(seed).standard_t(3, size=30) * 0.05
+    s = summarize_pair(x.tolist())
+    assert s.mean == pytest.approx(stats.trim_mean(x, 0.2))
+    # Yuen's standard error of the 20% trimmed mean (scipy: trimmed_std / sqrt(n) scaled)
+    g = math.floor(0.2 * len(x))
+    w = stats.mstats.winsorize(x, limits=(0.2, 0.2))
+    yuen = float(np.std(w, ddof=1)) / ((1 - 2 * g / len(x)) * math.sqrt(len(x)))
+    if not s.batched:
+        assert s.se == pytest.approx(yuen)
+    else:
+        assert s.se > yuen
+
+
+def test_autocorrelated_quads_get_batch_means() -> None:
+    """A speed state lasting many quads (AR(1), phi = 0.8): the plain error is far too
+    small, batch means widen it."""
+    rng = np.random.default_rng(1)
+    x = np.zeros(60)
+    for i in range(1, 60):
+        x[i] = 0.8 * x[i - 1] + rng.normal(0, 0.02)
+    s = summarize_pair(x.tolist())
+    assert s.lag1 > 0.5 and s.batched
+    naive = float(np.std(x, ddof=1)) / math.sqrt(len(x))
+    assert s.se > 1.5 * naive
+
+
+def test_pool_is_the_random_effects_estimate() -> None:
+    """Two agreeing pairs: tau from the data is 0, so the floor counts; two pairs far
+    apart: DerSimonian-Laird tau and the Hartung-Knapp spread widen the error."""
+    agree = pool([PairSummary(0.01, 0.005, 10, 0, False)] * 2, tau_floor=0.015)
+    assert agree.tau_data == 0 and agree.tau == 0.015
+    assert agree.se == pytest.approx(math.sqrt((0.005**2 + 0.015**2) / 2))
+    apart = pool(
+        [PairSummary(-0.05, 0.005, 10, 0, False), PairSummary(0.05, 0.005, 10, 0, False)], 0.015
+    )
+    assert apart.estimate == pytest.approx(0.0) and apart.tau_data > 0.05
+    assert apart.se >= 0.05 - 1e-9  # the spread of the two means itself
+    one = pool([PairSummary(0.02, 0.01, 10, 0, False)], 0.015)
+    assert one.se == pytest.approx(math.hypot(0.01, 0.015))
+    assert one.upper(0.05) == pytest.approx(0.02 + stats.norm.ppf(0.95) * one.se)
+    assert one.p_above(0.0) == pytest.approx(stats.norm.sf(0.02 / one.se))
+
+
+def test_detectable_effect_is_what_the_rule_flags_with_80_percent_power() -> None:
+    se = 0.02
+    d = detectable_effect(se, 0.05, 0.05)
+    # a true log-ratio of log(1 + d): the lower bound clears log(1.05) with probability 0.8
+    power = stats.norm.sf((LOG105 + stats.norm.ppf(0.95) * se - math.log1p(d)) / se)
+    assert power == pytest.approx(0.8)
+    assert se_from_interval(math.exp(-0.1), math.exp(0.1), 0.05) == pytest.approx(
+        0.1 / stats.norm.ppf(0.95)
+    )
+
+
+def _pairs(*means: float, se: float = 0.004) -> dict[str, list[PairSummary]]:
+    return {"median": [PairSummary(m, se, 12, 0.0, False) for m in means]}
+
+
+def test_one_process_pair_never_fails_a_test() -> None:
+    plan = PairedPlan(0.05, 0.05, ("median",))
+    look = plan.look(_pairs(0.3))
+    assert look.verdicts["median"] is Verdict.INCONCLUSIVE and not look.stop
+    assert "a regression needs two" in look.held_back["median"]
+    two = plan.look(_pairs(0.3, 0.31))
+    assert two.verdicts["median"] is Verdict.REGRESSION and two.stop
+
+
+def test_no_regression_may_stop_at_the_first_pair() -> None:
+    plan = PairedPlan(0.05, 0.05, ("median",))
+    look = plan.look(_pairs(0.0))
+    assert look.verdicts["median"] is Verdict.UNCHANGED and look.stop and look.why == "decided"
+    # looks 30% faster: one pair rules out a regression, a second may show the improvement
+    fast = plan.look(_pairs(-0.35))
+    assert fast.verdicts["median"] is Verdict.NO_REGRESSION and not fast.stop
+    assert plan.look(_pairs(-0.35, -0.36)).verdicts["median"] is Verdict.IMPROVEMENT
+
+
+def test_the_run_level_guard_scales_with_the_collected_family() -> None:
+    """A noisy +13% estimate whose lower bound clears 1.05 at the look's alpha, but whose
+    'no slower at all' p (z about 4) is not small enough for a run of 1000 perf tests."""
+    small = PairedPlan(0.05, 0.05, ("median",), family=1, run_alpha=0.01)
+    big = PairedPlan(0.05, 0.05, ("median",), family=1000, run_alpha=0.01)
+    pairs = _pairs(0.12, 0.12, se=0.04)
+    assert small.look(pairs).verdicts["median"] is Verdict.REGRESSION
+    held = big.look(pairs)
+    assert held.verdicts["median"] is Verdict.INCONCLUSIVE
+    assert "run-level guard" in held.held_back["median"]
+
+
+def test_futility_stops_what_cannot_be_decided() -> None:
+    """An estimate right at the threshold with a wide interval: neither decision within
+    reach, so the run stops before the last pair."""
+    plan = PairedPlan(0.05, 0.05, ("median",), design=Design())
+    look = plan.look(_pairs(0.05, 0.045, se=0.04))
+    assert look.stop and look.why == "futility"
+    assert look.verdicts["median"] is Verdict.INCONCLUSIVE
+
+
+def test_generation_regression_needs_holm_no_regression_needs_each() -> None:
+    plan = PairedPlan(0.05, 0.05, ("ttft", "tpot"))
+    both = {"ttft": _pairs(0.0)["median"], "tpot": _pairs(0.01)["median"]}
+    look = plan.look(both)
+    assert set(look.verdicts.values()) == {Verdict.UNCHANGED} and look.stop
+    half = {"ttft": _pairs(0.0)["median"], "tpot": _pairs(0.2)["median"]}
+    assert not plan.look(half).stop  # TPOT open: "no regression" needs both
+    # two metrics near the bound: the weaker one must pass alpha / 1 after the other passed
+    # alpha / 2 (Holm), else it is held back
+    close = {"ttft": _pairs(0.3, 0.3)["median"], "tpot": _pairs(0.3, 0.3)["median"]}
+    assert set(plan.look(close).verdicts.values()) == {Verdict.REGRESSION}
+
+
+class _Scripted:
+    """A side whose block times are given: ``factor`` x the base time, with the first
+    block after a switch ``penalty`` slower (as a real process pays it)."""
+
+    def __init__(self, factor: float, penalty: float, log: list[str], name: str) -> None:
+        self.factor, self.penalty, self.log, self.name = factor, penalty, log, name
+
+    def block(self, count: int, calls: int) -> tuple[list[float], dict[str, list[float]]]:
+        switched = bool(self.log) and self.log[-1] != self.name
+        self.log.append(self.name)
+        t = 1e-3 * self.factor * (1 + self.penalty if switched else 1)
+        return [t] * count, {}
+
+
+def test_interleave_runs_abba_quads_until_the_plan_has_enough() -> None:
+    log: list[str] = []
+    base = _Scripted(1.0, 0.3, log, "A")
+    head = _Scripted(1.1, 0.3, log, "B")
+    plan = PairedPlan(0.05, 0.05, ("median",))
+    run = interleave(base, head, calls=1, per_sample_s=1e-3, plan=plan)
+    assert log[:8] == list("ABBAABBA")
+    assert len(run.quads["median"]) == Design().min_quads  # exact data: no more needed
+    assert all(q == pytest.approx(math.log(1.1)) for q in run.quads["median"])
+    assert all(p == pytest.approx(math.log(1.3)) for p in run.penalties["median"])
