@@ -136,8 +136,11 @@ class Design:
     #: Stop for futility when the chance of reaching either decision by the last pair,
     #: if the current estimate were the truth, is under this...
     futility: float = 0.10
-    #: ...from this many quads on (32 block pairs).
+    #: ...from this many quads on (32 block pairs) and this many process pairs: one pair that
+    #: happened to run in a noisy spell says little about the next (measured: most A/A
+    #: verdicts left inconclusive had stopped for futility after one noisy pair).
     futility_quads: int = 16
+    futility_pairs: int = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,7 +282,11 @@ class PairedPlan:
         if not open_:
             return True, "regression" if regressed else "decided"
         quads = min(sum(p.n for p in pairs[m]) for m in self.metrics)
-        if quads >= d.futility_quads and all(self._futile(pooled[m], k) for m in open_):
+        if (
+            quads >= d.futility_quads
+            and k >= d.futility_pairs
+            and all(self._futile(pooled[m], k) for m in open_)
+        ):
             return True, "futility"
         return False, "undecided"
 
@@ -913,6 +920,11 @@ def failure_message(key: str, c: Comparison) -> str:
         lines.append(
             f"  settled in this job ({fmt_why(c.settled_because)} against the stored baseline: "
             f"{first.verdict} {fmt_ratio(first)}, {first.source})"
+        )
+    elif c.settled_because == "machine-moved":
+        lines.append(
+            "  interleaved at once, with no stored pass: the session-start reference workload "
+            "moved by more than half the threshold since the baseline's run"
         )
     elif c.not_settled:
         lines.append(f"  not settled in this job: {c.not_settled}")

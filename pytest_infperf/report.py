@@ -143,7 +143,7 @@ def settle_summary(results: Sequence[BenchmarkResult]) -> list[str]:
     """How many stored verdicts were settled in this job and why, and how many could not be
     (with why): one line each, none when nothing was undecided."""
     compared = [r.comparison for r in results if r.comparison is not None]
-    settled = [c for c in compared if c.stored_pass is not None]
+    settled = [c for c in compared if c.settled_because]
     unsettled = [c for c in compared if c.not_settled]
     lines = []
     if settled:

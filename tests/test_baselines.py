@@ -486,6 +486,12 @@ def test_a_machine_that_moved_is_interleaved_at_once(repo: pytest.Pytester) -> N
         "--perf-compare=HEAD", "--perf-settle=auto", "--perf-json=out.json"
     )
     result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*interleaved at once, with no stored pass: the session-start reference workload*",
+            "*settled in this job: 2 of 4 (2 the machine moved since the baseline's run)*",
+        ]
+    )
     by_key = {
         b["key"].split("::")[1]: b["comparison"]
         for b in load_json(repo.path / "out.json")["benchmarks"]

@@ -39,13 +39,6 @@ def test_normal_tail_keeps_tiny_p_values() -> None:
     assert 0 < compare._normal_sf(12.0) < 1e-30  # 1 - cdf would round this to 0
 
 
-def test_holm() -> None:
-    # sorted 0.01 (x3), 0.03 (x2), 0.04 (x1); adjusted values are made monotone
-    assert compare.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    assert compare.holm([0.5]) == [0.5]
-    assert compare.holm([]) == []
-
-
 def test_time_units() -> None:
     assert list(compare.time_units([3.0, 1.0, 2.0])) == [3.0, 1.0, 2.0]
     units = compare.time_units([float(i) for i in range(20)])

@@ -134,6 +134,9 @@ def test_futility_stops_what_cannot_be_decided() -> None:
     look = plan.look(_pairs(0.05, 0.045, se=0.04))
     assert look.stop and look.why == "futility"
     assert look.verdicts["median"] is Verdict.INCONCLUSIVE
+    # one process pair, however noisy, is never enough to give up: the next may be quiet
+    noisy = {"median": [PairSummary(0.05, 0.04, 24, 0.0, False)]}
+    assert not plan.look(noisy).stop
 
 
 def test_generation_regression_needs_holm_no_regression_needs_each() -> None:
