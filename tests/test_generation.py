@@ -261,7 +261,8 @@ def test_metric_narrows_the_verdict_to_one(depth_repo: pytest.Pytester) -> None:
         "-k",
         "decoder",
         # The stored pass alone decides here: machine drift is only reported, and it gets
-        # enough generations to decide (15, at the fixture's 0.5 s, left it inconclusive under load).
+        # enough generations to decide (15, at the fixture's 0.5 s, left it inconclusive
+        # under load).
         "-o",
         "infperf_drift_guard=warn",
         "-o",
