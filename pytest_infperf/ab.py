@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
 from typing import Any, Protocol
@@ -501,10 +502,8 @@ def interleave(
     recorded per generation. The first block after a switch pays a penalty (the other
     process's threads still spinning, cold caches: TTFT 27 ms against 17-21 ms back to back,
     measured with a tiny Llama on 2 cores); the quad contrast cancels its mean."""
-    count = max(1, min(256, math.ceil(BLOCK_S / max(per_sample_s, 1e-9))))
     metrics = plan.metrics
-    if metrics != ("median",):
-        count = max(count, GENERATIONS_PER_BLOCK)
+    count = block_count(per_sample_s, generation=metrics != ("median",))
     a_all: list[float] = []
     b_all: list[float] = []
     a_met: dict[str, list[float]] = {}
@@ -544,6 +543,24 @@ def interleave(
     )
 
 
+def block_count(per_sample_s: float, generation: bool) -> int:
+    """Samples per block: about ``BLOCK_S`` of them, and a generation's block at least
+    ``GENERATIONS_PER_BLOCK``."""
+    count = max(1, min(256, math.ceil(BLOCK_S / max(per_sample_s, 1e-9))))
+    return max(count, GENERATIONS_PER_BLOCK) if generation else count
+
+
+def _side_values(runs: Sequence[PairRun], side: str) -> dict[str, list[float]]:
+    """One side's values over all process pairs: ``"median"`` its samples (time per call),
+    and every per-sample figure its sampler recorded."""
+    out: dict[str, list[float]] = {"median": []}
+    for run in runs:
+        out["median"].extend(run.head if side == "head" else run.base)
+        for key, values in (run.head_metrics if side == "head" else run.base_metrics).items():
+            out.setdefault(key, []).extend(values)
+    return out
+
+
 def _figures(block: Block, metric: str) -> list[float]:
     """A block's values of ``metric``: its samples' times, or a figure its sampler recorded."""
     values, metrics = block
@@ -570,17 +587,16 @@ class PairedRun:
 
     @property
     def head(self) -> list[float]:
-        return [v for run in self.runs for v in run.head]
+        return _side_values(self.runs, "head")["median"]
 
     @property
     def base(self) -> list[float]:
-        return [v for run in self.runs for v in run.base]
+        return _side_values(self.runs, "base")["median"]
 
     def metrics(self, side: str) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {}
-        for run in self.runs:
-            for key, values in (run.head_metrics if side == "head" else run.base_metrics).items():
-                out.setdefault(key, []).extend(values)
+        """The per-sample figures the side's sampler recorded (a generation's TTFT...)."""
+        out = _side_values(self.runs, side)
+        del out["median"]
         return out
 
     def record(self) -> dict[str, Any]:
@@ -656,22 +672,14 @@ def run_paired(
         for m in metrics:
             summaries[m].append(run.summary(m))
         look = plan.look(summaries)
-    head: dict[str, list[float]] = {}
-    base_values: dict[str, list[float]] = {}
-    for run in runs:
-        head.setdefault("median", []).extend(run.head)
-        base_values.setdefault("median", []).extend(run.base)
-        for key, values in run.head_metrics.items():
-            head.setdefault(key, []).extend(values)
-        for key, values in run.base_metrics.items():
-            base_values.setdefault(key, []).extend(values)
     details: dict[str, Any] = {
         "quads": sum(len(run.quads[metrics[0]]) for run in runs),
-        "block_samples": max(1, min(256, math.ceil(BLOCK_S / max(per_sample, 1e-9)))),
+        "block_samples": block_count(per_sample, generation=metrics != ("median",)),
         "ab_seconds": round(time.perf_counter() - started, 3),
         "pair_log_ratios": {m: [round(sm.mean, 6) for sm in summaries[m]] for m in metrics},
     }
     if stopped_early:
         details["replication_stopped"] = stopped_early
+    head, base_values = _side_values(runs, "head"), _side_values(runs, "base")
     c = judge.interleaved(look, head, base_values, opts, origin, details, env_diff)
     return PairedRun(c, runs, warm, memory)
