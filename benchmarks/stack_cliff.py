@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 
-from pytest_infperf.timing import HostSampler, take_samples
+from pytest_infperf.measure.timing import HostSampler, take_samples
 
 CALLS = 20_000
 

@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_infperf.compact import compact_document, dumps_compact
-from pytest_infperf.results import dumps
+from pytest_infperf.core.results import dumps
+from pytest_infperf.store.compact import compact_document, dumps_compact
 
 TEST_FILE = """
 import pytest
@@ -202,8 +202,8 @@ def infperf(*args: str) -> list[str]:
 LOOKUP = r"""
 import sys, time
 from pathlib import Path
-from pytest_infperf.baseline import BaselineStore
-from pytest_infperf.source import resolve
+from pytest_infperf.store.baselines import BaselineStore
+from pytest_infperf.store.resolve import resolve
 store = BaselineStore(Path("baselines"))
 t = time.perf_counter()
 src = resolve("main", rootdir=Path("."), store=store, env_key=sys.argv[1], hard={}, depth=50)

@@ -99,7 +99,7 @@ def startup_ms(workdir: Path, repeats: int) -> tuple[float, float, float, str]:
             "-X",
             "importtime",
             "-c",
-            "import pytest, pytest_infperf.plugin, pytest_infperf.context, pytest_infperf.modes",
+            "import pytest, pytest_infperf.plugin, pytest_infperf.session.modes",
         ],
         capture_output=True,
         text=True,

@@ -31,9 +31,9 @@ KEY = "linux-x86-64-cpu-py3.11-0123456789"
 WRITER = r"""
 import os, sys, time
 from pathlib import Path
-from pytest_infperf.baseline import BaselineStore
-from pytest_infperf.results import BenchmarkResult
-from pytest_infperf.stats import summarize
+from pytest_infperf.store.baselines import BaselineStore
+from pytest_infperf.core.results import BenchmarkResult
+from pytest_infperf.stats.descriptive import summarize
 
 root, names, barrier = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 size, loop = int(sys.argv[4]), sys.argv[5] == "1"
@@ -70,8 +70,8 @@ def spawn(
 
 
 def check(root: Path, expected: set[str]) -> tuple[bool, str]:
-    from pytest_infperf.baseline import BaselineFileError, read_document
-    from pytest_infperf.fsutil import TEMP_PREFIX
+    from pytest_infperf.core.fsutil import TEMP_PREFIX
+    from pytest_infperf.store.baselines import BaselineFileError, read_document
 
     path = root / KEY / f"{SHA}.json"
     try:
@@ -111,10 +111,10 @@ def concurrent_trials(trials: int, writers: int) -> tuple[int, float]:
 
 
 def kill_trials(kills: int) -> tuple[int, int, int]:
-    from pytest_infperf.baseline import BaselineStore
-    from pytest_infperf.fsutil import TEMP_PREFIX
-    from pytest_infperf.results import BenchmarkResult
-    from pytest_infperf.stats import summarize
+    from pytest_infperf.core.fsutil import TEMP_PREFIX
+    from pytest_infperf.core.results import BenchmarkResult
+    from pytest_infperf.stats.descriptive import summarize
+    from pytest_infperf.store.baselines import BaselineStore
 
     ok = 0
     mid_write = 0
@@ -162,7 +162,7 @@ def kill_trials(kills: int) -> tuple[int, int, int]:
 
 
 def _keys(root: Path) -> set[str]:
-    from pytest_infperf.baseline import read_document
+    from pytest_infperf.store.baselines import read_document
 
     doc = read_document(root / KEY / f"{SHA}.json")
     return {b["nodeid"].split("::")[1] for b in doc["benchmarks"]}
@@ -171,7 +171,7 @@ def _keys(root: Path) -> set[str]:
 RAW_WRITER = r"""
 import sys
 from pathlib import Path
-from pytest_infperf.fsutil import atomic_write_text
+from pytest_infperf.core.fsutil import atomic_write_text
 path, i = Path(sys.argv[1]), 0
 while True:
     i += 1
@@ -184,7 +184,7 @@ def raw_kill_trials(kills: int) -> tuple[int, int]:
     the temp file is being written. The target must always parse, old or new."""
     import json
 
-    from pytest_infperf.fsutil import TEMP_PREFIX, atomic_write_text, clean_stale_temps
+    from pytest_infperf.core.fsutil import TEMP_PREFIX, atomic_write_text, clean_stale_temps
 
     ok = mid = 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,10 +5,11 @@ Importing the package is cheap: heavy names are resolved on first access.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .results import SCHEMA_VERSION, BenchmarkResult
+    from .core.results import SCHEMA_VERSION, BenchmarkResult
 
 __version__ = "0.1.0"
 
@@ -23,19 +24,17 @@ __all__ = [
 ]
 
 _LAZY = {
-    "SCHEMA_VERSION": ("results", "SCHEMA_VERSION"),
-    "BenchmarkResult": ("results", "BenchmarkResult"),
-    "InferBench": ("fixture", "InferBench"),
-    "BenchmarkError": ("fixture", "BenchmarkError"),
-    "BackendError": ("backends", "BackendError"),
-    "OptionError": ("options", "OptionError"),
+    "SCHEMA_VERSION": ("core.results", "SCHEMA_VERSION"),
+    "BenchmarkResult": ("core.results", "BenchmarkResult"),
+    "InferBench": ("session.fixture", "InferBench"),
+    "BenchmarkError": ("session.fixture", "BenchmarkError"),
+    "BackendError": ("measure.backends", "BackendError"),
+    "OptionError": ("core.options", "OptionError"),
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{module}", __name__), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,11 +23,12 @@ import inspect
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .backends import BackendError, require
+from .measure.backends import BackendError, require
 
 #: Built-in configurations: name -> (model_type, overrides of that type's defaults).
 #: The defaults of BertConfig and DistilBertConfig *are* bert-base and distilbert-base.
@@ -286,7 +287,6 @@ def default_cache_dir() -> Path:
 
 def _export(model: Any, path: Path, names: list[str], opset: int) -> None:
     torch = require("torch")
-    import warnings
 
     class _Positional(torch.nn.Module):  # type: ignore[misc,name-defined]
         """ONNX export wants positional inputs and tuple outputs."""

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import options as _options
-from . import settings as _settings
-from .keys import collector_key, context_key, mode_key, pin_warning_key, settings_key
+from .core import options as _options
+from .core import settings as _settings
+from .core.keys import collector_key, context_key, mode_key, pin_warning_key, settings_key
 
 if TYPE_CHECKING:
-    from .fixture import InferBench
     from .hf import HFModels
+    from .session.fixture import InferBench
 
 
 #: The plugin objects this plugin registers, one per job.
@@ -42,7 +42,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return
-    from . import gpu
+    from .measure import gpu
 
     configured = str(early_config.getini("infperf_gpus") or "").replace(",", " ").split()
     warning = gpu.pin_worker(worker, configured)
@@ -243,9 +243,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "infperf(**options): tune infer_bench for this test (rounds, max_time, warmup, "
         "threshold, alpha, metric, batch_size, max_median_ms, ...)",
     )
-    from .collector import Collector
-    from .context import RunContext
-    from .modes import choose
+    from .session.collector import Collector
+    from .session.context import RunContext
+    from .session.modes import choose
 
     settings = _settings.from_config(config)
     context = RunContext.create(config, settings)
@@ -260,7 +260,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not manager.is_registered(mode):  # the A/B worker registered itself already
         manager.register(mode, "infperf-mode")
     if hasattr(config, "workerinput"):
-        from .xdist import XdistWorker
+        from .session.xdist import XdistWorker
 
         pinned = config.stash.get(pin_warning_key, None)
         if pinned:
@@ -268,14 +268,14 @@ def pytest_configure(config: pytest.Config) -> None:
         manager.register(XdistWorker(config, collector), "infperf-xdist-worker")
         return
     # Controller-only objects exist only on the controller (as junitxml's LogXML).
-    from .artifacts import ArtifactWriter
-    from .terminal import TerminalReport
+    from .session.artifacts import ArtifactWriter
+    from .session.terminal import TerminalReport
 
     artifacts = ArtifactWriter(context, collector)
     manager.register(artifacts, "infperf-artifacts")
     manager.register(TerminalReport(config, context, collector, artifacts), "infperf-terminal")
     if manager.hasplugin("xdist"):
-        from .xdist import XdistController
+        from .session.xdist import XdistController
 
         manager.register(XdistController(context, collector), "infperf-xdist")
 
@@ -303,7 +303,7 @@ def infer_bench(request: pytest.FixtureRequest) -> Iterator[InferBench]:
     ``infer_bench.generate(model, inputs, max_new_tokens=...)`` times a transformers
     model's generation token by token (TTFT, TPOT, tokens/s).
     """
-    from .fixture import InferBench
+    from .session.fixture import InferBench
 
     stash = request.config.stash
     yield InferBench(

@@ -14,11 +14,11 @@ import pytest
 # pytester's in-process runs drop modules first imported inside them from sys.modules, and
 # numpy (a C extension) cannot be imported twice in one process: import the measuring code,
 # and with it numpy, here in the outer process.
-import pytest_infperf.fixture  # noqa: F401
+import pytest_infperf.session.fixture  # noqa: F401
 
 pytest_plugins = ["pytester"]
 
-# The store index (pytest_infperf/index.py) is a cache under ~/.cache: keep the suite's
+# The store index (pytest_infperf/store/index.py) is a cache under ~/.cache: keep the suite's
 # (and its subprocesses') out of the user's.
 os.environ.setdefault("INFPERF_CACHE_DIR", tempfile.mkdtemp(prefix="infperf-test-cache-"))
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_infperf.results import SCHEMA_VERSION
+from pytest_infperf.core.results import SCHEMA_VERSION
 
 from .conftest import load_json
 

@@ -89,7 +89,7 @@ def test_torch_wrong_shape_fails_with_torch_error(ourtester: pytest.Pytester) ->
     result = ourtester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["E * RuntimeError: mat1 and mat2 shapes cannot be multiplied*"])
-    assert "pytest_infperf/timing.py" not in result.stdout.str()
+    assert "pytest_infperf/measure/timing.py" not in result.stdout.str()
 
 
 def test_torch_cuda_model_without_cuda_is_clear(ourtester: pytest.Pytester) -> None:
@@ -240,8 +240,8 @@ def test_cuda_missing_from_the_build_is_an_error(ourtester: pytest.Pytester) -> 
 def test_silent_cpu_fallback_is_detected() -> None:
     """onnxruntime-gpu without CUDA libraries: CUDA is offered, the session runs on the CPU
     anyway. The comparison of requested and used providers catches it."""
-    from pytest_infperf.backends import BackendError
-    from pytest_infperf.backends.onnxruntime import _check_providers
+    from pytest_infperf.measure.backends import BackendError
+    from pytest_infperf.measure.backends.onnxruntime import _check_providers
 
     requested = ["CUDAExecutionProvider", "CPUExecutionProvider"]
     with pytest.raises(

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_infperf.baseline import BaselineStore
-from pytest_infperf.results import BenchmarkResult, document, dumps
+from pytest_infperf.core.results import BenchmarkResult, document, dumps
+from pytest_infperf.store.baselines import BaselineStore
 
 from .conftest import GIT_ENV, git
 

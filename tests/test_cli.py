@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_infperf.baseline import BaselineStore
-from pytest_infperf.changepoint import detect
-from pytest_infperf.results import BenchmarkResult
-from pytest_infperf.stats import summarize
+from pytest_infperf.core.results import BenchmarkResult
+from pytest_infperf.stats.changepoint import detect
+from pytest_infperf.stats.descriptive import summarize
+from pytest_infperf.store.baselines import BaselineStore
 
 from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_infperf import compare
+from pytest_infperf.stats import ranks as compare
 
 
 def test_kth_pairwise_difference_and_hodges_lehmann() -> None:
@@ -156,7 +156,7 @@ positive_samples = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(positive_samples, st.floats(min_value=1e-3, max_value=1e3))
 def test_statistics_scale_with_the_unit(samples: list[float], c: float) -> None:
-    from pytest_infperf.stats import summarize
+    from pytest_infperf.stats.descriptive import summarize
 
     a, b = summarize(samples), summarize([v * c for v in samples])
     for key in ("mean", "median", "min", "max", "p90", "p99", "ci_low", "ci_high", "iqr"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_infperf import options, settings
+from pytest_infperf.core import options, settings
 
 from .conftest import ROOT
 

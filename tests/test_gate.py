@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_infperf import comment
+from pytest_infperf.report import comment
 
 from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo, load_json
 

@@ -293,7 +293,7 @@ def _generation_entry(ttft: list[float], tpot: list[float]) -> dict[str, Any]:
 
 
 def _result(ttft: list[float], tpot: list[float]) -> Any:
-    from pytest_infperf.results import BenchmarkResult
+    from pytest_infperf.core.results import BenchmarkResult
 
     entry = _generation_entry(ttft, tpot)
     return BenchmarkResult(
@@ -315,8 +315,9 @@ def _noisy(center: float, n: int = 40, seed: int = 0) -> list[float]:
 
 
 def test_the_judge_fails_on_either_metric_and_names_both() -> None:
-    from pytest_infperf.judge import Judge, failure_message
-    from pytest_infperf.results import Comparison, Origin, Verdict
+    from pytest_infperf.core.results import Comparison, Origin, Verdict
+    from pytest_infperf.judge.judge import Judge
+    from pytest_infperf.report.messages import failure_message
 
     origin = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa")
     opts = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
@@ -348,8 +349,8 @@ def test_the_judge_fails_on_either_metric_and_names_both() -> None:
 
 
 def test_a_baseline_that_was_not_a_generation_says_so() -> None:
-    from pytest_infperf.judge import Judge
-    from pytest_infperf.results import Origin, Verdict
+    from pytest_infperf.core.results import Origin, Verdict
+    from pytest_infperf.judge.judge import Judge
 
     origin = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa")
     opts = {"metric": "median", "threshold": 0.05, "alpha": 0.05}

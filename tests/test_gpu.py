@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_infperf import environment, gpu
+from pytest_infperf.measure import environment, gpu
 
 from .conftest import has_cuda, load_json
 
@@ -239,7 +239,7 @@ TF32_SCRIPT = """
 import json, sys, warnings
 warnings.simplefilter("error")  # as under pytest's filterwarnings = error
 import torch
-from pytest_infperf.backends.torch import tf32_state
+from pytest_infperf.measure.backends.torch import tf32_state
 if sys.argv[1] == "new":
     torch.backends.cuda.matmul.fp32_precision = "tf32"
     torch.backends.cudnn.fp32_precision = "ieee"
@@ -314,8 +314,8 @@ def test_cuda_timing_runs_on_the_models_device() -> None:
     import contextlib
     import types
 
-    from pytest_infperf.backends.torch import CudaEventSampler
-    from pytest_infperf.timing import on_fresh_stack
+    from pytest_infperf.measure.backends.torch import CudaEventSampler
+    from pytest_infperf.measure.timing import on_fresh_stack
 
     cuda = _FakeCuda()
     fake_torch = types.SimpleNamespace(cuda=cuda, inference_mode=contextlib.nullcontext)
@@ -329,7 +329,7 @@ def test_cuda_timing_runs_on_the_models_device() -> None:
 
 def test_module_compile_in_place_is_detected() -> None:
     torch = pytest.importorskip("torch")
-    from pytest_infperf.backends.torch import is_compiled
+    from pytest_infperf.measure.backends.torch import is_compiled
 
     model = torch.nn.Linear(2, 2)
     assert not is_compiled(model)
@@ -359,7 +359,7 @@ CUDA_EP = "CUDAExecutionProvider"
 def test_ort_cuda_graph_and_provider_options_merge() -> None:
     """cuda_graph=True used to be dropped whenever provider_options or (name, options)
     tuples were given, while backend_info said True."""
-    from pytest_infperf.backends.onnxruntime import merge_provider_options
+    from pytest_infperf.measure.backends.onnxruntime import merge_provider_options
 
     cpu = "CPUExecutionProvider"
     assert merge_provider_options([CUDA_EP, cpu], {"device_id": 1}, True) == [
@@ -376,8 +376,8 @@ def test_ort_cuda_graph_and_provider_options_merge() -> None:
 
 
 def test_ort_fallback_quotes_orts_own_reason() -> None:
-    from pytest_infperf.backends import BackendError
-    from pytest_infperf.backends.onnxruntime import _check_providers, _ort_reason
+    from pytest_infperf.measure.backends import BackendError
+    from pytest_infperf.measure.backends.onnxruntime import _check_providers, _ort_reason
 
     # The shape of ORT's message when the CUDA EP fails to come up (inference_session.py).
     log = (
@@ -396,7 +396,7 @@ def test_ort_fallback_quotes_orts_own_reason() -> None:
 def test_ort_log_is_captured_and_still_shown(capfd: pytest.CaptureFixture[str]) -> None:
     import os
 
-    from pytest_infperf.backends.onnxruntime import _CapturedStderr
+    from pytest_infperf.measure.backends.onnxruntime import _CapturedStderr
 
     with _CapturedStderr() as log:
         os.write(2, b"EP Error something broke\n")
@@ -412,7 +412,7 @@ def test_include_copies_keeps_the_host_bound_ratio_meaning() -> None:
     import time
     import types
 
-    from pytest_infperf.backends.torch import CudaEventSampler
+    from pytest_infperf.measure.backends.torch import CudaEventSampler
 
     class Event:
         def __init__(self, enable_timing: bool = False) -> None:

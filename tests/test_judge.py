@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_infperf.fmt import fmt_level, fmt_time
-from pytest_infperf.judge import Judge, Observation, Policy
-from pytest_infperf.pooled import summarize_pair
-from pytest_infperf.results import BenchmarkResult, Comparison, Origin, Reason, Verdict
+from pytest_infperf.core.results import BenchmarkResult, Comparison, Origin, Reason, Verdict
+from pytest_infperf.judge.judge import Judge, Observation, Policy
+from pytest_infperf.report.fmt import fmt_level, fmt_time
+from pytest_infperf.session.gate import Gate
+from pytest_infperf.stats.pooled import summarize_pair
 
 from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo, load_json
 
@@ -81,7 +82,7 @@ def test_budget_holds_under_ab(pytester: pytest.Pytester, git_env: None) -> None
 def _result(
     samples: list[float], memory: dict[str, float] | None = None, **opts: object
 ) -> BenchmarkResult:
-    from pytest_infperf.stats import summarize
+    from pytest_infperf.stats.descriptive import summarize
 
     return BenchmarkResult(
         nodeid="test_m.py::test_m",
@@ -103,7 +104,7 @@ def test_memory_regression_from_zero_has_a_message() -> None:
     opts = {**OPTS, "metric": "memory"}
     now.comparison = judge.against(Observation.of(now), entry, opts, ORIGIN)
     assert now.comparison.verdict is Verdict.REGRESSION and now.comparison.ratio is None
-    (message,) = judge.conclude(now)
+    (message,) = Gate(judge.policy).apply(now)
     assert "memory: now 50.0 MiB, baseline 0 B" in message
     assert "memory grew from 0 B to 50.0 MiB, past the 1.0 MiB floor" in message
 
@@ -170,7 +171,7 @@ def test_interleaved_interval_carries_the_level_it_was_computed_at() -> None:
     assert c.ci_level == pytest.approx(0.97) and c.bound_level == pytest.approx(0.985)
     r = _result(head)
     r.comparison = c
-    (message,) = judge.conclude(r)
+    (message,) = Gate(judge.policy).apply(r)
     assert f"{fmt_level(c.bound_level)} one-sided confidence bound" in message
     assert "95% one-sided" not in message
     assert "(alpha 0.015 at this look, 0.05 overall)" in message
@@ -211,7 +212,7 @@ def test_metric_figures_are_labelled_by_what_they_are() -> None:
     p90_now = statistics.quantiles(now, n=100, method="inclusive")[89]
     assert r.comparison.current == pytest.approx(p90_now)
     assert r.comparison.current != pytest.approx(statistics.median(now))
-    (message,) = judge.conclude(r)
+    (message,) = Gate(judge.policy).apply(r)
     assert message.splitlines()[1].startswith("  p90: now 1.6")
 
 
@@ -275,7 +276,7 @@ def test_comparison_round_trips_through_json() -> None:
     assert again.first_pass.verdict is Verdict.REGRESSION
 
 
-def test_strict_env_and_budget_are_the_judges_in_every_mode() -> None:
+def test_strict_env_and_budget_are_the_gates_in_every_mode() -> None:
     judge = Judge(Policy(strict_env=True))
     r = _result([2e-3] * 20, max_median_ms=1.0)
     entry = _result([2e-3] * 20).to_json()
@@ -283,7 +284,7 @@ def test_strict_env_and_budget_are_the_judges_in_every_mode() -> None:
     r.env = {"backend": "callable"}
     r.comparison = judge.against(Observation.of(r), entry, OPTS, ORIGIN)
     assert r.comparison.verdict is Verdict.INCOMPARABLE
-    failures = judge.conclude(r)
+    failures = Gate(judge.policy).apply(r)
     assert any("max_median_ms=1" in f for f in failures)
     assert any(
         "--perf-strict-env" in f and "backend: 'onnxruntime' -> 'callable'" in f for f in failures

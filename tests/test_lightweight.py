@@ -30,9 +30,9 @@ def test_plugin_load_imports_nothing_heavy() -> None:
         """
         import sys
         # everything pytest_configure imports, whatever the flags
-        import pytest_infperf.plugin, pytest_infperf.settings, pytest_infperf.context
-        import pytest_infperf.modes, pytest_infperf.collector, pytest_infperf.artifacts
-        import pytest_infperf.terminal, pytest_infperf.xdist, pytest_infperf.keys
+        import pytest_infperf.plugin, pytest_infperf.core.settings, pytest_infperf.core.keys
+        from pytest_infperf.session import context, modes, collector, artifacts
+        from pytest_infperf.session import terminal, xdist
         heavy = {"numpy", "scipy", "torch", "onnxruntime", "transformers", "git", "psutil"}
         loaded = sorted(heavy & {m.split(".")[0] for m in sys.modules})
         print("LOADED", loaded)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_infperf import options
+from pytest_infperf.core import options
 
 RECORD = """
 import json, pytest
@@ -194,7 +194,7 @@ def test_bad_keyword_is_a_clear_value_error(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"E   *Error: {message}"])
     # the traceback stops at the user's call: no frames of the plugin's internals
-    assert "pytest_infperf/options.py" not in result.stdout.str()
+    assert "pytest_infperf/core/options.py" not in result.stdout.str()
 
 
 def test_option_table_is_consistent() -> None:

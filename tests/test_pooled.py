@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pytest_infperf.ab import interleave
-from pytest_infperf.judge import Design, PairedPlan
-from pytest_infperf.pooled import (
+from pytest_infperf.ab.interleave import interleave
+from pytest_infperf.core.results import Verdict
+from pytest_infperf.judge.plan import Design, PairedPlan
+from pytest_infperf.stats.pooled import (
     PairSummary,
     detectable_effect,
     pool,
@@ -20,7 +21,6 @@ from pytest_infperf.pooled import (
     summarize_pair,
     switch_penalties,
 )
-from pytest_infperf.results import Verdict
 
 LOG105 = math.log(1.05)
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_infperf.baseline import BaselineFileError, BaselineStore, read_document, validate
-from pytest_infperf.fsutil import TEMP_PREFIX, atomic_write_text, clean_stale_temps
-from pytest_infperf.results import BenchmarkResult, document, dumps
+from pytest_infperf.core.fsutil import TEMP_PREFIX, atomic_write_text, clean_stale_temps
+from pytest_infperf.core.results import BenchmarkResult, document, dumps
+from pytest_infperf.store.baselines import BaselineFileError, BaselineStore, read_document, validate
 
 from .conftest import FAST_INI, init_repo, load_json
 
@@ -30,7 +30,7 @@ KEY = "linux-x86-64-cpu-py3.11-0123456789"
 
 def entry(name: str, n: int = 5) -> dict[str, Any]:
     samples = [1e-3 * (1 + 0.01 * i) for i in range(n)]
-    from pytest_infperf.stats import summarize
+    from pytest_infperf.stats.descriptive import summarize
 
     return BenchmarkResult(
         nodeid=f"test_m.py::{name}",
@@ -243,7 +243,7 @@ def test_loader_on_mutated_documents(path: tuple[Any, ...], value: Any, delete: 
 
 SAVER = """
 import sys
-from pytest_infperf.baseline import BaselineStore
+from pytest_infperf.store.baselines import BaselineStore
 from tests.test_reliability import KEY, SHA, entry
 names = sys.argv[2].split(",")
 BaselineStore(sys.argv[1]).save(KEY, SHA, [entry(n) for n in names],
@@ -307,7 +307,7 @@ def test_concurrent_pytest_savers_lose_nothing(pytester: pytest.Pytester, git_en
 KILLED_WRITER = """
 import sys
 from pathlib import Path
-from pytest_infperf.fsutil import atomic_write_text
+from pytest_infperf.core.fsutil import atomic_write_text
 path = Path(sys.argv[1])
 i = 0
 while True:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_infperf import stats
+from pytest_infperf.stats import descriptive as stats
 
 
 def test_summary_of_one_to_ten() -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_infperf.baseline import BaselineStore, lock_path
-from pytest_infperf.compact import SKETCH, compact_entry, sketch
+from pytest_infperf.store.baselines import BaselineStore, lock_path
+from pytest_infperf.store.compact import SKETCH, compact_entry, sketch
 
 from .conftest import FAST_INI, GIT_ENV, git, infperf
 

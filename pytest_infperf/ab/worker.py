@@ -1,0 +1,183 @@
+"""The far side of an interleaved comparison: a pytest process serving measurements.
+
+PYTEST_DONT_REWRITE
+
+Started by :mod:`pytest_infperf.ab.interleave` as ``python -m pytest_infperf.abworker``. It runs
+pytest in one checkout (the base worktree, or the working tree for a head worker of a process
+pair) with a plugin that, instead of running the session, waits for commands: run
+this test; inside it, ``infer_bench`` warms up, says it is ready, then times blocks of
+samples on demand, so the controller can interleave them with the other side's blocks.
+
+A leaf, like pytest-xdist's ``remote.py``: it imports the protocol, the measurement layer
+and the stash keys, nothing of the controller's session. The plugin is this session's
+measurement mode (``name = "ab-base"``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from multiprocessing.connection import Listener
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+# Imported before sys.path changes: pytest is the environment's. pytest_infperf is the copy
+# `python -m` found: the checkout's own where the repository holds it (cwd is on sys.path).
+import pytest
+
+from ..core.keys import mode_key
+from ..measure.call import BenchCall, from_warm
+from ..measure.timing import take_block
+from . import protocol
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from ..core.results import BenchmarkResult
+
+
+def _skip() -> NoReturn:
+    # pytest.skip raises an OutcomeException (a BaseException): a test's own
+    # `except Exception` cannot swallow it.
+    pytest.skip("not measured: the A/B controller needs no measurement here")
+
+
+class ABWorkerPlugin:
+    """Serves the controller's commands inside the checkout's pytest session."""
+
+    name = "ab-base"
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.items: dict[str, pytest.Item] = {}
+        self.ending = False
+        self.outcome: dict[str, Any] = {}
+
+    def send(self, **message: Any) -> None:
+        self.conn.send(message)
+
+    def recv(self) -> dict[str, Any]:
+        return dict(self.conn.recv())
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        # Before infperf's own configure, which then keeps this mode instead of choosing.
+        config.stash[mode_key] = self
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            if "infer_bench" in getattr(item, "fixturenames", ()):
+                self.items[item.nodeid] = item
+        self.send(ev=protocol.COLLECTED, nodeids=sorted(self.items))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        while True:
+            try:
+                message = self.recv()
+            except (EOFError, OSError):
+                return True
+            op = message.get("op")
+            if op == protocol.QUIT:
+                return True
+            if op != protocol.RUN:
+                continue
+            nodeid = str(message["nodeid"])
+            item = self.items.get(nodeid)
+            self.ending = False
+            self.outcome = {"outcome": "missing", "longrepr": ""}
+            if item is not None:
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+            self.send(ev=protocol.DONE, nodeid=nodeid, **self.outcome)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            self.outcome = {
+                "outcome": report.outcome,
+                "longrepr": str(report.longrepr)[-2000:] if report.failed else "",
+            }
+
+    def measure(self, call: BenchCall) -> BenchmarkResult:
+        """Inside the test's ``infer_bench`` call: warm up, report ready, then time blocks
+        on demand until told to finish (returns the result) or to skip."""
+        if self.ending:
+            _skip()
+        prepared = call.prepared
+        sampler = prepared.sampler
+        warm = call.warm(max(call.opts["min_sample_time"], protocol.SAMPLE_TIME_S))
+        self.send(
+            ev=protocol.READY,
+            name=call.name,
+            backend=prepared.backend,
+            env=prepared.env,
+            info=prepared.info,
+            block=warm.block,
+            per_call_s=warm.per_call_s,
+        )
+        samples: list[float] = []
+        while True:
+            message = self.recv()
+            op = message.get("op")
+            if op == protocol.BLOCK:
+                # The controller's calls per sample: both sides must time identical
+                # blocks, or drift (preemption by a noisy neighbour) hits them unequally.
+                calls = int(message.get("calls") or warm.block)
+                values, metrics = take_block(
+                    sampler, int(message["n"]), calls, call.opts["disable_gc"]
+                )
+                samples.extend(values)
+                self.send(ev=protocol.SAMPLES, values=values, metrics=metrics)
+            elif op == protocol.FINISH:
+                result = call.result(from_warm(samples, warm))
+                self.send(ev=protocol.RESULT, median=result.median, n=len(samples))
+                return result
+            elif op == protocol.SKIP:
+                # The controller wants a later call of this test: this one returns
+                # unmeasured (no samples, like --perf-disable) and the test goes on.
+                return call.disabled_result()
+            else:  # END, or anything unknown: let the test finish, measuring nothing
+                self.ending = True
+                _skip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m pytest_infperf.abworker ADDRESS WORKTREE ROOTDIR PYTHONPATH -- ARGS``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 4 or protocol.AUTHKEY_ENV not in os.environ:
+        # Started by hand: say what it is instead of a traceback.
+        print(
+            "usage: python -m pytest_infperf.abworker ADDRESS WORKTREE ROOTDIR PYTHONPATH "
+            "-- PYTEST_ARGS\nthe far side of --perf-ab; pytest-infperf starts it itself",
+            file=sys.stderr,
+        )
+        return 2
+    address, worktree, rootdir, pythonpath = args[:4]
+    pytest_args = args[args.index("--") + 1 :] if "--" in args else []
+    authkey = bytes.fromhex(os.environ.pop(protocol.AUTHKEY_ENV))
+    # Listen on a socket only the controller knows (temp folder) and only it can
+    # authenticate to (a fresh random key, passed in the environment).
+    with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
+        conn = listener.accept()
+    try:
+        tree = Path(worktree)
+        extra = [str(tree / p) for p in pythonpath.split(os.pathsep) if p]
+        sys.path[:0] = [*extra, str(tree)]
+        os.chdir(rootdir)
+        plugin = ABWorkerPlugin(conn)
+        # No xdist: this process serves one measurement at a time, in its own session.
+        options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
+        options.append("--no-header")
+        return int(pytest.main([*pytest_args, *options], plugins=[plugin]))
+    except BaseException:
+        try:
+            conn.send({"ev": protocol.ERROR, "traceback": traceback.format_exc()[-4000:]})
+        except OSError:
+            pass
+        raise
+    finally:
+        conn.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

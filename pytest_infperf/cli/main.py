@@ -1,0 +1,602 @@
+"""The ``infperf`` command (also ``python -m pytest_infperf``).
+
+Exit codes: 0 success, 1 a regression (``compare``), 2 bad usage or an error that names
+its cause (missing file, not a repository, push rejected...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.options import option_type
+from ..measure.backends import BackendError
+from ..store.baselines import BaselineFileError, BaselineStore
+from ..store.git import GitError
+
+#: The retention the docs recommend: raw samples for the newest 50 baselines of each
+#: environment (a comparison finds its baseline among them), summaries for the rest.
+DEFAULT_KEEP_RAW = 50
+
+
+class CLIError(Exception):
+    """A problem with the command's arguments; printed, exit code 2."""
+
+
+def _root(args: argparse.Namespace) -> Path:
+    return Path(args.repo).resolve()
+
+
+def _store(args: argparse.Namespace) -> BaselineStore:
+    folder = Path(args.dir)
+    return BaselineStore(folder if folder.is_absolute() else _root(args) / folder)
+
+
+def _current_env() -> str:
+    from ..measure import environment, gpu
+
+    return environment.env_key(environment.hard_fields(gpu.snapshot()))
+
+
+def _load(spec: str, args: argparse.Namespace) -> dict[str, Any]:
+    """A document from a JSON path, or the baseline of a commit (sha, prefix or ref)."""
+    from ..store.baselines import read_document
+
+    path = Path(spec)
+    if spec.endswith(".json") or path.is_file():
+        return read_document(path)
+    store = _store(args)
+    env = args.env or _pick_env(store, spec, args)
+    exact = store.path_for(env, spec) if len(spec) == 40 else None
+    if exact is not None and exact.is_file():
+        return store.load(exact)
+    return _nearest(spec, store, env, args)
+
+
+def _nearest(spec: str, store: BaselineStore, env: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The baseline ``--perf-compare=spec`` would use (the same resolver: merge-base with
+    HEAD, then first parents), else a stored commit whose sha starts with ``spec``."""
+    from ..store.resolve import CompareError, resolve
+
+    try:
+        source = resolve(
+            spec, rootdir=_root(args), store=store, env_key=env, hard={}, depth=_search_depth()
+        )
+    except CompareError as exc:
+        problem = str(exc).removeprefix(f"--perf-compare={spec}: ")
+        sha = _stored_prefix(spec, store, env, problem)
+        return store.load(store.path_for(env, sha))
+    if source.path is None:
+        raise CLIError(f"{spec}: {source.note}")
+    if source.env_key != env:
+        raise CLIError(
+            f"{spec}: no baseline of environment {env} within {_search_depth()} first-parent "
+            f"commits (the nearest is of {source.env_key}; --env {source.env_key} reads it)"
+        )
+    if source.sha != _git_sha(spec, args):
+        print(f"{spec}: the nearest baseline is {source.describe()}", file=sys.stderr)
+    return store.load(Path(source.path))
+
+
+def _branch_name(ref: str, args: argparse.Namespace) -> str:
+    """What a heading should call ``ref``: HEAD's branch when it is on one."""
+    from ..store import git as gitinfo
+
+    if ref not in ("HEAD", "@"):
+        return ref
+    try:
+        branch = gitinfo.head(gitinfo.open_repo(_root(args))).branch
+    except GitError:
+        return ref
+    return f"{branch} (HEAD)" if branch else ref
+
+
+def _search_depth() -> int:
+    """The plugin's default ``infperf_search_depth``: the CLI walks as far as it does."""
+    from ..core.settings import SESSION_INI
+
+    return int(SESSION_INI["infperf_search_depth"][1])
+
+
+def _git_sha(spec: str, args: argparse.Namespace) -> str | None:
+    from ..store import git as gitinfo
+
+    try:
+        return gitinfo.resolve(gitinfo.open_repo(_root(args)), spec)
+    except GitError:
+        return None
+
+
+def _pick_env(store: BaselineStore, spec: str, args: argparse.Namespace) -> str:
+    from ..store.history import choose_env
+
+    env = choose_env(store, None, _current_env())
+    if env is None:
+        raise CLIError(f"no baselines in {store.root}")
+    return env
+
+
+def _stored_prefix(spec: str, store: BaselineStore, env: str, git_problem: str) -> str:
+    matches = [c for c in store.commits(env) if c.startswith(spec.lower())]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CLIError(
+            f"{spec!r} is neither a JSON file, a git ref with a baseline ({git_problem}), nor "
+            f"a stored commit of environment {env}"
+        )
+    raise CLIError(f"{spec!r} matches {len(matches)} stored commits; give more of the sha")
+
+
+def _results(doc: dict[str, Any]) -> list[Any]:
+    from ..core.results import BenchmarkResult
+
+    return [BenchmarkResult.from_json(e) for e in doc["benchmarks"]]
+
+
+def _list(args: argparse.Namespace) -> int:
+    from ..store.index import StoreIndex
+
+    store = _store(args)
+    keys = [args.env] if args.env else store.env_keys()
+    if not keys:
+        print(f"no baselines in {store.root}")
+        return 0
+    current = _current_env()
+    # Headers from the index: a file is read only when it changed since the last look.
+    with StoreIndex.open(store) as index:
+        for key in keys:
+            headers = index.headers(key)
+            mark = "  (this machine)" if key == current else ""
+            compact = sum(h.compact for h in headers)
+            held = f", {compact} compacted" if compact else ""
+            print(f"{key}{mark}: {len(headers)} commit(s){held}")
+            for h in headers:
+                if h.problem:
+                    print(f"  {h.sha[:10]}  DAMAGED: {h.problem}")
+                    continue
+                dirty = " (dirty)" if h.dirty else ""
+                tag = "  [summary]" if h.compact else ""
+                print(
+                    f"  {h.sha[:10]}  {h.benchmarks:4d} benchmarks  "
+                    f"{str(h.time or h.created)[:19]}  {str(h.subject or '')[:50]}{dirty}{tag}"
+                )
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from ..report.text import generation_lines, summary_lines
+
+    doc = _load(args.commit, args)
+    commit = doc.get("commit") or {}
+    print(f"commit {commit.get('sha')}  environment {doc['environment'].get('key')}")
+    _say_summary(doc, "")
+    results = _results(doc)
+    for line in summary_lines(results) + generation_lines(results):
+        print(line)
+    return 0
+
+
+def _say_summary(doc: dict[str, Any], who: str) -> None:
+    compact = sum(1 for e in doc["benchmarks"] if e.get("compact"))
+    if compact:
+        print(
+            f"{who}working from a summary: {compact} of {len(doc['benchmarks'])} benchmarks "
+            f"keep quantiles of their raw samples, not the samples (compacted "
+            f"{str(doc.get('compacted') or 'by infperf prune --keep-raw')[:19]})"
+        )
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """B against A (A is the baseline), judged by the plugin's own judge."""
+    from ..core.options import DEFAULTS
+    from ..core.results import Origin, Verdict
+    from ..judge.judge import Judge, Policy
+    from ..measure import environment
+    from ..report.markdown import render
+    from ..report.text import generation_lines, summary_lines
+    from ..session.gate import Gate
+
+    base, head = _load(args.a, args), _load(args.b, args)
+    _say_summary(base, f"baseline {args.a}: ")
+    _say_summary(head, f"{args.b}: ")
+    base_entries = {r.key: r.to_json() for r in _results(base)}
+    env_diff = environment.diff(
+        head["environment"].get("hard", {}), base["environment"].get("hard", {})
+    )
+    results = _results(head)
+    opts = {**DEFAULTS, "threshold": args.threshold, "alpha": args.alpha, "metric": args.metric}
+    base_commit = (base.get("commit") or {}).get("sha")
+    origin = Origin("stored", base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
+    # No re-measuring here (stored documents only), so no Holm family; and no drift
+    # guard: both documents were measured elsewhere, their probes say nothing about now.
+    judge = Judge(Policy(drift_guard="off"))
+    gate = Gate(judge.policy)
+    for r in results:
+        entry = base_entries.get(r.key)
+        r.comparison = judge.stored(r, entry, opts, origin, env_diff)
+        gate.apply(r)
+    for line in summary_lines(results) + generation_lines(results):
+        print(line)
+    if env_diff:
+        print("environments differ: " + ", ".join(sorted(env_diff)))
+    if args.markdown:
+        source = {"ref": args.a, "origin": "file", "path": args.a}
+        Path(args.markdown).write_text(render(results, source=source))
+    regressions = [r for r in results if r.verdict is Verdict.REGRESSION]
+    for r in regressions:
+        assert r.comparison is not None
+        print(r.comparison.message)
+    if regressions:
+        print(f"{len(regressions)} regression(s): " + ", ".join(r.key for r in regressions))
+        return 1
+    return 0
+
+
+def _history(args: argparse.Namespace) -> int:
+    from ..report.fmt import fmt_time
+    from ..store.history import changes, choose_env, first_parent_history, iter_series
+
+    store = _store(args)
+    env = choose_env(store, args.env, _current_env())
+    if env is None:
+        raise CLIError(f"no baselines in {store.root}" + (f" for {args.env}" if args.env else ""))
+    shas = first_parent_history(_root(args), args.ref, args.depth)
+    problems: list[str] = []
+    print(f"environment {env}; {len(shas)} first-parent commits of {args.ref}")
+    for s in iter_series(store, env, shas, args.k, problems):  # one benchmark at a time
+        changes(s, args.p, args.min_change)
+        print(f"\n{s.key}")
+        change_at = {c.index: c for c in s.changes}
+        for i, p in enumerate(s.points):
+            mark = ""
+            if i in change_at:
+                c = change_at[i]
+                mark = f"  <-- change {c.ratio - 1:+.1%} (p={c.p_value:.1e})"
+            print(
+                f"  {p.sha[:10]}  {fmt_time(p.median):>9}  n={p.n:<5} "
+                f"{str(p.subject or '')[:40]}{mark}"
+            )
+    for problem in problems:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ..report.html import build
+    from ..store.history import changes, choose_env, first_parent_history, iter_series
+
+    results = _load(args.results, args) if args.results else None
+    baseline = _load(args.compare, args) if args.compare else None
+    if results is None and baseline is None:
+        # Nothing named: HEAD's nearest baseline (as --perf-compare=HEAD would find it).
+        try:
+            results = _load("HEAD", args)
+        except (CLIError, GitError, BaselineFileError) as exc:
+            print(f"note: no baseline near HEAD to show ({exc}); history only", file=sys.stderr)
+    history: Any = {}  # a dict, or a stream of series from the index
+    store = _store(args)
+    env = choose_env(
+        store, args.env, (results or {}).get("environment", {}).get("key") or _current_env()
+    )
+    if env is not None and not args.no_history:
+        try:
+            shas = first_parent_history(_root(args), args.ref, args.depth)
+        except GitError as exc:
+            print(f"warning: no history ({exc})", file=sys.stderr)
+            shas = []
+        history = (changes(s) for s in iter_series(store, env, shas, args.k))
+    png = Path(args.png) if args.png else None
+    text, figures = build(results, baseline, history, png, along=_branch_name(args.ref, args))
+    if args.html:
+        Path(args.html).write_text(text, encoding="utf-8")
+        print(f"wrote {args.html}")
+    if args.png:
+        print(f"wrote {figures} PNG(s) to {args.png}" if figures else "no figures to write yet")
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from ..store import git as gitinfo
+    from ..store.index import StoreIndex
+
+    if args.keep is None and args.keep_raw is None:
+        raise CLIError(
+            "prune needs --keep N (remove all but the newest N baselines per environment) "
+            "and/or --keep-raw N (compact all but the newest N to summaries)"
+        )
+    for flag, value in (("--keep", args.keep), ("--keep-raw", args.keep_raw)):
+        if value is not None and value < 1:
+            raise CLIError(f"{flag} must be at least 1 (got {value})")
+    store = _store(args)
+    keys = [args.env] if args.env else store.env_keys()
+    try:
+        repo = gitinfo.open_repo(_root(args))
+        order = {
+            sha: i
+            for i, sha in enumerate(gitinfo.first_parents(repo, gitinfo.head_sha(repo), 100_000))
+        }
+    except GitError:
+        order = {}
+    verb = "would remove" if args.dry_run else "removed"
+    removed = compacted = saved = 0
+    for key in keys:
+        # Newest first: by position in HEAD's history, then (commits not in it) by file age.
+        ranked = sorted(store.commits(key), key=functools.partial(_age, store, key, order=order))
+        doomed = ranked[args.keep :] if args.keep is not None else []
+        for sha in doomed:
+            print(f"{verb} {store.path_for(key, sha)}")
+        if doomed and not args.dry_run:
+            store.remove(key, doomed)  # under the savers' lock, and remembered as pruned
+        removed += len(doomed)
+        kept = ranked[: args.keep] if args.keep is not None else ranked
+        if args.keep_raw is None:
+            continue
+        with StoreIndex.open(store) as index:  # which are compact already, without reading
+            already = {h.sha for h in index.headers(key) if h.compact}
+        for sha in kept[args.keep_raw :]:
+            if sha in already:
+                continue
+            if args.dry_run:
+                compacted += 1
+                continue
+            try:
+                gain = store.compact(key, sha)
+            except BaselineFileError as exc:
+                print(f"skipped {exc}", file=sys.stderr)
+                continue
+            if gain:
+                compacted += 1
+                saved += gain
+    what = f"{removed} baseline file(s) {'to remove' if args.dry_run else 'removed'}"
+    if args.keep is not None:
+        what += f"; kept the newest {args.keep} per environment"
+    if args.keep_raw is not None:
+        done = "to compact" if args.dry_run else f"compacted ({saved / 2**20:.1f} MiB saved)"
+        what += (
+            f"; {compacted} {done}, raw samples kept for the newest {args.keep_raw} per environment"
+        )
+    print(what)
+    return 0
+
+
+def _age(store: BaselineStore, key: str, sha: str, *, order: dict[str, int]) -> tuple[int, float]:
+    if sha in order:
+        return (order[sha], 0.0)
+    try:
+        return (len(order) + 1, -store.path_for(key, sha).stat().st_mtime)
+    except OSError:
+        return (len(order) + 2, 0.0)
+
+
+def _export(args: argparse.Namespace) -> int:
+    import json
+
+    from ..store.exports import export
+
+    data = export(_load(args.results, args), args.format)
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _comment(args: argparse.Namespace) -> int:
+    """The pull-request comment body for a results JSON (see .github/workflows/perf.yml)."""
+    import os
+
+    from ..report.comment import body
+    from ..store.baselines import read_document
+
+    text, worth = body(read_document(Path(args.results)))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output} ({len(text)} characters; notable: {str(worth).lower()})")
+    else:
+        sys.stdout.write(text)
+    if args.github_output:
+        target = os.environ.get("GITHUB_OUTPUT")
+        if not target:
+            raise CLIError("--github-output: GITHUB_OUTPUT is not set (not in GitHub Actions?)")
+        with Path(target).open("a", encoding="utf-8") as fh:
+            fh.write(f"notable={str(worth).lower()}\n")
+    return 0
+
+
+def _wanted(root: Path, args: argparse.Namespace) -> set[str] | None:
+    """``pull --depth N``: the newest N first-parent commits of each ``--ref``."""
+    from ..store import git as gitinfo
+
+    if args.depth is None:
+        if args.ref:
+            raise CLIError("--ref goes with --depth N (the commits whose baselines to pull)")
+        return None
+    if args.depth < 1:
+        raise CLIError(f"--depth must be at least 1 (got {args.depth})")
+    repo = gitinfo.open_repo(root)
+    wanted: set[str] = set()
+    for ref in args.ref or ["HEAD"]:
+        wanted.update(gitinfo.first_parents(repo, gitinfo.resolve(repo, ref), args.depth - 1))
+    return wanted
+
+
+def _baselines(args: argparse.Namespace) -> int:
+    from ..store import data_branch as branch
+
+    root = Path(args.repo).resolve()
+    folder = Path(args.dir) if Path(args.dir).is_absolute() else root / args.dir
+    if args.action == "pull":
+        if args.squash:
+            raise CLIError("--squash is for push (it rewrites the branch)")
+        branch.pull(root, folder, args.remote, args.branch, only=_wanted(root, args))
+    else:
+        branch.push(
+            root, folder, args.remote, args.branch, attempts=args.attempts, squash=args.squash
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infperf", description="pytest-infperf: baselines, comparisons and reports."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    from ..store import data_branch as branch
+
+    bl = sub.add_parser(
+        "baselines",
+        help="keep baselines on a dedicated git branch",
+        description=branch.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    bl.add_argument(
+        "action",
+        choices=("pull", "push"),
+        help="pull: branch -> baselines folder; push: folder -> branch",
+    )
+    bl.add_argument("--branch", default="infperf-baselines", help="(default infperf-baselines)")
+    bl.add_argument("--remote", default="origin", help="(default origin)")
+    bl.add_argument(
+        "--dir",
+        default="baselines",
+        help="baselines folder, relative to the repository (default baselines)",
+    )
+    bl.add_argument("--repo", default=".", help="path inside the repository (default .)")
+    bl.add_argument(
+        "--attempts",
+        type=int,
+        default=6,
+        help="push: tries when another job pushes first (default 6)",
+    )
+    bl.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="pull: only the baselines of the newest N first-parent commits of each --ref "
+        "(a comparing job needs the recent ones; default: all)",
+    )
+    bl.add_argument(
+        "--ref",
+        action="append",
+        default=None,
+        help="pull --depth: whose history (repeatable; default HEAD; in a pull request add "
+        "the base branch, e.g. --ref origin/main)",
+    )
+    bl.add_argument(
+        "--squash",
+        action="store_true",
+        help="push: replace the branch's history by one commit holding what it holds now "
+        "(after infperf prune, so the packed branch shrinks); safe against a concurrent push",
+    )
+    bl.set_defaults(func=_baselines)
+
+    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument(
+            "--dir",
+            default="baselines",
+            help="baselines folder, relative to the repository (default baselines)",
+        )
+        p.add_argument("--repo", default=".", help="path inside the repository (default .)")
+        p.add_argument(
+            "--env",
+            default=None,
+            help="environment key (default: this machine's, else the most used)",
+        )
+        return p
+
+    common(sub.add_parser("list", help="stored baselines by environment and commit")).set_defaults(
+        func=_list
+    )
+    show = common(sub.add_parser("show", help="one commit's (or JSON file's) benchmarks"))
+    show.add_argument("commit", help="sha, prefix, ref, or a results/baseline JSON file")
+    show.set_defaults(func=_show)
+    cmp = common(sub.add_parser("compare", help="B against baseline A; exit 1 on regression"))
+    cmp.add_argument("a", help="baseline: commit, ref or JSON file")
+    cmp.add_argument("b", help="current: commit, ref or JSON file")
+    # The plugin's own parsers: a value the plugin refuses is refused here too.
+    cmp.add_argument("--threshold", type=option_type("threshold", "--threshold"), default=0.05)
+    cmp.add_argument("--alpha", type=option_type("alpha", "--alpha"), default=0.05)
+    cmp.add_argument("--metric", type=option_type("metric", "--metric"), default="median")
+    cmp.add_argument("--markdown", help="also write a Markdown report here")
+    cmp.set_defaults(func=_compare)
+    hist = common(
+        sub.add_parser("history", help="benchmarks along first-parent history, with change points")
+    )
+    hist.add_argument("-k", default=None, help="only benchmarks matching (substring or glob)")
+    hist.add_argument("--ref", default="HEAD", help="branch whose history to walk (HEAD)")
+    hist.add_argument("--depth", type=int, default=200, help="commits to walk (200)")
+    hist.add_argument("--p", type=float, default=0.001, help="change-point p-value (0.001)")
+    hist.add_argument(
+        "--min-change",
+        type=float,
+        default=0.05,
+        help="smallest change point reported, as a fraction (0.05)",
+    )
+    hist.set_defaults(func=_history)
+    rep = common(sub.add_parser("report", help="self-contained HTML report with plots"))
+    rep.add_argument("--html", default="infperf-report.html")
+    rep.add_argument("--png", default=None, help="also write the figures as PNGs here")
+    rep.add_argument("--results", default=None, help="a --perf-json file (the current run)")
+    rep.add_argument("--compare", default=None, help="baseline: commit, ref or JSON file")
+    rep.add_argument("--ref", default="HEAD")
+    rep.add_argument("--depth", type=int, default=200)
+    rep.add_argument("-k", default=None)
+    rep.add_argument("--no-history", action="store_true")
+    rep.set_defaults(func=_report)
+    prune = common(sub.add_parser("prune", help="remove old baselines safely"))
+    prune.add_argument(
+        "--keep", type=int, default=None, help="newest commits to keep per environment"
+    )
+    prune.add_argument(
+        "--keep-raw",
+        type=int,
+        default=None,
+        help="newest commits per environment that keep raw samples; older ones are "
+        f"compacted to summaries (e.g. {DEFAULT_KEEP_RAW})",
+    )
+    prune.add_argument("--dry-run", action="store_true")
+    prune.set_defaults(func=_prune)
+    com = sub.add_parser("comment", help="the pull-request comment for a --perf-json results file")
+    com.add_argument("results", help="a --perf-json results file of a comparing run")
+    com.add_argument("-o", "--output", default=None, help="write the body here (default stdout)")
+    com.add_argument(
+        "--github-output",
+        action="store_true",
+        help="also append notable=true|false to $GITHUB_OUTPUT (post a new comment only then)",
+    )
+    com.set_defaults(func=_comment)
+    exp = common(sub.add_parser("export", help="results for github-action-benchmark or Bencher"))
+    exp.add_argument("results", help="commit, ref or JSON file")
+    exp.add_argument("--format", required=True, choices=("github-action-benchmark", "bencher"))
+    exp.add_argument("-o", "--output", default=None)
+    exp.set_defaults(func=_export)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (GitError, BaselineFileError, CLIError) as exc:
+        print(f"infperf: error: {exc}", file=sys.stderr)
+        return 2
+    except BackendError as exc:  # an optional dependency (matplotlib) is missing
+        print(f"infperf: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(
+            f"infperf: error: {args.command} ran out of memory. Nothing stored was changed "
+            "by the part that failed (every write is atomic); compact old baselines "
+            "(infperf prune --keep-raw 50) or give the job more memory",
+            file=sys.stderr,
+        )
+        return 2

@@ -1,0 +1,333 @@
+"""Benchmark results and the versioned JSON document that carries them.
+
+One schema serves ``--perf-json`` artifacts and stored baselines (a baseline file is the
+results document of one commit), so ``--perf-compare`` accepts either. Serialisation is
+deterministic (sorted keys, 12 significant digits, one benchmark list sorted by key) so
+that baselines diff well in git.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SCHEMA_VERSION = 1
+#: Significant digits kept for floats: sub-picosecond detail of a timing is noise.
+FLOAT_DIGITS = 12
+
+
+class Verdict(str, enum.Enum):
+    """What a comparison concluded. A str, so it is its own JSON value."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    #: The gate's own question answered: the data rule out a slowdown past the tolerance
+    #: (upper bound <= 1 + threshold), though not a speed-up past it.
+    NO_REGRESSION = "no-regression"
+    INCONCLUSIVE = "inconclusive"
+    NO_BASELINE = "no-baseline"
+    INCOMPARABLE = "incomparable"
+    #: A regression the change accepts (a Perf-Accept trailer, --perf-accept): it passes.
+    ACCEPTED = "accepted"
+
+    def __str__(self) -> str:  # f-strings and str() give the name users see
+        return self.value
+
+    @property
+    def decisive(self) -> bool:
+        """The interval settled it (as opposed to inconclusive, or nothing to compare)."""
+        return self in (
+            Verdict.REGRESSION,
+            Verdict.IMPROVEMENT,
+            Verdict.UNCHANGED,
+            Verdict.NO_REGRESSION,
+            Verdict.ACCEPTED,
+        )
+
+    @property
+    def passes(self) -> bool:
+        """The data rule out a regression past the tolerance."""
+        return self in (Verdict.IMPROVEMENT, Verdict.UNCHANGED, Verdict.NO_REGRESSION)
+
+
+class Reason(str, enum.Enum):
+    """Why a comparison is not decisive, or why a verdict was changed after the statistics."""
+
+    INTERVAL_WIDE = "interval-too-wide"
+    TOO_FEW = "too-few-samples"
+    NO_FIGURE = "no-figure"
+    DRIFT_WITHHELD = "drift-guard"
+    DRIFT_EXPLAINS = "drift-explains"
+    #: Kept for results written before 0.2: Holm over the benchmarks flagged so far.
+    HOLM = "holm"
+    #: A regression that did not survive the run's multiplicity control (Bonferroni over
+    #: the collected perf tests for a stored-only verdict; Holm over a generation's metrics;
+    #: the run-level "nothing changed" test of an interleaved one).
+    MULTIPLICITY = "multiplicity"
+    #: The interleaved run stopped because it could no longer reach a decision.
+    FUTILITY = "futility"
+    NOT_IN_BASELINE = "not-in-baseline"
+    BASE_ERROR = "base-error"
+    ENVIRONMENT = "environment-differs"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where the baseline side of a comparison came from."""
+
+    #: "stored": a baseline saved earlier; "ab": measured in this job, interleaved.
+    mode: str
+    commit: str | None = None
+    distance: int | None = None
+    #: For people: "commit 1a2b3c4d5e (1 commit before the merge-base of main and HEAD)".
+    text: str = "a baseline"
+
+
+#: Comparison fields that hold another (earlier) pass.
+NESTED = ("first_pass", "stored_pass")
+
+#: The metrics of a generation benchmark that a comparison judges, in the order shown.
+GENERATION_METRICS = ("ttft", "tpot")
+#: How people read them.
+METRIC_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """One benchmark judged against its baseline: the verdict and the numbers behind it.
+
+    Built only by :mod:`pytest_infperf.judge`; everything that shows a verdict (terminal,
+    Markdown, JUnit, HTML, the failure message) reads these fields, never message text.
+    """
+
+    verdict: Verdict
+    metric: str = "median"
+    threshold: float = 0.05
+    #: The overall significance level asked for.
+    alpha: float = 0.05
+    #: How the baseline side was measured: "stored" (a saved baseline) or "ab" (in this job).
+    mode: str = "stored"
+    #: now / baseline of the metric's figure (for throughput, higher is better).
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    #: Two-sided coverage of [ci_low, ci_high]; each bound alone holds at (1 + ci_level) / 2.
+    ci_level: float | None = None
+    p_value: float | None = None
+    #: The metric's figure the ratio compares, now and in the baseline (s, items/s, bytes).
+    current: float | None = None
+    baseline: float | None = None
+    #: How many independent units the test used on each side, and what one unit is.
+    n: int | None = None
+    n_baseline: int | None = None
+    unit: str | None = None
+    reason: Reason | None = None
+    note: str | None = None
+    #: Where the baseline came from, for people (the commit and how it was found).
+    source: str | None = None
+    baseline_commit: str | None = None
+    baseline_distance: int | None = None
+    env_diff: dict[str, list[Any]] | None = None
+    machine_speed: dict[str, float] | None = None
+    remeasured: bool = False
+    first_pass: Comparison | None = None
+    family_size: int | None = None
+    holm_p: float | None = None
+    #: Who decided: "stored" (the stored baseline) or "ab" (interleaved in this job).
+    decided_by: str | None = None
+    #: An interleaved verdict: how many head/base process pairs it pooled.
+    process_pairs: int | None = None
+    #: The slowdown (a fraction) this comparison's noise would have flagged as a regression
+    #: with 80% power: what the test could have caught.
+    detectable: float | None = None
+    #: When settled in this job: the stored baseline's first pass, and why it was settled.
+    stored_pass: Comparison | None = None
+    settled_because: str | None = None
+    #: Why an undecided stored verdict could not be settled in this job.
+    not_settled: str | None = None
+    #: An accepted regression: the rule's commit (None: --perf-accept), pattern and reason.
+    accepted_by: dict[str, Any] | None = None
+    #: Figures particular to how it was measured (samples per side, A/B pairs and looks...).
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The failure message, when the verdict fails the test.
+    message: str | None = None
+    #: A generation benchmark: the verdict of each judged metric ("ttft", "tpot"); the
+    #: fields above are those of the part that decided (the worst verdict).
+    parts: dict[str, Comparison] | None = None
+
+    @property
+    def bound_level(self) -> float | None:
+        """The one-sided confidence of each bound alone."""
+        return None if self.ci_level is None else (1.0 + self.ci_level) / 2.0
+
+    @property
+    def estimate_beyond(self) -> bool:
+        """The point estimate alone is past the threshold (worth a warning when undecided)."""
+        if self.ratio is None:
+            return False
+        if self.metric == "throughput":
+            return self.ratio < 1.0 / (1.0 + self.threshold)
+        return self.ratio > 1.0 + self.threshold
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        # asdict copies nested comparisons as dicts already; enums become their values.
+        data["verdict"] = self.verdict.value
+        data["reason"] = None if self.reason is None else self.reason.value
+        for nested in NESTED:
+            inner = getattr(self, nested)
+            data[nested] = None if inner is None else inner.to_json()
+        if self.parts is not None:
+            data["parts"] = {k: v.to_json() for k, v in self.parts.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Comparison:
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        values["verdict"] = Verdict(values["verdict"])
+        if values.get("reason") is not None:
+            values["reason"] = Reason(values["reason"])
+        for nested in NESTED:
+            if values.get(nested) is not None:
+                values[nested] = cls.from_json(values[nested])
+        if values.get("parts") is not None:
+            values["parts"] = {k: cls.from_json(v) for k, v in values["parts"].items()}
+        return cls(**values)
+
+
+@dataclasses.dataclass
+class BenchmarkResult:
+    """One measurement: what ``infer_bench(...)`` returns and what the JSON stores."""
+
+    nodeid: str
+    name: str | None
+    backend: str
+    samples: list[float]
+    stats: dict[str, Any]
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    warmup_samples: list[float] = dataclasses.field(default_factory=list)
+    first_call: float | None = None
+    block_size: int = 1
+    batch_size: int | None = None
+    throughput: float | None = None
+    memory: dict[str, Any] = dataclasses.field(default_factory=dict)
+    decisions: dict[str, Any] = dataclasses.field(default_factory=dict)
+    backend_info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    env: dict[str, Any] = dataclasses.field(default_factory=dict)
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    #: Machine-speed probes taken while sampling (the drift guard), or None.
+    reference: dict[str, Any] | None = None
+    comparison: Comparison | None = None
+    path: str | None = None
+    lineno: int | None = None
+    #: A generation benchmark (``infer_bench.generate``): per-metric samples and statistics
+    #: (``ttft``, ``tpot``, ``itl``, ``e2e``, ``tokens_per_s``) and the fixed figures
+    #: (``prompt_tokens``, ``new_tokens``, ``batch_size``, ``timing_method``). None otherwise.
+    generation: dict[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return bench_key(self.nodeid, self.name)
+
+    @property
+    def median(self) -> float:
+        return float(self.stats["median"])
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return None if self.comparison is None else self.comparison.verdict
+
+    def __getitem__(self, stat: str) -> Any:
+        """``result["p90"]`` reads a statistic."""
+        return self.stats[stat]
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["comparison"] = None if self.comparison is None else self.comparison.to_json()
+        data["key"] = self.key
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BenchmarkResult:
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        if values.get("comparison") is not None:
+            values["comparison"] = Comparison.from_json(values["comparison"])
+        return cls(**values)
+
+
+def memory_figure(memory: Mapping[str, Any]) -> float | None:
+    """The memory number a row shows and a memory comparison uses: CUDA peak allocated when
+    the model ran on a GPU, else RSS growth over the timed region."""
+    if memory.get("cuda_max_allocated_bytes") is not None:
+        return float(memory["cuda_max_allocated_bytes"])
+    if memory.get("rss_growth_bytes") is not None:
+        return float(memory["rss_growth_bytes"])
+    return None
+
+
+def bench_key(nodeid: str, name: str | None) -> str:
+    """The identity of a benchmark across runs: the test's node id, plus ``#name`` for the
+    extra measurements of a test."""
+    return nodeid if not name else f"{nodeid}#{name}"
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def clean(value: Any, digits: int = FLOAT_DIGITS) -> Any:
+    """JSON-safe and stable: non-finite floats become None, floats keep ``digits``
+    significant digits (12; a compacted baseline keeps 6)."""
+    if isinstance(value, enum.Enum):
+        return clean(value.value, digits)
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {str(k): clean(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v, digits) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return clean(value.item(), digits)
+    return str(value)
+
+
+def document(
+    benchmarks: Iterable[BenchmarkResult | dict[str, Any]],
+    environment: dict[str, Any],
+    commit: dict[str, Any] | None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The results document: ``{"schema_version", "created", "environment", "commit",
+    "benchmarks": [...]}`` plus any top-level ``extra`` (mode, reference, comparison...)."""
+    entries = [b.to_json() if isinstance(b, BenchmarkResult) else dict(b) for b in benchmarks]
+    entries.sort(key=lambda e: str(e.get("key") or bench_key(e["nodeid"], e.get("name"))))
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "created": now_iso(),
+        "environment": environment,
+        "commit": commit,
+        "benchmarks": entries,
+    }
+    doc.update(extra)
+    return doc
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(clean(doc), sort_keys=True, indent=1, allow_nan=False) + "\n"

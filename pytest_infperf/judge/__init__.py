@@ -1,0 +1,8 @@
+"""The judge: every verdict of every mode is made here, and nowhere else.
+
+``judge`` (the ``Judge``: a stored comparison, a re-measure, an interleaved verdict from
+the plan's last look), ``plan`` (the interleaved protocol: quads, process pairs, every
+alpha split and stopping rule) and ``accept`` (``Perf-Accept:`` trailers). It returns
+typed records; what a verdict means for a test (fail, warn, accept) is the session's gate,
+and the words a reviewer reads are the report's.
+"""

@@ -1,0 +1,541 @@
+"""The judge: every verdict of every mode is made here, and nowhere else.
+
+The stored mode, the A/B mode and ``infperf compare`` hand the judge what was measured and
+what it is compared with; the judge picks the metric's test
+(:mod:`~pytest_infperf.stats.ranks`), applies the session's policy (drift guard, the run's
+multiplicity) and returns a typed :class:`~pytest_infperf.core.results.Comparison`. An
+interleaved comparison follows the judge's :class:`~.plan.PairedPlan`. What a verdict
+means for its test (fail, accept, warn) is :mod:`pytest_infperf.session.gate`'s; the words
+are :mod:`pytest_infperf.report.messages`'. A rule added here holds in every mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core.results import (
+    GENERATION_METRICS,
+    METRIC_LABELS,
+    BenchmarkResult,
+    Comparison,
+    Origin,
+    Reason,
+    Verdict,
+    memory_figure,
+)
+from ..measure import environment
+from ..measure.backends import runs_on_gpu
+from ..measure.drift import speed_factors
+from ..stats import pooled as _pool
+from ..stats import ranks as _cmp
+from ..store.compact import summary_note
+from .accept import AcceptRule
+from .plan import Look, PairedPlan, _holm_rejected
+
+#: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
+#: it ("warn"), or take no probes ("off").
+DRIFT_GUARDS = ("adjust", "warn", "off")
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """The session's rules that apply on top of the statistics."""
+
+    drift_guard: str = "adjust"
+    drift_limit: float = 0.25
+    strict_env: bool = False
+    #: Each ``no-baseline`` or ``incomparable`` benchmark fails (--perf-require-baseline).
+    require_baseline: bool = False
+    #: Regressions the change accepts (Perf-Accept trailers, --perf-accept).
+    accept: tuple[AcceptRule, ...] = ()
+    #: The chance that a run in which nothing changed fails at all (--perf-run-alpha).
+    run_alpha: float = 0.01
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """One side's measurement, as the judge needs it."""
+
+    samples: Sequence[float]
+    memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    batch_size: int | None = None
+    env: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Machine-speed probes taken while sampling (the drift guard), or None.
+    reference: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, source: BenchmarkResult | Mapping[str, Any]) -> Observation:
+        """From a result, or from a stored baseline entry (the same fields in JSON)."""
+        if isinstance(source, BenchmarkResult):
+            return cls(
+                source.samples, source.memory, source.batch_size, source.env, source.reference
+            )
+        return cls(
+            source["samples"],
+            source.get("memory") or {},
+            source.get("batch_size"),
+            source.get("env") or {},
+            source.get("reference"),
+        )
+
+    @classmethod
+    def part(cls, source: BenchmarkResult | Mapping[str, Any], metric: str) -> Observation | None:
+        """One metric of a generation benchmark (``ttft``, ``tpot``): its samples, with the
+        rest of the benchmark's facts; None when ``source`` has no such figures."""
+        gen = source.generation if isinstance(source, BenchmarkResult) else source.get("generation")
+        samples = ((gen or {}).get(metric) or {}).get("samples")
+        if not samples:
+            return None
+        return dataclasses.replace(cls.of(source), samples=samples)
+
+    def figure(self, metric: str) -> float | None:
+        """The metric's own figure: a percentile (s), items/s, or bytes."""
+        if metric == "memory":
+            return memory_figure(self.memory)
+        if not self.samples:
+            return None
+        if metric == "throughput":
+            median = statistics.median(self.samples)
+            return (self.batch_size or 1) / median if median > 0 else None
+        q = {"median": 50, "p90": 90, "p99": 99, "ttft": 50, "tpot": 50}[metric]
+        if q == 50:
+            return float(statistics.median(self.samples))
+        return float(statistics.quantiles(self.samples, n=100, method="inclusive")[q - 1])
+
+
+def _estimate(current: Observation, base: Observation, opts: Mapping[str, Any]) -> _cmp.Estimate:
+    metric, d, alpha = opts["metric"], opts["threshold"], opts["alpha"]
+    if metric in ("median", *GENERATION_METRICS):
+        return _cmp.compare_latency(current.samples, base.samples, d, alpha)
+    if metric in ("p90", "p99"):
+        return _cmp.compare_tail(current.samples, base.samples, metric, d, alpha)
+    if metric == "throughput":
+        return _cmp.compare_throughput(
+            current.samples, base.samples, current.batch_size or 1, base.batch_size or 1, d, alpha
+        )
+    return _cmp.compare_memory(memory_figure(current.memory), memory_figure(base.memory), d, alpha)
+
+
+class Judge:
+    """Verdicts for one pytest process (or one ``infperf compare``).
+
+    ``family``: how many perf tests the run collected. A test's verdict is due when the
+    test ends, before later tests' p-values exist, so the run's multiplicity is controlled
+    against the whole collected family, known from the start (Bonferroni), never against a
+    family that grows as the session goes (Holm over the benchmarks flagged so far is not
+    valid: simulated family error 11-14% with 5 flagged).
+    """
+
+    def __init__(self, policy: Policy | None = None, family: int = 1) -> None:
+        self.policy = policy or Policy()
+        self.family = max(1, family)
+
+    def plan(self, opts: Mapping[str, Any], metrics: tuple[str, ...]) -> PairedPlan:
+        """The sequential rule of one interleaved comparison (see :class:`PairedPlan`)."""
+        return PairedPlan(
+            opts["threshold"], opts["alpha"], metrics, self.family, self.policy.run_alpha
+        )
+
+    # --- verdicts ---------------------------------------------------------------------
+    def against(
+        self,
+        current: Observation,
+        entry: Mapping[str, Any] | None,
+        opts: Mapping[str, Any],
+        origin: Origin,
+        env_diff: Mapping[str, list[Any]] | None = None,
+    ) -> Comparison:
+        """A measurement against a stored baseline entry (``None``: the baseline has no such
+        benchmark). ``env_diff``: hard environment fields that differ for the whole run."""
+        metric = opts["metric"]
+        base = _blank(opts, origin)
+        if entry is None:
+            return dataclasses.replace(
+                base,
+                verdict=Verdict.NO_BASELINE,
+                reason=Reason.NOT_IN_BASELINE,
+                current=current.figure(metric),
+            )
+        baseline = Observation.of(entry)
+        diff = {**(env_diff or {}), **environment.diff(dict(current.env), dict(baseline.env))}
+        if diff:
+            return dataclasses.replace(
+                base,
+                verdict=Verdict.INCOMPARABLE,
+                reason=Reason.ENVIRONMENT,
+                env_diff=diff,
+                current=current.figure(metric),
+                baseline=baseline.figure(metric),
+            )
+        estimate = _estimate(current, baseline, opts)
+        c = _from_estimate(base, estimate, current.figure(metric), baseline.figure(metric))
+        c = dataclasses.replace(c, decided_by="stored", detectable=_detectable_stored(c))
+        # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
+        if self.policy.drift_guard == "adjust" and not runs_on_gpu(current.env):
+            c = self._drift_guarded(c, current, baseline, opts)
+        return c
+
+    def stored(
+        self,
+        result: BenchmarkResult,
+        entry: Mapping[str, Any] | None,
+        opts: Mapping[str, Any],
+        origin: Origin,
+        env_diff: Mapping[str, list[Any]] | None = None,
+        *,
+        fresh: Observation | None = None,
+        fresh_metrics: Mapping[str, list[float]] | None = None,
+    ) -> Comparison:
+        """``result`` against a stored entry, whatever kind of benchmark it is: one call's
+        metric (:meth:`against`), or a generation's judged metrics (:meth:`against_each`).
+        ``fresh`` / ``fresh_metrics``: new samples of the same benchmark (a re-measurement)
+        instead of the result's own."""
+        c = self._stored(result, entry, opts, origin, env_diff, fresh, fresh_metrics)
+        summary = None if entry is None else summary_note(dict(entry))
+        if summary is None:
+            return c
+        # A compacted baseline (prune --keep-raw) is tested through its quantiles: say so.
+        return dataclasses.replace(
+            c,
+            note=f"{c.note}; {summary}" if c.note else summary,
+            details={**c.details, "baseline_compact": entry["compact"]},  # type: ignore[index]
+        )
+
+    def _stored(
+        self,
+        result: BenchmarkResult,
+        entry: Mapping[str, Any] | None,
+        opts: Mapping[str, Any],
+        origin: Origin,
+        env_diff: Mapping[str, list[Any]] | None,
+        fresh: Observation | None,
+        fresh_metrics: Mapping[str, list[float]] | None,
+    ) -> Comparison:
+        current = fresh if fresh is not None else Observation.of(result)
+        if result.generation is None:
+            if opts["metric"] in GENERATION_METRICS:  # a file compare's --metric: no tokens
+                opts = {**opts, "metric": "median"}
+            return self.against(current, entry, opts, origin, env_diff)
+        parts: dict[str, Observation] = {}
+        for metric in generation_metrics(opts):
+            if fresh_metrics is not None:
+                samples = list(fresh_metrics.get(metric, []))
+            else:
+                part = Observation.part(result, metric)
+                samples = list(part.samples) if part is not None else []
+            parts[metric] = dataclasses.replace(current, samples=samples)
+        return self.against_each(parts, entry, opts, origin, env_diff)
+
+    def against_each(
+        self,
+        current: Mapping[str, Observation],
+        entry: Mapping[str, Any] | None,
+        opts: Mapping[str, Any],
+        origin: Origin,
+        env_diff: Mapping[str, list[Any]] | None = None,
+    ) -> Comparison:
+        """A generation benchmark against a stored entry: each judged metric (``current``'s
+        keys: TTFT, TPOT) by the same rule as a latency, at full alpha, then
+        :meth:`combined`. "No regression" and "unchanged" need every metric to say so
+        (intersection-union: no alpha is split for them); "either regressed" is the claim
+        that needs a split, so a part's regression must survive Holm over the parts."""
+        parts: dict[str, Comparison] = {}
+        for metric, observation in current.items():
+            part_opts = {**opts, "metric": metric}
+            base = None if entry is None else Observation.part(entry, metric)
+            if entry is not None and base is None:
+                blank = _blank(part_opts, origin)
+                parts[metric] = dataclasses.replace(
+                    blank,
+                    verdict=Verdict.NO_BASELINE,
+                    reason=Reason.NOT_IN_BASELINE,
+                    current=observation.figure(metric),
+                    note=f"the baseline's entry has no {METRIC_LABELS[metric]} (not a generation "
+                    "benchmark there)",
+                )
+                continue
+            entry_part = (
+                None if base is None or entry is None else {**entry, "samples": base.samples}
+            )
+            parts[metric] = self.against(observation, entry_part, part_opts, origin, env_diff)
+        return self.combined(_holm_parts(parts, opts["alpha"]), opts)
+
+    def combined(self, parts: Mapping[str, Comparison], opts: Mapping[str, Any]) -> Comparison:
+        """One verdict from the verdicts of a generation benchmark's metrics: the worst one
+        decides (a regression of either fails the test) and its figures head the record;
+        every part is kept in ``parts``."""
+        worst = min(parts.values(), key=lambda c: (_RANK[c.verdict], -(c.ratio or 0.0)))
+        return dataclasses.replace(worst, alpha=opts["alpha"], parts=dict(parts))
+
+    def _drift_guarded(
+        self, c: Comparison, current: Observation, base: Observation, opts: Mapping[str, Any]
+    ) -> Comparison:
+        """Raise the bar by how much slower or faster the machine itself ran than during
+        the baseline's measurement; beyond the drift limit, withhold a decided verdict."""
+        factors = speed_factors(current.reference, base.reference)
+        if factors is None or c.metric == "memory" or c.ci_low is None or c.ci_high is None:
+            return c
+        slower, faster = factors
+        low, high = c.ci_low, c.ci_high
+        if c.metric == "throughput":  # judge on the latency orientation
+            low, high = 1.0 / high, 1.0 / low
+        plain = c.verdict
+        guarded = _cmp.classify(low, high, c.threshold, slower, faster)
+        moved = max(slower, faster)
+        limit = self.policy.drift_limit
+        speed = {"slower": round(slower, 4), "faster": round(faster, 4)}
+        decided = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+        if moved > 1.0 + limit and (plain in decided or guarded in decided):
+            way = "slower" if slower >= faster else "faster"
+            note = (
+                f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
+                f"{way} than during the baseline's measurement (reference probes), beyond "
+                f"infperf_drift_limit={limit:g}: a stored baseline cannot be trusted now"
+            )
+            return dataclasses.replace(
+                c,
+                verdict=Verdict.INCONCLUSIVE,
+                reason=Reason.DRIFT_WITHHELD,
+                note=note,
+                machine_speed=speed,
+            )
+        if guarded is not plain:
+            note = (
+                f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
+                f"x{faster:.3f} faster than at the baseline (reference probes), which "
+                "explains the change"
+            )
+            return dataclasses.replace(
+                c, verdict=guarded, reason=Reason.DRIFT_EXPLAINS, note=note, machine_speed=speed
+            )
+        return dataclasses.replace(c, machine_speed=speed)
+
+    def remeasured(self, first: Comparison, last: Comparison) -> Comparison:
+        """The verdict on fresh samples after a flagged first pass, which it replaces. The
+        first pass only screens; the fresh samples are what is tested, and a regression
+        must hold at alpha / (the run's collected perf tests): Bonferroni over the whole
+        family, which is known before any test runs."""
+        c = dataclasses.replace(last, remeasured=True, first_pass=_summary(first))
+        if c.p_value is None:
+            return c
+        adjusted = min(1.0, c.p_value * self.family)
+        c = dataclasses.replace(c, family_size=self.family, holm_p=adjusted)
+        if c.verdict is Verdict.REGRESSION and adjusted > c.alpha:
+            note = (
+                f"regression on fresh samples not confirmed at alpha over the run's "
+                f"{self.family} perf tests (Bonferroni-adjusted p {adjusted:.2g})"
+            )
+            c = dataclasses.replace(
+                c, verdict=Verdict.INCONCLUSIVE, reason=Reason.MULTIPLICITY, note=note
+            )
+        return c
+
+    def interleaved(
+        self,
+        look: Look,
+        head: Mapping[str, Sequence[float]],
+        base: Mapping[str, Sequence[float]],
+        opts: Mapping[str, Any],
+        origin: Origin,
+        details: Mapping[str, Any] | None = None,
+        env_diff: Mapping[str, list[Any]] | None = None,
+    ) -> Comparison:
+        """The verdict of an interleaved run, from the plan's last look: per judged metric
+        the pooled ratio and its interval (each bound at the look's alpha), and for a
+        generation benchmark the worst part decides (:meth:`combined`). ``head``/``base``:
+        each metric's samples per side ("median": the time per call). A/B judges the median
+        latency whatever ``metric`` says, or a generation's TTFT and TPOT."""
+        parts: dict[str, Comparison] = {}
+        for metric, verdict in look.verdicts.items():
+            blank = dataclasses.replace(_blank(opts, origin), metric=metric)
+            current = Observation(head.get(metric, [])).figure(metric)
+            baseline = Observation(base.get(metric, [])).figure(metric)
+            if env_diff:
+                parts[metric] = dataclasses.replace(
+                    blank,
+                    verdict=Verdict.INCOMPARABLE,
+                    reason=Reason.ENVIRONMENT,
+                    env_diff=dict(env_diff),
+                    current=current,
+                    baseline=baseline,
+                )
+                continue
+            est = look.pooled[metric]
+            reason, note = None, None
+            if verdict is Verdict.INCONCLUSIVE:
+                reason = Reason.FUTILITY if look.why == "futility" else Reason.INTERVAL_WIDE
+                if metric in look.held_back:
+                    reason = Reason.MULTIPLICITY
+                    note = f"a regression by its interval, not claimed: {look.held_back[metric]}"
+            extra = {
+                **(details or {}),
+                "samples": [len(head.get(metric, [])), len(base.get(metric, []))],
+                "tau": round(est.tau, 5),
+                "tau_data": round(est.tau_data, 5),
+                "p_no_slower": look.p_zero[metric],
+                "alpha_at_look": look.alpha,
+                "stopped": look.why,
+            }
+            parts[metric] = dataclasses.replace(
+                blank,
+                verdict=verdict,
+                ratio=math.exp(est.estimate),
+                ci_low=math.exp(est.lower(look.alpha)),
+                ci_high=math.exp(est.upper(look.alpha)),
+                ci_level=1.0 - 2.0 * look.alpha,
+                p_value=look.p_threshold[metric],
+                n=look.k,
+                n_baseline=look.k,
+                unit="process pairs",
+                reason=reason,
+                note=note,
+                current=current,
+                baseline=baseline,
+                decided_by="ab",
+                process_pairs=look.k,
+                detectable=_pool.detectable_effect(est.se, opts["threshold"], opts["alpha"]),
+                details=extra,
+            )
+        if len(parts) == 1 and "median" in parts:
+            c = parts["median"]
+            if opts["metric"] not in ("median",):
+                note = (
+                    f"A/B judges the median latency; metric={opts['metric']} applies to stored "
+                    "comparisons" + (f"; {c.note}" if c.note else "")
+                )
+                c = dataclasses.replace(c, note=note)
+            return c
+        return self.combined(parts, opts)
+
+    def settled(self, stored: Comparison, ab: Comparison) -> Comparison:
+        """A stored verdict that was not decisive, settled in this job by an interleaved
+        run against the baseline commit's code: the interleaved verdict is the verdict."""
+        because = stored.reason.value if stored.reason is not None else stored.verdict.value
+        return dataclasses.replace(
+            ab, decided_by="ab", stored_pass=_summary(stored), settled_because=because
+        )
+
+    def unsettled(self, stored: Comparison, why: str) -> Comparison:
+        """The stored verdict stands, because settling could not happen (``why``)."""
+        return dataclasses.replace(stored, not_settled=why)
+
+    def no_base_run(
+        self, opts: Mapping[str, Any], origin: Origin, current: float | None, error: str | None
+    ) -> Comparison:
+        """The base side has no such measurement: the test or call is new, or the base test
+        failed before reaching it (``error``)."""
+        blank = dataclasses.replace(_blank(opts, origin), metric="median", current=current)
+        if error:
+            note = f"the base side's test failed before this measurement: {error}"
+            return dataclasses.replace(
+                blank, verdict=Verdict.NO_BASELINE, reason=Reason.BASE_ERROR, note=note
+            )
+        return dataclasses.replace(
+            blank,
+            verdict=Verdict.NO_BASELINE,
+            reason=Reason.NOT_IN_BASELINE,
+            note="not in the base commit",
+        )
+
+
+def cannot_guard(c: Comparison) -> bool:
+    """The comparison's noise hid slowdowns of more than twice the tolerance: it would
+    flag a slowdown with 80% power only from ``c.detectable`` on."""
+    return c.detectable is not None and c.detectable > 2.0 * c.threshold
+
+
+#: Which verdict of a generation benchmark's parts decides (lowest first).
+_RANK = {
+    Verdict.REGRESSION: 0,
+    Verdict.ACCEPTED: 0,
+    Verdict.INCONCLUSIVE: 1,
+    Verdict.INCOMPARABLE: 2,
+    Verdict.NO_BASELINE: 3,
+    Verdict.NO_REGRESSION: 4,
+    Verdict.IMPROVEMENT: 5,
+    Verdict.UNCHANGED: 6,
+}
+
+
+def _holm_parts(parts: Mapping[str, Comparison], alpha: float) -> dict[str, Comparison]:
+    """A generation's parts with each regression kept only if it survives Holm over the
+    parts (each part was judged at full alpha)."""
+    p_values = {m: c.p_value for m, c in parts.items() if c.p_value is not None}
+    kept = _holm_rejected(p_values, alpha)
+    out = dict(parts)
+    for m, c in parts.items():
+        if c.verdict is Verdict.REGRESSION and m not in kept:
+            note = f"a regression at alpha {alpha:g}, not after Holm over {len(parts)} metrics"
+            out[m] = dataclasses.replace(
+                c, verdict=Verdict.INCONCLUSIVE, reason=Reason.MULTIPLICITY, note=note
+            )
+    return out
+
+
+def _detectable_stored(c: Comparison) -> float | None:
+    """The stored test's detectable effect, from the standard error its rank interval
+    implies (latency and generation metrics; None where the test has no interval)."""
+    if c.ci_low is None or c.ci_high is None or c.metric in ("memory", "throughput"):
+        return None
+    se = _pool.se_from_interval(c.ci_low, c.ci_high, c.alpha)
+    value = _pool.detectable_effect(se, c.threshold, c.alpha)
+    return value if math.isfinite(value) else None
+
+
+def generation_metrics(opts: Mapping[str, Any]) -> tuple[str, ...]:
+    """The metrics a generation benchmark is judged on: ``metric="ttft"`` or ``"tpot"``
+    narrows it to one; otherwise both."""
+    metric = opts["metric"]
+    return (metric,) if metric in GENERATION_METRICS else GENERATION_METRICS
+
+
+def compared_nothing(results: Sequence[BenchmarkResult]) -> bool:
+    """Every compared benchmark went without a usable baseline (none stored, or only from
+    another environment): a gate that compared nothing must not look green."""
+    compared = [r.comparison for r in results if r.comparison is not None]
+    blind = (Verdict.NO_BASELINE, Verdict.INCOMPARABLE)
+    return bool(compared) and all(c.verdict in blind for c in compared)
+
+
+def _blank(opts: Mapping[str, Any], origin: Origin) -> Comparison:
+    return Comparison(
+        verdict=Verdict.INCONCLUSIVE,
+        metric=opts["metric"],
+        threshold=opts["threshold"],
+        alpha=opts["alpha"],
+        mode=origin.mode,
+        source=origin.text,
+        baseline_commit=origin.commit,
+        baseline_distance=origin.distance,
+    )
+
+
+def _from_estimate(
+    base: Comparison, e: _cmp.Estimate, current: float | None, baseline: float | None
+) -> Comparison:
+    return dataclasses.replace(
+        base,
+        verdict=e.verdict,
+        ratio=e.ratio,
+        ci_low=e.ci_low,
+        ci_high=e.ci_high,
+        ci_level=e.ci_level,
+        p_value=e.p_value,
+        n=e.n,
+        n_baseline=e.m,
+        unit=e.unit,
+        reason=e.reason,
+        note=e.note,
+        current=current,
+        baseline=baseline,
+        details=dict(e.details),
+    )
+
+
+def _summary(c: Comparison) -> Comparison:
+    """A pass kept for the record: its verdict and numbers, not its own history."""
+    return dataclasses.replace(c, first_pass=None, details={}, message=None)

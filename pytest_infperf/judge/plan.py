@@ -1,0 +1,223 @@
+"""The interleaved protocol's sequential rule: how many quads a process pair takes, how
+many process pairs a comparison takes, how alpha is spent over the looks, and when to
+stop. :mod:`pytest_infperf.ab.interleave` measures and asks; every decision of the
+protocol is made here (docs/COMPARING.md, "Interleaved verdicts").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from statistics import NormalDist
+
+from ..core.results import Verdict
+from ..stats import pooled as _pool
+
+_NORMAL = NormalDist()
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+    """The interleaved protocol's constants: how many process pairs, how many quads each,
+    and how alpha is spent over the looks (docs/COMPARING.md, "Interleaved verdicts")."""
+
+    #: Process pairs at most: the first is this process and the base worker, the others
+    #: pairs of worker processes started for it (reused by the session's later benchmarks).
+    max_pairs: int = 4
+    #: Quads a process pair runs at least (a pair's own standard error needs some), and at
+    #: most; a pair also stops after ``pair_seconds`` once it has ``min_quads``.
+    min_quads: int = 8
+    max_quads: int = 48
+    pair_seconds: float = 1.5
+    #: The between-process sd assumed at least (log units): one or two pairs cannot show
+    #: it. Offsets of 3-4% between two processes of identical code were measured on the
+    #: 2-core VM (docs/STATISTICS, "between processes"); 1.5% keeps one pair from ruling
+    #: out a regression unless its own estimate is well inside the tolerance.
+    tau_floor: float = 0.015
+    #: The share of alpha each look spends, for each bound (Bonferroni over the looks: the
+    #: shares sum to 1, so each bound's error over the whole run stays at alpha). A look
+    #: follows each process pair. Regressions and improvements are claimed only from the
+    #: second look on, so what the first look spends on the lower bound is simply unused.
+    shares: tuple[float, ...] = (0.4, 0.3, 0.15, 0.15)
+    #: Stop for futility when the chance of reaching either decision by the last pair,
+    #: if the current estimate were the truth, is under this...
+    futility: float = 0.10
+    #: ...from this many quads on (32 block pairs) and this many process pairs: one pair that
+    #: happened to run in a noisy spell says little about the next (measured: most A/A
+    #: verdicts left inconclusive had stopped for futility after one noisy pair).
+    futility_quads: int = 16
+    futility_pairs: int = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Look:
+    """What the plan concluded after a process pair: stop or go on, each judged metric's
+    verdict, its pooled estimate, and the alpha each bound was taken at."""
+
+    stop: bool
+    why: str
+    verdicts: dict[str, Verdict]
+    pooled: dict[str, _pool.Pooled]
+    alpha: float
+    k: int
+    #: Per metric, the one-sided p of "slower by at most the threshold", and of "no slower
+    #: at all" (the run-level guard's null).
+    p_threshold: dict[str, float]
+    p_zero: dict[str, float]
+    #: Per metric, why a regression the interval showed was not claimed, if it was not.
+    held_back: dict[str, str]
+
+
+class PairedPlan:
+    """The judge's sequential rule for one interleaved comparison. The interleaving code
+    measures; it asks :meth:`more_quads` after each quad whether the current process pair
+    needs more, and :meth:`look` after each pair whether to stop. Every alpha split and
+    stopping decision of an interleaved comparison is made here.
+
+    - A process pair takes quads until it has ``min_quads`` and either its own standard
+      error is small next to the between-process floor (more quads would not narrow the
+      pooled interval) or its time is up.
+    - After pair k the pairs are pooled (random effects,
+      :mod:`~pytest_infperf.stats.pooled`) and each bound is taken at
+      ``alpha x shares[k-1]``.
+    - ``regression`` needs two process pairs or more, the lower bound above 1 + d (Holm
+      over the metrics of a generation), and the run-level guard: the p of "no slower at
+      all" under ``run_alpha / family`` (Bonferroni over the run's collected perf tests),
+      so that a run with nothing changed fails with probability at most ``run_alpha``.
+    - ``improvement`` also needs two process pairs (the same offsets fake speed-ups).
+    - ``unchanged`` / ``no-regression`` may stop the first look: they need each metric's
+      upper bound at most 1 + d at full alpha (intersection-union: no split).
+    - Futility: when neither decision is within reach (see ``Design.futility``).
+    """
+
+    def __init__(
+        self,
+        threshold: float,
+        alpha: float,
+        metrics: tuple[str, ...],
+        family: int = 1,
+        run_alpha: float = 0.01,
+        design: Design | None = None,
+    ) -> None:
+        self.threshold = threshold
+        self.alpha = alpha
+        self.metrics = metrics
+        self.family = max(1, family)
+        self.run_alpha = run_alpha
+        self.design = design or Design()
+
+    def more_quads(self, quads: Mapping[str, Sequence[float]], seconds: float) -> bool:
+        """Whether the current process pair should take another quad."""
+        d = self.design
+        n = min(len(quads[m]) for m in self.metrics)
+        if n < d.min_quads:
+            return True
+        if n >= d.max_quads or seconds >= d.pair_seconds:
+            return False
+        own = max(_pool.summarize_pair(quads[m]).se for m in self.metrics)
+        return own > d.tau_floor / 2.0
+
+    def look(self, pairs: Mapping[str, Sequence[_pool.PairSummary]]) -> Look:
+        """The verdicts after ``k`` process pairs, and whether to stop there."""
+        d = self.design
+        k = min(len(pairs[m]) for m in self.metrics)
+        share = d.shares[min(k, len(d.shares)) - 1]
+        alpha = self.alpha * share
+        limit = math.log1p(self.threshold)
+        pooled = {m: _pool.pool(pairs[m], d.tau_floor) for m in self.metrics}
+        p_threshold = {m: pooled[m].p_above(limit) for m in self.metrics}
+        p_zero = {m: pooled[m].p_above(0.0) for m in self.metrics}
+        claimable = _holm_rejected(p_threshold, alpha)
+        verdicts: dict[str, Verdict] = {}
+        held: dict[str, str] = {}
+        for m in self.metrics:
+            est = pooled[m]
+            low, high = est.lower(alpha), est.upper(alpha)
+            if low > limit:
+                why = self._why_not_claimed(m, k, claimable, p_zero[m])
+                if why is None:
+                    verdicts[m] = Verdict.REGRESSION
+                    continue
+                held[m] = why
+                verdicts[m] = Verdict.INCONCLUSIVE
+            elif high < -limit and k >= 2:
+                verdicts[m] = Verdict.IMPROVEMENT
+            elif high <= limit:
+                verdicts[m] = Verdict.UNCHANGED if low >= -limit else Verdict.NO_REGRESSION
+            else:
+                verdicts[m] = Verdict.INCONCLUSIVE
+        stop, why = self._stop(k, verdicts, pooled, pairs)
+        return Look(stop, why, verdicts, pooled, alpha, k, p_threshold, p_zero, held)
+
+    def _why_not_claimed(
+        self, metric: str, k: int, claimable: set[str], p_zero: float
+    ) -> str | None:
+        if k < 2:
+            return "one process pair: a regression needs two"
+        if metric not in claimable:
+            return f"not after Holm over {len(self.metrics)} metrics"
+        level = self.run_alpha / self.family
+        if p_zero > level:
+            return (
+                f"the run-level guard: p {p_zero:.2g} of 'no slower at all' is above "
+                f"run_alpha / {self.family} perf tests = {level:.2g}"
+            )
+        return None
+
+    def _stop(
+        self,
+        k: int,
+        verdicts: Mapping[str, Verdict],
+        pooled: Mapping[str, _pool.Pooled],
+        pairs: Mapping[str, Sequence[_pool.PairSummary]],
+    ) -> tuple[bool, str]:
+        d = self.design
+        if k >= d.max_pairs:
+            return True, "pairs spent"
+        limit = math.log1p(self.threshold)
+        regressed = any(v is Verdict.REGRESSION for v in verdicts.values())
+        open_: list[str] = []
+        for m, v in verdicts.items():
+            if v is Verdict.INCONCLUSIVE:
+                # Another metric regressed: this one still goes on, so that the message
+                # says which of them regressed (the test fails either way).
+                open_.append(m)
+            elif not regressed and v is not Verdict.IMPROVEMENT and pooled[m].estimate < -limit:
+                # It looks faster by more than the tolerance: one more pair may say so
+                # (an improvement needs two), where stopping would only say "no regression".
+                open_.append(m)
+        if not open_:
+            return True, "regression" if regressed else "decided"
+        quads = min(sum(p.n for p in pairs[m]) for m in self.metrics)
+        if (
+            quads >= d.futility_quads
+            and k >= d.futility_pairs
+            and all(self._futile(pooled[m], k) for m in open_)
+        ):
+            return True, "futility"
+        return False, "undecided"
+
+    def _futile(self, est: _pool.Pooled, k: int) -> bool:
+        """Neither decision within reach by the last pair, if the estimate were the truth:
+        the standard error shrinks about as 1 / sqrt(pairs)."""
+        d = self.design
+        limit = math.log1p(self.threshold)
+        se_end = est.se * math.sqrt(k / d.max_pairs)
+        if se_end <= 0:
+            return False
+        z = _NORMAL.inv_cdf(1.0 - self.alpha * d.shares[-1])
+        reach_regression = _NORMAL.cdf((est.estimate - limit) / se_end - z)
+        reach_pass = _NORMAL.cdf((limit - est.estimate) / se_end - z)
+        return max(reach_regression, reach_pass) < d.futility
+
+
+def _holm_rejected(p_values: Mapping[str, float], alpha: float) -> set[str]:
+    """The metrics whose p survives Holm's step-down at ``alpha``."""
+    out: set[str] = set()
+    ordered = sorted(p_values.items(), key=lambda kv: kv[1])
+    for i, (metric, p) in enumerate(ordered):
+        if p > alpha / (len(ordered) - i):
+            break
+        out.add(metric)
+    return out

@@ -1,0 +1,9 @@
+"""Measurement: turning a call into timed samples on this machine.
+
+``call`` (one ``infer_bench(...)`` call, prepared, and the ``Mode`` protocol a session
+measures it with), ``timing`` (first call, warmup, block calibration, adaptive sampling),
+``backends/`` (torch, ONNX Runtime, generation, plain callables), ``memory`` (host peak
+RSS), ``drift`` (the reference workload), ``gpu`` (NVML state) and ``environment`` (the
+fingerprint a measurement ran on). Imports the core and the statistics only; the A/B
+worker runs this layer in its own process.
+"""

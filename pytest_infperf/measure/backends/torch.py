@@ -1,0 +1,411 @@
+"""PyTorch backend: eval mode, ``torch.inference_mode()``, and CUDA-correct timing.
+
+On CUDA each sample is one request: a CUDA event pair is recorded around the call and the
+end event is synchronised *inside* the sample, so the sample is the latency a caller sees.
+The host time to enqueue (until the call returns, before synchronising) is kept too:
+``host_bound_ratio`` = median(enqueue) / median(latency) close to 1 means the GPU waits on
+Python and framework dispatch (the "framework tax").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from .. import gpu
+from ..timing import HostSampler
+from . import BackendError, Prepared, bind_call, infer_batch_size, require
+
+
+def _map_tensors(value: Any, fn: Callable[[Any], Any], torch: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {k: _map_tensors(v, fn, torch) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_map_tensors(v, fn, torch) for v in value)
+    if isinstance(value, list):
+        return [_map_tensors(v, fn, torch) for v in value]
+    return value
+
+
+def _tensors(value: Any, torch: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def collect(tensor: Any) -> Any:
+        found.append(tensor)
+        return tensor
+
+    _map_tensors(value, collect, torch)
+    return found
+
+
+def _model_device_dtype(model: Any, torch: Any) -> tuple[Any, Any]:
+    if isinstance(model, torch.nn.Module):
+        for tensor in list(model.parameters()) + list(model.buffers()):
+            dtype = tensor.dtype if tensor.is_floating_point() else None
+            return tensor.device, dtype
+    return None, None
+
+
+def _to_host(value: Any, torch: Any) -> Any:
+    return _map_tensors(value, lambda t: t.cpu(), torch)
+
+
+def _dynamo_graphs() -> int | None:
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:  # torch without dynamo
+        return None
+    return int(counters["stats"].get("unique_graphs", 0))
+
+
+class RecompileWatch:
+    """Counts torch.compile graphs across the timed region: a recompile there means the
+    samples include compilation."""
+
+    def __init__(self, compiled: bool) -> None:
+        self.compiled = compiled
+        self.before: int | None = None
+
+    def start(self) -> None:
+        self.before = _dynamo_graphs() if self.compiled else None
+
+    def result(self) -> dict[str, Any]:
+        if self.before is None:
+            return {}
+        now = _dynamo_graphs()
+        return {"recompiles": max(0, (now or 0) - self.before)}
+
+
+class TorchHostSampler(HostSampler):
+    """CPU torch: host timing in blocks, under inference_mode."""
+
+    backend = "torch"
+
+    def __init__(self, fn: Callable[[], Any], torch: Any, compiled: bool) -> None:
+        super().__init__(fn, ctx=torch.inference_mode)
+        self.watch = RecompileWatch(compiled)
+
+    def begin_timed(self) -> None:
+        self.watch.start()
+
+    def end_timed(self, samples_ns: list[int]) -> dict[str, Any]:
+        return self.watch.result()
+
+
+class CudaEventSampler:
+    """Per-request CUDA latency: event pair around the call, synchronised in the sample."""
+
+    backend = "torch"
+    supports_blocks = False
+
+    def __init__(
+        self,
+        fn: Callable[[], Any],
+        torch: Any,
+        device: Any,
+        compiled: bool,
+        after: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.fn = fn
+        #: Timed after the enqueue timestamp, inside the sample (include_copies).
+        self.after = after
+        self.torch = torch
+        self.device = device
+        self.watch = RecompileWatch(compiled)
+        self.enqueue_ns: list[int] = []
+        self.device_ms: list[float] = []
+        self._events: tuple[Any, Any] | None = None
+        self.region: Any = None  # gpu.RegionWatch across the timed region
+
+    @contextlib.contextmanager
+    def context(self) -> Iterator[None]:
+        # Event.record() with no stream records on the *current* device's current stream,
+        # and the current device is per thread (timing runs on a fresh thread, where it is
+        # cuda:0): without this, a model on cuda:1 is timed by events that do not wait for
+        # its work, and the latency silently becomes the enqueue time.
+        # A new thread also has no *current CUDA context* until a runtime call binds the
+        # primary one; torch.cuda.device() skips cudaSetDevice when the index already
+        # matches, so cuBLAS would find none and warn ("no current CUDA context", an error
+        # under filterwarnings = error; seen on an H100). synchronize() binds it, untimed.
+        with self.torch.cuda.device(self.device), self.torch.inference_mode():
+            self.torch.cuda.synchronize(self.device)
+            yield
+
+    def events(self) -> tuple[Any, Any]:
+        """One start/end event pair, created once (on the model's device) and reused."""
+        if self._events is None:
+            cuda = self.torch.cuda
+            self._events = (cuda.Event(enable_timing=True), cuda.Event(enable_timing=True))
+        return self._events
+
+    def call(self) -> Any:
+        out = self.fn()
+        if self.after is not None:
+            out = self.after(out)
+        self.torch.cuda.synchronize(self.device)
+        return out
+
+    def run_blocks(self, out: list[int], start: int, stop: int, block: int) -> None:
+        fn = self.fn
+        pc = time.perf_counter_ns
+        start_ev, end_ev = self.events()
+        enqueue = self.enqueue_ns
+        device_ms = self.device_ms
+        after = self.after
+        for i in range(start, stop):
+            t0 = pc()
+            start_ev.record()
+            out_value = fn()
+            t_enq = pc()
+            if after is not None:
+                after(out_value)
+            end_ev.record()
+            end_ev.synchronize()
+            out[i] = pc() - t0
+            # Outside the sample: both events are complete, reading them costs nothing timed.
+            enqueue.append(t_enq - t0)
+            device_ms.append(start_ev.elapsed_time(end_ev))
+
+    def begin_timed(self) -> None:
+
+        self.enqueue_ns.clear()
+        self.device_ms.clear()
+        self.torch.cuda.reset_peak_memory_stats(self.device)
+        self.watch.start()
+        index = getattr(self.device, "index", None)  # a torch.device's CUDA ordinal
+        self.region = gpu.RegionWatch(gpu.nvml_index(index if isinstance(index, int) else 0))
+        self.region.start()
+
+    def checkpoint(self) -> None:
+        if self.region is not None:
+            self.region.check()
+
+    def end_timed(self, samples_ns: list[int]) -> dict[str, Any]:
+        torch = self.torch
+        n = len(samples_ns)
+        # Warmup and calibration also ran through run_blocks: keep the timed tail only.
+        enqueue = self.enqueue_ns[-n:] if n else []
+        device = self.device_ms[-n:] if n else []
+        extra: dict[str, Any] = {
+            "cuda_max_allocated_bytes": int(torch.cuda.max_memory_allocated(self.device)),
+            "cuda_max_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device)),
+            "enqueue_samples": [v / 1e9 for v in enqueue],
+            "device_samples": [v / 1e3 for v in device],
+        }
+        if enqueue and samples_ns:
+            srt_e = sorted(enqueue)
+            srt_l = sorted(samples_ns)
+            extra["host_bound_ratio"] = round(srt_e[len(srt_e) // 2] / srt_l[len(srt_l) // 2], 4)
+        extra.update(self.watch.result())
+        if self.region is not None:
+            region = self.region.result(n)
+            if region:
+                extra["gpu_region"] = region
+        return extra
+
+
+def _cuda_graph_fn(model: Any, inputs: Any, torch: Any, device: Any) -> Callable[[], Any]:
+    """Capture one call in a CUDA graph; replays reuse the static inputs and outputs."""
+    with torch.cuda.device(device):  # the side stream and the capture on the model's GPU
+        return _capture(model, inputs, torch)
+
+
+def _capture(model: Any, inputs: Any, torch: Any) -> Callable[[], Any]:
+    call = bind_call(model, inputs)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):  # warm on a side stream, as the CUDA-graph docs require
+            call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = call()
+
+    def replay() -> Any:
+        graph.replay()
+        return static_out
+
+    return replay
+
+
+def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
+    torch = require("torch")
+    warnings: list[str] = []
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    model_device, dtype = _model_device_dtype(model, torch)
+    input_tensors = _tensors(inputs, torch)
+    if opts.get("device"):
+        device = torch.device(opts["device"])
+    elif model_device is not None:
+        device = model_device
+    elif input_tensors:
+        device = input_tensors[0].device
+    else:
+        device = torch.device("cpu")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise BackendError(
+                f"the model is set to run on {device}, but torch.cuda.is_available() is "
+                "False: check the NVIDIA driver and that torch was built with CUDA"
+            )
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+    restore: Callable[[], None] | None = None
+    if isinstance(model, torch.nn.Module) and model_device is not None and model_device != device:
+        # Modules move in place: put the caller's model back where it was afterwards (a
+        # session-cached model must not stay on the GPU for the CPU tests that follow).
+        model.to(device)
+        restore = functools.partial(model.to, model_device)
+    # Inputs go to the model's device before timing: a copy per call is not inference.
+    moved = [t for t in input_tensors if t.device != device]
+    if moved:
+        inputs = _map_tensors(inputs, lambda t: t.to(device), torch)
+    if dtype is None and input_tensors:
+        floats = [t.dtype for t in input_tensors if t.is_floating_point()]
+        dtype = floats[0] if floats else None
+
+    restore_threads = set_threads(torch, opts)
+
+    def close() -> None:
+        restore_threads()
+        if restore is not None:
+            restore()
+
+    if opts.get("cuda_graph"):
+        if device.type != "cuda":
+            raise BackendError("cuda_graph=True needs a model on a CUDA device")
+        with torch.inference_mode():
+            fn = _cuda_graph_fn(model, inputs, torch, device)
+    else:
+        fn = bind_call(model, inputs)
+    # include_copies: the device-to-host copy of the outputs is part of each sample (the
+    # inputs are on the device before timing, as with ORT's IOBinding). On CUDA the copy
+    # runs after the enqueue timestamp, so host_bound_ratio keeps its meaning (the model's
+    # enqueue time over the latency) instead of reading ~1 for any model.
+    copy = functools.partial(_to_host, torch=torch) if opts.get("include_copies") else None
+    if copy is not None and device.type != "cuda":
+        inner = fn
+
+        def fn() -> Any:
+            return copy(inner())
+
+    compiled = is_compiled(model)
+    sampler: TorchHostSampler | CudaEventSampler
+    if device.type == "cuda":
+        sampler = CudaEventSampler(fn, torch, device, compiled, after=copy)
+    else:
+        sampler = TorchHostSampler(fn, torch, compiled)
+
+    info: dict[str, Any] = {
+        "torch_version": torch.__version__,
+        "device": str(device),
+        "dtype": str(dtype).replace("torch.", "") if dtype is not None else None,
+        "num_threads": torch.get_num_threads(),
+        "num_interop_threads": torch.get_num_interop_threads(),
+        "compiled": compiled,
+        "cuda_graph": bool(opts.get("cuda_graph")),
+        "include_copies": bool(opts.get("include_copies")),
+        "copies": "outputs to host" if opts.get("include_copies") else None,
+        "inputs_moved_to_device": bool(moved),
+        "model": type(model).__qualname__,
+    }
+    env: dict[str, Any] = {
+        "backend": "torch",
+        "device_type": device.type,
+        "dtype": info["dtype"],
+        "num_threads": info["num_threads"],
+        "compiled": compiled,
+        "cuda_graph": info["cuda_graph"],
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(
+            cuda_version=torch.version.cuda,
+            cudnn_version=torch.backends.cudnn.version(),
+            gpu_name=props.name,
+            cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
+            **tf32_state(torch),
+        )
+        env.update(
+            cuda_version=info["cuda_version"],
+            cudnn_version=info["cudnn_version"],
+            allow_tf32_matmul=info["allow_tf32_matmul"],
+            allow_tf32_cudnn=info["allow_tf32_cudnn"],
+        )
+    return Prepared(
+        sampler=sampler,
+        backend="torch",
+        info=info,
+        env=env,
+        batch_size=infer_batch_size(inputs),
+        warnings=warnings,
+        close=close,
+    )
+
+
+def set_threads(torch: Any, opts: dict[str, Any]) -> Callable[[], None]:
+    """Apply ``intra_op_threads`` (torch.set_num_threads); returns what puts it back."""
+    before = torch.get_num_threads()
+    if opts.get("intra_op_threads"):
+        torch.set_num_threads(int(opts["intra_op_threads"]))
+
+    def restore() -> None:
+        if opts.get("intra_op_threads"):
+            torch.set_num_threads(before)
+
+    return restore
+
+
+def _quiet_read(read: Callable[[], Any]) -> Any:
+    """A flag's value, or None when torch refuses to say: recording the environment must
+    never fail a benchmark (nor warn, under ``filterwarnings = error``)."""
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return read()
+        except (RuntimeError, AttributeError):
+            return None
+
+
+def tf32_state(torch: Any) -> dict[str, Any]:
+    """Whether fp32 matmuls and convolutions may run in TF32, read without tripping torch.
+
+    torch >= 2.9 has the ``fp32_precision`` API ("ieee", "tf32", or "none" = inherit);
+    once a program sets it, the legacy getters (``allow_tf32``,
+    ``get_float32_matmul_precision``) raise "mix of the legacy and new APIs", and reading
+    them warns. So: the new API where it exists and says something, else the legacy flag;
+    None when neither can be read.
+    """
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    state: dict[str, Any] = {}
+    for name, backend in (("matmul", matmul), ("cudnn", cudnn)):
+        new = _quiet_read(functools.partial(getattr, backend, "fp32_precision"))
+        if new is not None:
+            new = str(new)
+            state[f"fp32_precision_{name}"] = new
+        if new in ("tf32", "ieee"):
+            state[f"allow_tf32_{name}"] = new == "tf32"
+        else:
+            legacy = _quiet_read(functools.partial(getattr, backend, "allow_tf32"))
+            state[f"allow_tf32_{name}"] = None if legacy is None else bool(legacy)
+    state["float32_matmul_precision"] = _quiet_read(torch.get_float32_matmul_precision)
+    return state
+
+
+def is_compiled(model: Any) -> bool:
+    """torch.compile(model) (an OptimizedModule), a compiled function, or a module compiled
+    in place with ``model.compile()`` (which sets ``_compiled_call_impl``)."""
+    return (
+        type(model).__name__ == "OptimizedModule"
+        or hasattr(model, "_torchdynamo_orig_callable")
+        or getattr(model, "_compiled_call_impl", None) is not None
+    )

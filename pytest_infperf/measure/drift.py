@@ -1,0 +1,139 @@
+"""The drift guard: a fixed reference workload timed in every run that saves or compares.
+
+The code of the reference never changes, so when its time moves between the baseline's run
+and this one, the machine moved (another tenant, clocks, thermal state, a different runner
+of the same type), and every verdict against a stored baseline is suspect by about as much.
+Two parts, because machines drift differently in each: a small numpy GEMM (BLAS, memory)
+and a pure-Python loop (interpreter and framework overhead, the "framework tax" side).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Mapping
+from typing import Any
+
+WARMUP = 5
+REPEATS = 31
+
+
+def _python_loop(n: int = 20_000) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def _time(fn: Any, repeats: int) -> float:
+    pc = time.perf_counter_ns
+    for _ in range(WARMUP):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = pc()
+        fn()
+        samples.append(pc() - t0)
+    return statistics.median(samples) / 1e9
+
+
+def measure_reference(repeats: int = REPEATS) -> dict[str, float]:
+    """Median seconds of each reference part (about 50 ms in all on a 2-core runner)."""
+    import numpy as np  # noqa: PLC0415 (numpy: this module is imported at start-up)
+
+    a = np.random.default_rng(0).standard_normal((128, 128))
+    b = a.T.copy()
+    return {
+        "gemm_s": _time(lambda: a @ b, repeats),
+        "python_s": _time(_python_loop, repeats),
+    }
+
+
+_PROBE_STATE: dict[str, Any] = {}
+
+
+def probe(repeats: int = 5) -> tuple[float, float]:
+    """A ~1 ms snapshot of machine speed (Python loop, small GEMM), taken at the sampling
+    checkpoints of every benchmark, outside the timed region."""
+    if "gemm" not in _PROBE_STATE:
+        import numpy as np  # noqa: PLC0415 (numpy: this module is imported at start-up)
+
+        a = np.random.default_rng(0).standard_normal((64, 64))
+        b = a.T.copy()
+        _PROBE_STATE["gemm"] = lambda: a @ b
+    pc = time.perf_counter_ns
+    gemm = _PROBE_STATE["gemm"]
+    py: list[int] = []
+    mm: list[int] = []
+    for _ in range(repeats):
+        t0 = pc()
+        _python_loop(2000)
+        t1 = pc()
+        gemm()
+        t2 = pc()
+        py.append(t1 - t0)
+        mm.append(t2 - t1)
+    return statistics.median(py) / 1e9, statistics.median(mm) / 1e9
+
+
+def summarize_probes(
+    probes: list[tuple[float, float]], cpu_share: float | None = None
+) -> dict[str, Any] | None:
+    """The probes' medians, and the CPU share of the timed region: process CPU time over
+    wall time. Short probes fit in one scheduler time slice and cannot see a noisy
+    neighbour taking turns on the same core (or a hypervisor stealing time); the share
+    can: it falls when the process is runnable but not running."""
+    if not probes:
+        return None
+    out: dict[str, Any] = {
+        "python_s": statistics.median(p[0] for p in probes),
+        "gemm_s": statistics.median(p[1] for p in probes),
+        "probes": len(probes),
+    }
+    if cpu_share is not None:
+        out["cpu_share"] = round(cpu_share, 4)
+    return out
+
+
+def speed_factors(
+    current: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None
+) -> tuple[float, float] | None:
+    """(slower, faster): how much slower (>= 1) and how much faster (>= 1) the machine ran
+    during this measurement than during the baseline's, by the median of its indicators
+    (the Python-loop probe, the GEMM probe, the CPU share).
+
+    Not the largest-moving one: each is a noisy ratio of two short timings, and the max of
+    three of them, with no real drift, widened about a fifth of comparisons by more than the
+    whole tolerance (issue 24). The median moves only when most indicators agree."""
+    if not current or not baseline:
+        return None
+    ratios = [
+        current[k] / baseline[k]
+        for k in ("python_s", "gemm_s")
+        if current.get(k) and baseline.get(k)
+    ]
+    if current.get("cpu_share") and baseline.get("cpu_share"):
+        # Half the CPU now means about twice the time for the same work.
+        ratios.append(baseline["cpu_share"] / current["cpu_share"])
+    if not ratios:
+        return None
+    middle = statistics.median(ratios)
+    return max(1.0, middle), max(1.0, 1.0 / middle)
+
+
+def drift(
+    current: dict[str, Any] | None, baseline: dict[str, Any] | None, threshold: float
+) -> dict[str, Any] | None:
+    """Ratios current/baseline of each part; ``drifted`` when any moved by more than
+    ``threshold / 2`` (half the regression tolerance)."""
+    if not current or not baseline:
+        return None
+    ratios = {}
+    for part in ("gemm_s", "python_s"):
+        if current.get(part) and baseline.get(part):
+            ratios[part.replace("_s", "_ratio")] = current[part] / baseline[part]
+    if not ratios:
+        return None
+    limit = threshold / 2.0
+    drifted = any(abs(r - 1.0) > limit for r in ratios.values())
+    return {**ratios, "limit": limit, "drifted": drifted}

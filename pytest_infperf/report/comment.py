@@ -1,0 +1,90 @@
+"""The pull-request comment: one per pull request, found again by a hidden marker and
+updated in place on every run (``infperf comment results.json``; see
+``.github/workflows/perf.yml``).
+
+The body is the Markdown report, whose first line is the comment's title. It is posted
+when the report has something a reviewer should see (a regression, an accepted
+regression, an improvement, a benchmark left undecided, or a comparison that compared
+nothing) and otherwise updated to say that nothing changed. It always fits GitHub's
+65,536-character limit: the table collapses into ``<details>`` first, then loses its
+last rows (unchanged ones sort last), with a line saying where the full report is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.results import BenchmarkResult, Verdict
+from .markdown import render
+
+MARKER = "<!-- pytest-infperf:comment -->"
+#: GitHub's limit on a comment body, in characters.
+LIMIT = 65_536
+#: Verdicts a reviewer should see in the pull request.
+NOTABLE = (Verdict.REGRESSION, Verdict.ACCEPTED, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
+FULL_REPORT = "the job summary and the uploaded perf-results artifact"
+
+
+def notable(results: list[BenchmarkResult], doc: Mapping[str, Any]) -> bool:
+    if doc.get("compared_nothing"):
+        return True
+    for r in results:
+        c = r.comparison
+        if c is not None and (c.verdict in NOTABLE or c.not_settled):
+            return True
+    return False
+
+
+def body(doc: Mapping[str, Any], limit: int = LIMIT) -> tuple[str, bool]:
+    """The comment for a results document, and whether it is worth posting."""
+    results = [BenchmarkResult.from_json(b) for b in doc["benchmarks"]]
+    worth = notable(results, doc)
+    comparison = doc.get("comparison") or {}
+    if not worth:
+        n = len(results)
+        text = (
+            f"## pytest-infperf: no changes in {n} benchmark{'s' * (n != 1)}\n\n"
+            "No regression, improvement or undecided benchmark in the latest run; details "
+            f"in {FULL_REPORT}.\n"
+        )
+    else:
+        text = render(
+            results,
+            source=comparison or None,
+            drift=comparison.get("environment_drift"),
+            warnings=doc.get("warnings") or (),
+            environment=doc.get("environment"),
+            mode=str(doc.get("mode") or "stored"),
+            gate=doc.get("compared_nothing"),
+        )
+    return fit(f"{MARKER}\n{text}", limit), worth
+
+
+def fit(text: str, limit: int = LIMIT) -> str:
+    """``text`` within ``limit`` characters: the table collapsed, then shortened."""
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("| ")), None)
+    if start is None:
+        return _cut(text, limit)
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    rows = lines[start:end]
+    head, table, tail = lines[:start], rows, lines[end:]
+    summary = f"<details><summary>All {len(rows) - 2} benchmarks</summary>"
+    while True:
+        shown = len(table) - 2
+        more = len(rows) - len(table)
+        note = ["", f"… {more} more rows in {FULL_REPORT}."] if more else []
+        candidate = "\n".join([*head, summary, "", *table, *note, "", "</details>", *tail])
+        if len(candidate) <= limit or shown <= 1:
+            return candidate if len(candidate) <= limit else _cut(candidate, limit)
+        table = table[: 2 + max(1, shown - max(1, shown // 10))]
+
+
+def _cut(text: str, limit: int) -> str:
+    note = f"\n\n… cut to fit a comment: the full report is in {FULL_REPORT}.\n"
+    return text[: limit - len(note)] + note

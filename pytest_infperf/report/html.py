@@ -1,0 +1,646 @@
+"""``infperf report``: one self-contained HTML file of plots (and the same plots as PNGs).
+
+- distributions now vs baseline for each compared benchmark;
+- the history of each benchmark along main, with detected change points marked;
+- scaling curves of parametrized sweeps: latency vs sequence length and throughput vs
+  batch size, per model and backend (the seed report's figures);
+- the framework-tax view of batch sweeps: where latency stays flat as the batch grows
+  (framework-bound: the time is Python and dispatch, not compute) and where it grows
+  (compute-bound), with ``host_bound_ratio`` where the backend recorded it.
+
+matplotlib (extra ``report``) is imported here only; the Agg backend needs no display.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import html
+import io
+import itertools
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.results import METRIC_LABELS, Comparison
+from ..measure.backends import MissingBackendError
+from ..stats.changepoint import ChangePoint
+from ..store.baselines import iter_entries
+from ..store.history import Point, Series
+from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_ratio, fmt_time
+
+BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
+SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
+#: Parameters a generation sweep varies along (its figures come from the record itself);
+#: any other parameter (model, decoding setup) makes a separate figure.
+GENERATION_SWEEP_KEYS = (
+    *BATCH_KEYS,
+    *SEQ_KEYS,
+    "gen_batch",
+    "prompt",
+    "prompt_tokens",
+    "prompt_len",
+    "new",
+    "new_tokens",
+    "max_new_tokens",
+    "output_tokens",
+)
+#: Scaling exponent of latency in batch size below which a step is framework-bound (flat)
+#: and above which it is compute-bound.
+FLAT_EXPONENT = 0.3
+COMPUTE_EXPONENT = 0.7
+
+
+def _plt() -> Any:
+    try:
+        import matplotlib  # noqa: PLC0415 (matplotlib: only when a report is drawn)
+    except ImportError:
+        raise MissingBackendError(
+            "matplotlib is not installed, and the HTML report needs it. Install it with: "
+            "pip install 'pytest-infperf[report]'"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (matplotlib: only when a report is drawn)
+
+    return plt
+
+
+@dataclasses.dataclass(frozen=True)
+class Plot:
+    """One figure: inline SVG for the HTML (hover a point for its details), PNG for --png."""
+
+    svg: str
+    png: bytes
+
+
+#: Whether figures are also rendered as PNG (only when ``build`` is given a PNG folder: a
+#: PNG costs as much as the SVG).
+_WANT_PNG: contextvars.ContextVar[bool] = contextvars.ContextVar("want_png", default=True)
+
+
+def _render(fig: Any, tips: dict[str, str], tight: bool = True) -> Plot:
+    """``tips`` maps an artist's gid to the text a reader sees on hovering it: the SVG
+    gets a ``<title>`` inside that artist's group, which browsers show as a tooltip (no
+    script, so the report opens offline and anywhere). ``tight=False``: the figure's own
+    margins (a tight bounding box measures every label: most of a small figure's cost)."""
+    import matplotlib  # noqa: PLC0415 (matplotlib: only when a report is drawn)
+
+    buf = io.StringIO()
+    bbox = "tight" if tight else None
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "infperf"}):
+        fig.savefig(buf, format="svg", bbox_inches=bbox)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: it is inline
+    for gid, tip in tips.items():
+        opening = re.search(rf'<g id="{re.escape(gid)}"[^>]*>', svg)
+        if opening is not None:
+            title = f"<title>{html.escape(tip)}</title>"
+            svg = svg[: opening.end()] + title + svg[opening.end() :]
+    png = io.BytesIO()
+    if _WANT_PNG.get():
+        fig.savefig(png, format="png", dpi=110, bbox_inches=bbox)
+    _plt().close(fig)
+    return Plot(svg, png.getvalue())
+
+
+def _param(entry: dict[str, Any], names: Sequence[str]) -> Any:
+    params = entry.get("params") or {}
+    for name in names:
+        if name in params:
+            return params[name]
+    return None
+
+
+def _label(key: str) -> str:
+    path, _, rest = key.partition("::")
+    return f"{path.rsplit('/', 1)[-1]}::{rest}" if rest else path
+
+
+# --- figures -----------------------------------------------------------------------------
+
+
+def distribution_figure(
+    key: str,
+    now: list[float],
+    base: list[float],
+    comparison: dict[str, Any] | None,
+    base_commit: str | None = None,
+) -> Plot:
+    import numpy as np  # noqa: PLC0415 (numpy: this module is imported at start-up)
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(4.8, 2.6), layout="constrained")
+    data = [np.asarray(base) * 1e3, np.asarray(now) * 1e3]
+    # Tails of a few stalls would squash the bodies: draw the 1st-99th percentiles of both
+    # sides, so no violin runs past the axes (the medians are of all samples).
+    lo, hi = np.percentile(np.concatenate(data), [1, 99])
+    pad = (hi - lo) * 0.05 or hi * 0.05
+    shown = [d[(d >= lo) & (d <= hi)] if np.any((d >= lo) & (d <= hi)) else d for d in data]
+    parts = ax.violinplot(shown, vert=False, showmedians=False, showextrema=False)
+    tips = {}
+    for i, (body, color, name, d) in enumerate(
+        zip(parts["bodies"], ("#7f8c8d", "#c0392b"), ("baseline", "now"), data, strict=True)
+    ):
+        body.set_facecolor(color)
+        body.set_alpha(0.55)
+        body.set_gid(f"violin-{name}")
+        median = float(np.median(d))
+        ax.plot([median, median], [i + 0.7, i + 1.3], color=color, linewidth=2)
+        tip = f"{name}: median {fmt_time(median / 1e3)}, {len(d)} samples"
+        if name == "baseline" and base_commit:
+            tip += f", commit {base_commit[:10]}"
+        if name == "now" and comparison and comparison.get("ratio"):
+            tip += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
+            if comparison.get("ci_low") is not None and comparison.get("ci_high") is not None:
+                tip += f" [{comparison['ci_low']:.3f}, {comparison['ci_high']:.3f}]"
+        tips[f"violin-{name}"] = tip
+    ax.set_yticks([1, 2], labels=["baseline", "now"])
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_xlabel("latency per call (ms), 1st-99th percentile range")
+    title = _label(key)
+    if comparison and comparison.get("ratio"):
+        title += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
+        if comparison.get("decided_by") == "ab":
+            title += " (decided by the interleaved run, not these samples)"
+    ax.set_title(title, fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    return _render(fig, tips)
+
+
+#: Points of a history that get a tooltip each (an artist each): the newest ones and the
+#: change points. A year of commits as one artist per point made a figure take seconds.
+TIPPED_POINTS = 150
+#: Points drawn of a longer history (every k-th), besides the tipped ones.
+DRAWN_POINTS = 600
+
+
+def history_figure(series: Series) -> Plot:
+    plt = _plt()
+    # Fixed margins, no layout engine: a report draws one of these per benchmark.
+    fig, ax = plt.subplots(figsize=(6.4, 2.8))
+    fig.subplots_adjust(left=0.16, right=0.98, bottom=0.2, top=0.9)
+    xs = list(range(len(series.points)))
+    med = [p.median * 1e3 for p in series.points]
+    lo = [(p.ci_low or p.median) * 1e3 for p in series.points]
+    hi = [(p.ci_high or p.median) * 1e3 for p in series.points]
+    tipped = set(range(max(0, len(xs) - TIPPED_POINTS), len(xs)))
+    tipped |= {c.index for c in series.changes} | {c.index - 1 for c in series.changes}
+    # A year of commits is more points than the figure has pixels: the line, band and
+    # untipped markers use every k-th point (the tipped ones are all drawn).
+    step_k = max(1, len(xs) // DRAWN_POINTS)
+    drawn = sorted(set(xs[::step_k]) | tipped)
+    ax.fill_between(
+        drawn,
+        [lo[x] for x in drawn],
+        [hi[x] for x in drawn],
+        color="#2980b9",
+        alpha=0.2,
+        linewidth=0,
+    )
+    ax.plot(drawn, [med[x] for x in drawn], color="#2980b9", linewidth=1)
+    rest = [x for x in xs[::step_k] if x not in tipped]
+    if rest:
+        ax.plot(rest, [med[x] for x in rest], "o", markersize=2, color="#2980b9")
+    tips = {}
+    for x, p in enumerate(series.points):
+        if x not in tipped:
+            continue
+        # One artist per point, so each has its own tooltip.
+        gid = f"point-{x}"
+        ax.plot([x], [p.median * 1e3], "o", markersize=4, color="#2980b9", gid=gid)
+        tip = f"{p.sha[:10]} {p.subject or ''}".strip()
+        tip += f"\nmedian {fmt_time(p.median)}"
+        if p.ci_low is not None and p.ci_high is not None:
+            tip += f", CI [{fmt_time(p.ci_low)}, {fmt_time(p.ci_high)}]"
+        tips[gid] = tip + f", n={p.n}"
+    for change in series.changes:
+        ax.axvline(change.index - 0.5, color="#c0392b", linestyle="--", linewidth=1)
+        sha = series.points[change.index].sha[:8]
+        ax.annotate(
+            f"{change.ratio - 1:+.1%} at {sha}",
+            (change.index - 0.5, max(med)),
+            fontsize=8,
+            color="#c0392b",
+            ha="left",
+            va="top",
+        )
+    # A few readable, level labels (hover a point for its commit and subject).
+    step = max(1, math.ceil(len(xs) / 6))
+    ax.set_xticks(xs[::step], labels=[p.sha[:7] for p in series.points][::step], fontsize=8)
+    ax.set_xlabel("commit (oldest left)", fontsize=8)
+    ax.set_ylabel("median (ms)")
+    ax.set_title(_label(series.key), fontsize=8)
+    ax.grid(alpha=0.3)
+    return _render(fig, tips, tight=False)
+
+
+def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Benchmarks of one parametrized sweep: same test function and same parameters apart
+    from batch and sequence length."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in entries:
+        params = e.get("params") or {}
+        if e.get("generation") or (_param(e, BATCH_KEYS) is None and _param(e, SEQ_KEYS) is None):
+            continue  # a generation sweep has its own view (generation_figure)
+        others = {k: v for k, v in sorted(params.items()) if k not in BATCH_KEYS + SEQ_KEYS}
+        func = e["nodeid"].split("[")[0]
+        label = func.rsplit("::", 1)[-1] + "".join(f" {v}" for v in others.values())
+        if e.get("name"):
+            label += f" #{e['name']}"
+        groups[label].append(e)
+    return {k: v for k, v in groups.items() if len(v) >= 2}
+
+
+def scaling_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.2, 3.2), layout="constrained")
+    tips: dict[str, str] = {}
+    by_batch: dict[Any, list[tuple[float, float]]] = defaultdict(list)
+    by_seq: dict[Any, list[tuple[float, float, dict[str, Any]]]] = defaultdict(list)
+    for e in entries:
+        batch = _param(e, BATCH_KEYS) or e.get("batch_size") or 1
+        seq = _param(e, SEQ_KEYS)
+        median = e["stats"]["median"]
+        if seq is not None:
+            by_batch[batch].append((float(seq), median * 1e3))
+        throughput = e.get("throughput") or float(batch) / median
+        by_seq[seq].append((float(batch), throughput, e))
+    if by_batch:
+        for batch, pts in sorted(by_batch.items(), key=lambda kv: float(kv[0])):
+            pts.sort()
+            ax1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"batch {batch}")
+        ax1.set_xlabel("sequence length")
+        ax1.set_title("latency vs sequence length", fontsize=8)
+        ax1.legend(fontsize=6)
+    else:  # no sequence dimension: latency against batch size instead
+        pts2 = sorted(
+            (float(_param(e, BATCH_KEYS) or e.get("batch_size") or 1), e["stats"]["median"] * 1e3)
+            for e in entries
+        )
+        ax1.plot([p[0] for p in pts2], [p[1] for p in pts2], marker="o")
+        ax1.set_xscale("log", base=2)
+        ax1.set_xlabel("batch size")
+        ax1.set_title("latency vs batch size", fontsize=8)
+    ax1.set_ylabel("median latency (ms)")
+    ax1.grid(alpha=0.3)
+    for seq, pts3 in sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0)):
+        pts3.sort(key=lambda p: p[0])
+        xs = [p[0] for p in pts3]
+        ax2.plot(
+            xs,
+            [p[1] for p in pts3],
+            marker="o",
+            label=f"seq {seq}" if seq is not None else "throughput",
+        )
+        for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
+            regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
+            color = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}.get(regime)
+            if color:
+                ax2.axvspan(b0, b1, color=color, alpha=0.08)
+        for b, t, e in pts3:
+            ratio = (e.get("extra") or {}).get("host_bound_ratio")
+            if ratio is not None:
+                ax2.annotate(f"host {ratio:.2f}", (b, t), fontsize=6)
+            gid = f"sweep-{len(tips)}"
+            ax2.plot([b], [t], "o", markersize=6, alpha=0, gid=gid)  # the hover target
+            tips[gid] = (
+                f"{_label(e['nodeid'])}\nmedian {fmt_time(e['stats']['median'])}, "
+                f"{t:,.0f} items/s" + (f", host-bound ratio {ratio:.2f}" if ratio else "")
+            )
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("batch size (orange: framework-bound, green: compute-bound)")
+    ax2.set_ylabel("throughput (items/s)")
+    ax2.set_title("throughput vs batch size", fontsize=8)
+    ax2.legend(fontsize=6)
+    ax2.grid(alpha=0.3)
+    fig.suptitle(label, fontsize=9)
+    return _render(fig, tips)
+
+
+def generation_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Generation benchmarks of one sweep: same test function, any prompt length, output
+    length or batch (read from the ``generation`` record itself, not from parameter names)."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in entries:
+        if not e.get("generation"):
+            continue
+        params = e.get("params") or {}
+        others = [v for k, v in sorted(params.items()) if k not in GENERATION_SWEEP_KEYS]
+        label = e["nodeid"].split("[")[0].rsplit("::", 1)[-1]
+        label += "".join(f" {v}" for v in others)
+        groups[label + (f" #{e['name']}" if e.get("name") else "")].append(e)
+    return {k: v for k, v in groups.items() if len(v) >= 2}
+
+
+#: How a generation's dimensions are named in legends.
+_GEN_DIMS = {"prompt_tokens": "prompt", "new_tokens": "new", "batch_size": "batch"}
+
+
+def generation_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
+    """TTFT against prompt length (prefill), and TPOT against batch size (decode): a TPOT
+    that stays flat as the batch grows means each step is host overhead (the framework tax
+    of decoding), with the measured host share of a step where the backend recorded it.
+    Each line holds the other dimensions fixed; they are named in its legend."""
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.2, 3.2), layout="constrained")
+    tips: dict[str, str] = {}
+
+    def dim(e: dict[str, Any], name: str) -> int:
+        return int(e["generation"][name])
+
+    def median(e: dict[str, Any], metric: str) -> float:
+        return float(e["generation"][metric]["stats"]["median"])
+
+    varying = [d for d in _GEN_DIMS if len({dim(e, d) for e in entries}) > 1]
+    # TPOT against what varies: the batch (the framework-tax reading), else the output
+    # length, else the prompt length (a longer context makes each step attend to more).
+    tpot_x = next((d for d in ("batch_size", "new_tokens") if d in varying), "prompt_tokens")
+    panels = (
+        (ax1, "ttft", "prompt_tokens", "time to first token vs prompt length (prefill)"),
+        (ax2, "tpot", tpot_x, f"time per output token (decode) vs {_GEN_DIMS[tpot_x]}"),
+    )
+    for ax, metric, x_dim, title in panels:
+        others = [d for d in varying if d != x_dim]
+        lines: dict[tuple[int, ...], list[dict[str, Any]]] = defaultdict(list)
+        for e in entries:
+            lines[tuple(dim(e, d) for d in others)].append(e)
+        for fixed, members in sorted(lines.items()):
+            group = sorted(members, key=lambda e: dim(e, x_dim))
+            xs = [float(dim(e, x_dim)) for e in group]
+            ys = [median(e, metric) * 1e3 for e in group]
+            name = ", ".join(f"{_GEN_DIMS[d]} {v}" for d, v in zip(others, fixed, strict=True))
+            (line,) = ax.plot(xs, ys, marker="o", label=name or None)
+            if metric == "tpot" and x_dim == "batch_size":
+                for (x0, y0), (x1, y1) in itertools.pairwise(zip(xs, ys, strict=True)):
+                    color = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}.get(
+                        tax_regime(x0, y0, x1, y1)
+                    )
+                    if color:
+                        ax.axvspan(x0, x1, color=color, alpha=0.08)
+            for x, y, e in zip(xs, ys, group, strict=True):
+                g = e["generation"]
+                share = g.get("decode_host_bound_ratio")
+                if metric == "tpot" and share is not None:
+                    ax.annotate(f"host {share:.2f}", (x, y), fontsize=6)
+                gid = f"gen-{len(tips)}"
+                # The hover target, in the line's colour (an unset colour would take the
+                # next one of the cycle, and the lines after it would repeat colours).
+                ax.plot([x], [y], "o", markersize=6, alpha=0, gid=gid, color=line.get_color())
+                tips[gid] = (
+                    f"{_label(e['nodeid'])}\nprompt {g['prompt_tokens']}, new "
+                    f"{g['new_tokens']}, batch {g['batch_size']}\nTTFT "
+                    f"{fmt_time(median(e, 'ttft'))}, TPOT {fmt_time(median(e, 'tpot'))}, "
+                    f"{median(e, 'tokens_per_s'):,.0f} tokens/s"
+                    + (f", decode host share {share:.2f}" if share is not None else "")
+                )
+        if x_dim == "batch_size":
+            ax.set_xscale("log", base=2)
+        xlabel = {"prompt_tokens": "prompt tokens", "new_tokens": "new tokens"}.get(x_dim)
+        if xlabel is None:
+            xlabel = "batch size (orange: flat, host-bound decode; green: compute-bound)"
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(f"{metric.upper()}, median (ms)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(title, fontsize=8)
+        if others:
+            ax.legend(fontsize=6)
+        ax.grid(alpha=0.3)
+    fig.suptitle(label, fontsize=9)
+    return _render(fig, tips)
+
+
+def tax_regime(b0: float, lat0: float, b1: float, lat1: float) -> str:
+    """How latency grows from batch b0 to b1: exponent e of lat ~ batch^e. Near 0 (flat) the
+    call is framework-bound; near 1 it is compute-bound."""
+    if b1 <= b0 or lat0 <= 0 or lat1 <= 0:
+        return "unknown"
+    exponent = math.log(lat1 / lat0) / math.log(b1 / b0)
+    if exponent < FLAT_EXPONENT:
+        return "framework-bound"
+    if exponent > COMPUTE_EXPONENT:
+        return "compute-bound"
+    return "transition"
+
+
+# --- the document ------------------------------------------------------------------------
+
+
+def build(
+    results: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+    history: Mapping[str, Series] | Iterable[Series],
+    png_dir: Path | None = None,
+    title: str = "pytest-infperf report",
+    along: str = "HEAD",
+) -> tuple[str, int]:
+    """The HTML text and how many figures it holds; with ``png_dir``, every figure is also
+    written there as a PNG."""
+    token = _WANT_PNG.set(png_dir is not None)
+    try:
+        return _build(results, baseline, history, png_dir, title, along)
+    finally:
+        _WANT_PNG.reset(token)
+
+
+def _build(
+    results: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+    history: Mapping[str, Series] | Iterable[Series],
+    png_dir: Path | None,
+    title: str,
+    along: str,
+) -> tuple[str, int]:
+    sections: list[tuple[str, list[tuple[str, Plot]]]] = []
+    entries = dict(iter_entries(results)) if results else {}
+    base_entries = dict(iter_entries(baseline)) if baseline else {}
+    base_commit = ((baseline or {}).get("commit") or {}).get("sha")
+    dist = []
+    for key, e in sorted(entries.items()):
+        base = base_entries.get(key)
+        base_samples = base["samples"] if base else (e.get("extra") or {}).get("base_samples")
+        if base_samples:
+            figure = distribution_figure(
+                key, e["samples"], base_samples, e.get("comparison"), base_commit
+            )
+            dist.append((key, figure))
+    if dist:
+        sections.append(("Latency now vs baseline", dist))
+    # One series at a time (the CLI streams them from the store's index): each becomes its
+    # figure and its change-point rows, then is let go, so memory does not grow with the
+    # history's length times the number of benchmarks.
+    if isinstance(history, Mapping):
+        history = [history[k] for k in sorted(history)]
+    trends: list[tuple[str, Plot]] = []
+    changes: list[tuple[str, ChangePoint, Point]] = []
+    for s in history:
+        changes += [(s.key, c, s.points[c.index]) for c in s.changes]
+        if len(s.points) >= 2:
+            trends.append((s.key, history_figure(s)))
+    if trends:
+        sections.append((f"History along {along} (dashed: detected change points)", trends))
+    groups = sorted(sweep_groups(list(entries.values())).items())
+    sweeps = [(label, scaling_figure(label, group)) for label, group in groups]
+    if sweeps:
+        # Name only the dimensions that vary: a batch-only sweep has no sequence axis.
+        seq = any(len({_param(e, SEQ_KEYS) for e in g}) > 1 for _, g in groups)
+        what = (
+            "latency vs sequence length, throughput vs batch size"
+            if seq
+            else "latency and throughput vs batch size"
+        )
+        sections.append((f"Scaling: {what} (framework tax)", sweeps))
+    generation = [
+        (label, generation_figure(label, group))
+        for label, group in sorted(generation_groups(list(entries.values())).items())
+    ]
+    if generation:
+        heading = "Generation: TTFT vs prompt length, TPOT vs batch (decode framework tax)"
+        sections.append((heading, generation))
+    if png_dir is not None:
+        png_dir.mkdir(parents=True, exist_ok=True)
+        for s_index, (_, figures) in enumerate(sections):
+            for f_index, (label, plot) in enumerate(figures):
+                safe = "".join(c if c.isalnum() else "_" for c in _label(label))[:80]
+                (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(plot.png)
+    count = sum(len(figures) for _, figures in sections)
+    return _html(title, results, sections, changes), count
+
+
+def _generation_table(results: dict[str, Any]) -> list[str]:
+    """Generation benchmarks: TTFT, TPOT, ITL p99, tokens/s, the decode host share, and each
+    judged metric's ratio and verdict."""
+    gens = [(k, e) for k, e in sorted(iter_entries(results)) if e.get("generation")]
+    if not gens:
+        return []
+    out = [
+        "<h2>Generation</h2><table><tr><th>benchmark</th><th>prompt → new × batch</th>"
+        "<th>TTFT</th><th>TPOT</th><th>ITL p99</th><th>tokens/s</th>"
+        "<th>decode host share</th><th>TTFT ratio</th><th>TPOT ratio</th></tr>"
+    ]
+    for key, e in gens:
+        g = e["generation"]
+
+        def stat(metric: str, name: str, g: dict[str, Any] = g) -> Any:
+            return ((g.get(metric) or {}).get("stats") or {}).get(name)
+
+        share = g.get("decode_host_bound_ratio")
+        tps = stat("tokens_per_s", "median")
+        cells = [
+            _label(key),
+            f"{g.get('prompt_tokens')} → {g.get('new_tokens')} × {g.get('batch_size')}",
+            fmt_time(stat("ttft", "median")),
+            fmt_time(stat("tpot", "median")),
+            fmt_time(stat("itl", "p99")),
+            "-" if tps is None else f"{tps:,.0f}",
+            "-" if share is None else f"{share:.2f}",
+        ]
+        raw = e.get("comparison")
+        parts = (Comparison.from_json(raw).parts if raw else None) or {}
+        row = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
+        for metric in ("ttft", "tpot"):
+            part = parts.get(metric)
+            text = "-" if part is None else f"{fmt_ratio(part)} {part.verdict.value}"
+            cls = " class='regression'" if part and part.verdict.value == "regression" else ""
+            row += f"<td{cls}>{html.escape(text)}</td>"
+        out.append(f"<tr>{row}</tr>")
+    out.append("</table>")
+    return out
+
+
+def _html(
+    title: str,
+    results: dict[str, Any] | None,
+    sections: list[tuple[str, list[tuple[str, Plot]]]],
+    changes: list[tuple[str, ChangePoint, Point]],
+) -> str:
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}"
+        "h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
+        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ddd;"
+        "padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+        ".grid{display:flex;flex-wrap:wrap;gap:16px}.grid figure{margin:0;max-width:100%}"
+        ".grid svg{max-width:100%;height:auto;display:block}"
+        "table{max-width:100%;display:block;overflow-x:auto}"
+        "figcaption{font-size:11px;color:#555;max-width:640px;word-break:break-all}"
+        ".regression{color:#c0392b;font-weight:600}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
+    if results:
+        commit = (results.get("commit") or {}).get("sha") or "?"
+        env = (results.get("environment") or {}).get("key", "?")
+        parts.append(
+            f"<p>Commit <code>{html.escape(str(commit)[:10])}</code>, environment "
+            f"<code>{html.escape(str(env))}</code>.</p>"
+        )
+        # The figures a verdict was computed from (Comparison.current/baseline: a settled
+        # verdict's come from the interleaved run, not from this run's first pass).
+        parts.append(
+            "<table><tr><th>benchmark</th><th>backend</th><th>now</th><th>baseline</th>"
+            "<th>ratio [CI]</th><th>n now/base</th><th>verdict</th><th>by</th>"
+            "<th>would catch</th></tr>"
+        )
+        for key, e in sorted(iter_entries(results)):
+            raw = e.get("comparison")
+            cmp = Comparison.from_json(raw) if raw else None
+            named = f"{METRIC_LABELS[cmp.metric]} " if cmp and cmp.parts else ""
+            now = (
+                fmt_time(e["stats"]["median"])
+                if cmp is None
+                else named + fmt_figure(cmp.metric, cmp.current)
+            )
+            cells = [_label(key), e["backend"], now]
+            if cmp is None:
+                cells += ["-", "-", "-", "", "-", "-"]
+            else:
+                cells += [named + fmt_figure(cmp.metric, cmp.baseline), fmt_ratio(cmp)]
+                cells.append(fmt_n(cmp))
+                cells += [
+                    cmp.verdict.value,
+                    {"ab": "A/B", "stored": "stored"}.get(cmp.decided_by or "", "-"),
+                    fmt_catch(cmp),
+                ]
+            cls = (
+                " class='regression'"
+                if cmp is not None and cmp.verdict.value == "regression"
+                else ""
+            )
+            row = "".join(
+                f"<td{cls if i == 6 else ''}>{html.escape(str(v))}</td>"
+                for i, v in enumerate(cells)
+            )
+            parts.append(f"<tr>{row}</tr>")
+        parts.append("</table>")
+        parts += _generation_table(results)
+    if changes:
+        parts.append(
+            "<h2>Change points</h2><table><tr><th>benchmark</th><th>commit</th>"
+            "<th>change</th><th>p</th></tr>"
+        )
+        for key, c, point in changes:
+            parts.append(
+                f"<tr><td>{html.escape(_label(key))}</td><td><code>{point.sha[:10]}"
+                f"</code> {html.escape(point.subject or '')}</td><td>"
+                f"{c.ratio - 1:+.1%}</td><td>{c.p_value:.1e}</td></tr>"
+            )
+        parts.append("</table>")
+    for heading, figures in sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2><div class='grid'>")
+        for label, plot in figures:
+            parts.append(
+                f"<figure role='img' aria-label='{html.escape(label)}'>{plot.svg}"
+                f"<figcaption>{html.escape(label)}</figcaption></figure>"
+            )
+        parts.append("</div>")
+    if not sections:
+        parts.append(
+            "<p>No figures yet: a distribution needs a baseline to compare with "
+            "(<code>--compare REF</code>), a history the baselines of two or more commits, "
+            "a scaling plot two or more batch sizes.</p>"
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts)

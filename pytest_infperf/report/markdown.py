@@ -1,0 +1,351 @@
+"""The Markdown report (``--perf-markdown``, the GitHub job summary) and GitHub annotations.
+
+Written for a reviewer who opens a pull request: regressions first, each row with the
+numbers that justify its verdict, then where the baseline came from and anything that
+makes the comparison less trustworthy (environment differences, machine drift).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
+from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
+from .text import DECIDED_BY, settle_summary
+
+MARK = {
+    Verdict.REGRESSION: "🔴 regression",
+    Verdict.ACCEPTED: "🟠 accepted",
+    Verdict.INCONCLUSIVE: "🟡 inconclusive",
+    Verdict.IMPROVEMENT: "🟢 improvement",
+    Verdict.UNCHANGED: "✅ unchanged",
+    Verdict.NO_REGRESSION: "✅ no regression",
+    Verdict.NO_BASELINE: "🆕 no-baseline",
+    Verdict.INCOMPARABLE: "⚠️ incomparable",
+}
+ORDER = [
+    Verdict.REGRESSION,
+    Verdict.ACCEPTED,
+    Verdict.INCONCLUSIVE,
+    Verdict.INCOMPARABLE,
+    Verdict.IMPROVEMENT,
+    Verdict.UNCHANGED,
+    Verdict.NO_REGRESSION,
+    Verdict.NO_BASELINE,
+]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _noise(r: BenchmarkResult) -> str:
+    s = r.stats
+    if not s.get("median"):
+        return ""
+    rel = s.get("iqr", 0.0) / s["median"]
+    flag = {"high": "⚠️ noisy", "severe": "⚠️ very noisy"}.get(str(s.get("noise")), "")
+    return f"{flag} (IQR {rel:.0%})" if flag else f"IQR {rel:.0%}"
+
+
+def render(
+    results: Sequence[BenchmarkResult],
+    *,
+    source: Mapping[str, Any] | None = None,
+    drift: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    environment: Mapping[str, Any] | None = None,
+    mode: str = "stored",
+    title: str = "pytest-infperf",
+    gate: str | None = None,
+) -> str:
+    """The whole report as Markdown. Its first line is a heading that works as the title
+    of a pull-request comment; ``gate`` says why a comparison that compared nothing fails."""
+    compared = [r.comparison for r in results if r.comparison is not None]
+    counts: dict[Verdict, int] = {}
+    for c in compared:
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    n = len(results)
+    lines: list[str] = []
+    if gate:
+        lines.append(f"## {title}: compared nothing in {n} benchmark{'s' * (n != 1)}")
+        lines += [
+            "",
+            "> [!CAUTION]",
+            f"> **No baseline was compared:** {_cell(gate)}. A gate that compared nothing "
+            "fails (`--perf-allow-missing` lets a first run pass).",
+        ]
+    elif compared:
+        regressions = counts.get(Verdict.REGRESSION, 0)
+        accepted = counts.get(Verdict.ACCEPTED, 0)
+        head = (
+            f"{regressions} regression{'s' * (regressions != 1)}"
+            if regressions
+            else "no regressions"
+        )
+        if accepted:
+            head += f", {accepted} accepted"
+        lines.append(f"## {title}: {head} in {n} benchmark{'s' * (n != 1)}")
+    else:
+        lines.append(f"## {title}: {n} benchmark{'s' * (n != 1)}")
+    if compared:
+        summary = ", ".join(f"{counts[v]} {v}" for v in ORDER if counts.get(v))
+        lines += ["", f"**{summary}**"]
+        settled = settle_summary(results)
+        if settled:
+            lines += ["", " · ".join(s[0].upper() + s[1:] for s in settled)]
+        if source:
+            lines += ["", _source_line(source, mode, compared[0])]
+    if drift and drift.get("drifted"):
+        parts = ", ".join(
+            f"{k.replace('_ratio', '')} ×{v:.3f}" for k, v in drift.items() if k.endswith("_ratio")
+        )
+        lines += [
+            "",
+            "> [!WARNING]",
+            f"> **Machine drift:** the fixed reference workload ran {parts} relative to the "
+            f"baseline's run (more than {drift['limit']:.1%}). Verdicts against a stored "
+            "baseline are unreliable now; `--perf-ab` measures both sides in one job.",
+        ]
+    lines += ["", *(_table(results, bool(compared)))]
+    lines += _generation_table(results)
+    failing = [r for r in results if r.verdict is Verdict.REGRESSION]
+    if failing:
+        lines += ["", "### Regressions", ""]
+        lines += [_regression_detail(r) for r in failing]
+    accepted_rows = [r for r in results if r.verdict is Verdict.ACCEPTED]
+    if accepted_rows:
+        lines += ["", "### Accepted regressions", ""]
+        lines += [_accepted_detail(r) for r in accepted_rows]
+    lines += _env_diffs(results)
+    if warnings:
+        lines += ["", "<details><summary>Warnings</summary>", ""]
+        lines += [f"- {_cell(w)}" for w in warnings]
+        lines += ["", "</details>"]
+    if environment:
+        lines += ["", _environment_line(environment)]
+    return "\n".join(lines) + "\n"
+
+
+def _source_line(source: Mapping[str, Any], mode: str, first: Comparison) -> str:
+    rule = f"threshold {first.threshold:.0%}, alpha {first.alpha:g}, metric {first.metric}"
+    if mode == "ab":
+        base = source.get("sha") or "?"
+        return (
+            f"Measured in this job against the merge-base `{str(base)[:10]}` of "
+            f"`{source.get('ref')}` and HEAD, interleaved (A/B mode)"
+            + (", head with uncommitted changes" if source.get("head_dirty") else "")
+            + f" · {rule}"
+        )
+    if source.get("origin") == "file":
+        return f"Compared with `{Path(str(source.get('path'))).name}` · {rule}"
+    if source.get("origin") == "commit":
+        d = source.get("distance") or 0
+        ref = str(source.get("ref"))
+        # REF=HEAD: its merge-base with HEAD is HEAD itself, so say that.
+        anchor = "HEAD" if ref in ("HEAD", "@") else f"the merge-base of `{ref}` and HEAD"
+        where = anchor if d == 0 else f"{d} commit{'s' * (d != 1)} before {anchor}"
+        return f"Compared with the baseline of `{str(source.get('sha'))[:10]}` ({where}) · {rule}"
+    return f"No baseline found for `{source.get('ref')}`: {source.get('note', '')}"
+
+
+def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
+    rank = {v: i for i, v in enumerate(ORDER)}
+    rows = sorted(results, key=lambda r: (rank.get(r.verdict, 99) if r.verdict else 99, r.key))
+    if compared:
+        out = [
+            "| verdict | by | benchmark | now | baseline | ratio [CI] | n now/base | would catch "
+            "| noise |",
+            "|---|---|---|---:|---:|---|---:|---:|---|",
+        ]
+        for r in rows:
+            c = r.comparison
+            if c is None:
+                out.append(
+                    f"| – | – | `{_cell(short_name(r))}` | {fmt_time(r.median)} | – | – | – | – | |"
+                )
+                continue
+            named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
+            out.append(
+                f"| {_verdict(c)} | {DECIDED_BY.get(c.decided_by or '', '–')} | "
+                f"`{_cell(short_name(r))}` | {named}{fmt_figure(c.metric, c.current)} | "
+                f"{named}{fmt_figure(c.metric, c.baseline)} | "
+                f"{fmt_ratio(c, level=True)} | {fmt_n(c)} | {fmt_catch(c)} | {_noise(r)} |"
+            )
+        return out
+    out = [
+        "| benchmark | backend | median | p90 | 95% CI of median | items/s | n |",
+        "|---|---|---:|---:|---|---:|---:|",
+    ]
+    for r in rows:
+        s = r.stats
+        out.append(
+            f"| `{_cell(short_name(r))}` | {r.backend} | {fmt_time(s.get('median'))} | "
+            f"{fmt_time(s.get('p90'))} | {fmt_time(s.get('ci_low'))} – "
+            f"{fmt_time(s.get('ci_high'))} | {fmt_rate(r.throughput)} | {s.get('n')} |"
+        )
+    return out
+
+
+def _generation_table(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Generation benchmarks: TTFT, TPOT, ITL p99 and tokens/s (medians over generations),
+    with each judged metric's ratio and verdict where compared."""
+    gens = [r for r in sorted(results, key=lambda r: r.key) if r.generation]
+    if not gens:
+        return []
+    compared = any(r.comparison is not None and r.comparison.parts for r in gens)
+    head = "| generation | prompt → new × batch | TTFT | TPOT | ITL p99 | tokens/s |"
+    rule = "|---|---|---:|---:|---:|---:|"
+    if compared:
+        head += " TTFT ratio | TPOT ratio |"
+        rule += "---|---|"
+    out = ["", "### Generation", "", head, rule]
+    for r in gens:
+        g = r.generation or {}
+
+        def stat(metric: str, name: str, g: Mapping[str, Any] = g) -> float | None:
+            return ((g.get(metric) or {}).get("stats") or {}).get(name)
+
+        tps = stat("tokens_per_s", "median")
+        row = (
+            f"| `{_cell(short_name(r))}` | {g.get('prompt_tokens')} → {g.get('new_tokens')} × "
+            f"{g.get('batch_size')} | {fmt_time(stat('ttft', 'median'))} | "
+            f"{fmt_time(stat('tpot', 'median'))} | {fmt_time(stat('itl', 'p99'))} | "
+            f"{'–' if tps is None else f'{tps:.4g}/s'} |"
+        )
+        if compared:
+            parts = (r.comparison.parts if r.comparison is not None else None) or {}
+            for metric in ("ttft", "tpot"):
+                part = parts.get(metric)
+                row += " – |" if part is None else f" {fmt_ratio(part)} {MARK[part.verdict]} |"
+        out.append(row)
+    return out
+
+
+def _verdict(c: Comparison) -> str:
+    """The verdict's mark, with its reason when the verdict is not a decision."""
+    if c.verdict.decisive or c.reason is None:
+        return MARK[c.verdict]
+    return f"{MARK[c.verdict]} ({fmt_why(c.reason)})"
+
+
+def _regression_detail(r: BenchmarkResult) -> str:
+    c = r.comparison
+    assert c is not None
+    if c.parts:  # a generation benchmark: every judged metric, the regressed ones first
+        ranked = sorted(c.parts.items(), key=lambda kv: kv[1].verdict is not Verdict.REGRESSION)
+        what = "; ".join(
+            f"{METRIC_LABELS.get(m, m)} {fmt_figure(m, p.current)} vs "
+            f"{fmt_figure(m, p.baseline)}, ratio {fmt_ratio(p, level=True)} ({p.verdict})"
+            for m, p in ranked
+        )
+        bits = [f"- **`{_cell(r.key)}`**: {what}"]
+    else:
+        bits = [
+            f"- **`{_cell(r.key)}`**: {c.metric} {fmt_figure(c.metric, c.current)} vs "
+            f"{fmt_figure(c.metric, c.baseline)}, ratio {fmt_ratio(c, level=True)}"
+        ]
+    if c.p_value is not None:
+        bits.append(f"p = {c.p_value:.2g} for 'slower by at most {c.threshold:.0%}'")
+    if c.stored_pass is not None:
+        bits.append(
+            f"settled in this job ({fmt_why(c.settled_because)} against the stored baseline)"
+        )
+    if c.process_pairs is not None:
+        bits.append(f"pooled over {c.process_pairs} head/base process pairs")
+    if c.remeasured:
+        bits.append("tested on fresh samples")
+    if r.path:
+        bits.append(f"`{r.path}:{r.lineno}`")
+    return "; ".join(bits)
+
+
+def _accepted_detail(r: BenchmarkResult) -> str:
+    c = r.comparison
+    assert c is not None and c.accepted_by is not None
+    by = c.accepted_by
+    where = f"commit `{str(by['commit'])[:10]}`" if by.get("commit") else "`--perf-accept`"
+    return (
+        f"- **`{_cell(r.key)}`** at ratio {fmt_ratio(c, level=True)}, accepted by {where} "
+        f"(`{_cell(str(by['pattern']))}`): {_cell(str(by['reason']))}"
+    )
+
+
+def _env_diffs(results: Sequence[BenchmarkResult]) -> list[str]:
+    diffs = [
+        (r, r.comparison.env_diff)
+        for r in results
+        if r.comparison is not None and r.comparison.env_diff
+    ]
+    if not diffs:
+        return []
+    lines = [
+        "",
+        "<details><summary>Environment differences (verdict: incomparable)</summary>",
+        "",
+        "| benchmark | field | baseline | now |",
+        "|---|---|---|---|",
+    ]
+    seen: set[tuple[str, str]] = set()
+    for r, diff in diffs:
+        for field, (old, new) in sorted(diff.items()):
+            if (field, str(new)) in seen and len(diffs) > 3:
+                continue
+            seen.add((field, str(new)))
+            lines.append(
+                f"| `{_cell(short_name(r))}` | `{field}` | `{_cell(str(old))}` | "
+                f"`{_cell(str(new))}` |"
+            )
+    return [*lines, "", "</details>"]
+
+
+def _environment_line(env: Mapping[str, Any]) -> str:
+    cpu = (env.get("cpu") or {}).get("model", "?")
+    gpu = env.get("gpu")
+    gpus = ", ".join(sorted({d["name"] for d in gpu["devices"]})) if gpu else "no GPU"
+    pkgs = env.get("packages") or {}
+    versions = ", ".join(
+        f"{k} {pkgs[k]}" for k in ("torch", "onnxruntime", "onnxruntime-gpu") if k in pkgs
+    )
+    return (
+        f"<sub>Environment `{env.get('key')}`: {cpu}; {gpus}"
+        f"{'; ' + versions if versions else ''}.</sub>"
+    )
+
+
+# --- GitHub workflow commands ----------------------------------------------------------
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(
+    results: Sequence[BenchmarkResult], rootdir: Path, workspace: Path | None
+) -> list[str]:
+    """``::error`` workflow commands for regressions, pointing at the test function."""
+    out = []
+    for r in results:
+        c = r.comparison
+        if c is None or c.verdict is not Verdict.REGRESSION:
+            continue
+        props = [f"title={_escape_property('Performance regression: ' + short_name(r))}"]
+        if r.path:
+            path = (rootdir / r.path).resolve()
+            if workspace is not None:
+                try:
+                    path = path.relative_to(workspace.resolve())
+                except ValueError:
+                    pass
+            props.insert(0, f"file={_escape_property(str(path))}")
+            if r.lineno:
+                props.insert(1, f"line={r.lineno}")
+        message = c.message or f"ratio {fmt_ratio(c)}"
+        out.append(f"::error {','.join(props)}::{_escape_data(message)}")
+    return out

@@ -1,0 +1,173 @@
+"""The words of a verdict: the failure message a reviewer reads when a benchmark regressed,
+and the warnings other verdicts deserve. Pure functions of the typed records; the gate
+(:mod:`pytest_infperf.session.gate`) decides which of them a test gets.
+"""
+
+from __future__ import annotations
+
+from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict
+from ..measure import environment
+from ..stats.ranks import MEMORY_FLOOR_BYTES
+from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why
+
+
+def inconclusive_warning(c: Comparison) -> str:
+    """The true reason an estimate past the threshold did not become a verdict."""
+    head = (
+        f"inconclusive: the estimated ratio {c.ratio:.3f} is beyond the {c.threshold:.0%} threshold"
+    )
+    if c.reason in (Reason.DRIFT_WITHHELD, Reason.DRIFT_EXPLAINS, Reason.HOLM) and c.note:
+        return f"{head}, but {c.note}"
+    if c.reason is Reason.MULTIPLICITY and c.note:
+        return f"{head}, but {c.note}"
+    if c.reason is Reason.TOO_FEW and c.note:
+        return f"{head}, but {c.note}"
+    interval = ""
+    if c.ci_low is not None and c.ci_high is not None:
+        interval = f" [{c.ci_low:.3f}, {c.ci_high:.3f}] ({fmt_level(c.ci_level)})"
+    return (
+        f"{head}, but the interval{interval} is too wide to decide; more samples (max_time) or "
+        "less noise would settle it"
+    )
+
+
+def parts_lines(c: Comparison) -> list[str]:
+    """A generation benchmark: one line per judged metric, the regressed ones marked."""
+    lines = []
+    for metric, part in (c.parts or {}).items():
+        bound = ""
+        if part.ci_low is not None and part.ci_high is not None:
+            bound = f" [{part.ci_low:.3f}, {part.ci_high:.3f}] ({fmt_level(part.ci_level)})"
+        ratio = "-" if part.ratio is None else f"{part.ratio:.3f}"
+        lines.append(
+            f"  {METRIC_LABELS.get(metric, metric)}: now {fmt_figure(metric, part.current)}, "
+            f"baseline {fmt_figure(metric, part.baseline)}, ratio {ratio}{bound}: {part.verdict}"
+        )
+    judged = " and ".join(METRIC_LABELS.get(m, m) for m in c.parts or {})
+    lines.append(
+        f"  ({judged} judged each; a regression of either must survive Holm over them; the "
+        "worst verdict decides; its figures follow)"
+    )
+    return lines
+
+
+def failure_message(key: str, c: Comparison) -> str:
+    """What a reviewer reads when a benchmark regressed: the numbers and where they come
+    from, each labelled with what it is (the metric's figure, the bound's own level)."""
+    metric = c.metric
+    lines = [f"PERFORMANCE REGRESSION in {key}"]
+    if c.parts:
+        lines += parts_lines(c)
+    lines.append(
+        f"  {METRIC_LABELS.get(metric, metric)}: now {fmt_figure(metric, c.current)}, "
+        f"baseline {fmt_figure(metric, c.baseline)}"
+    )
+    level = fmt_level(c.bound_level)
+    if metric == "memory" and c.ratio is None:
+        lines.append(
+            f"  memory grew from {fmt_bytes(c.baseline)} to {fmt_bytes(c.current)}, past the "
+            f"{fmt_bytes(MEMORY_FLOOR_BYTES)} floor"
+        )
+    elif metric == "memory":
+        lines.append(
+            f"  ratio now/baseline {c.ratio:.3f} > 1 + threshold = {1 + c.threshold:.3f} "
+            f"(differences under {fmt_bytes(MEMORY_FLOOR_BYTES)} are ignored)"
+        )
+    elif metric == "throughput":
+        lines.append(
+            f"  throughput ratio now/baseline {c.ratio:.3f}, {level} one-sided upper bound "
+            f"{c.ci_high:.3f} < 1 / (1 + threshold) = {1 / (1 + c.threshold):.3f}"
+        )
+    else:
+        lines.append(
+            f"  ratio now/baseline {c.ratio:.3f}, {level} one-sided confidence bound "
+            f"{c.ci_low:.3f} > 1 + threshold = {1 + c.threshold:.3f}"
+        )
+    if c.p_value is not None:
+        alpha = f"alpha {c.alpha:g}"
+        if c.ci_level is not None and abs((1 - c.ci_level) / 2 - c.alpha) > 1e-12:
+            where = "for this metric" if c.parts and c.mode == "stored" else "at this look"
+            alpha = f"alpha {(1 - c.ci_level) / 2:.3g} {where}, {c.alpha:g} overall"
+        lines.append(
+            f"  p = {c.p_value:.2g} for H0 'slower by at most {c.threshold:.0%}' ({alpha}); "
+            f"n = {c.n} now, {c.n_baseline} in the baseline ({c.unit})"
+        )
+    if c.process_pairs is not None:
+        lines.append(
+            f"  interleaved in this job over {c.process_pairs} head/base process pairs, "
+            "pooled with a between-process variance (random effects)"
+        )
+    if c.remeasured and c.first_pass is not None:
+        first = c.first_pass
+        ratio = f"{first.ratio:.3f}" if first.ratio is not None else "-"
+        confirm = "  tested on fresh samples"
+        confirm += f" (first pass: ratio {ratio}, verdict {first.verdict})"
+        if c.family_size is not None:
+            confirm += f"; Bonferroni over the run's {c.family_size} perf test(s)"
+        lines.append(confirm)
+    if c.stored_pass is not None:
+        first = c.stored_pass
+        lines.append(
+            f"  settled in this job ({fmt_why(c.settled_because)} against the stored baseline: "
+            f"{first.verdict} {fmt_ratio(first)}, {first.source})"
+        )
+    elif c.settled_because == "machine-moved":
+        lines.append(
+            "  interleaved at once, with no stored pass: the session-start reference workload "
+            "moved by more than half the threshold since the baseline's run"
+        )
+    elif c.not_settled:
+        lines.append(f"  not settled in this job: {c.not_settled}")
+    lines.append(f"  baseline: {c.source}")
+    return "\n".join(lines)
+
+
+def cannot_guard_warning(c: Comparison) -> str:
+    assert c.detectable is not None
+    return (
+        f"this comparison could only have caught a slowdown of {c.detectable:+.0%} or more "
+        f"(80% power at this run's noise), so it cannot guard the {c.threshold:.0%} "
+        "tolerance here: more sampling time (max_time), --perf-ab, or a quieter runner "
+        "would help"
+    )
+
+
+def budget_failure(result: BenchmarkResult, budget_ms: float) -> str:
+    """A benchmark whose median is surely over its ``max_median_ms`` budget."""
+    return (
+        f"{result.key}: median {result.stats['median'] * 1e3:.4g} ms (95% CI "
+        f"{result.stats['ci_low'] * 1e3:.4g}-{result.stats['ci_high'] * 1e3:.4g} ms) is over "
+        f"the budget max_median_ms={budget_ms:g}"
+    )
+
+
+def strict_env_failure(key: str, c: Comparison) -> str:
+    return (
+        f"{key}: the baseline ({c.source}) comes from a different environment: "
+        f"{environment.describe_diff(c.env_diff or {})} (--perf-strict-env)"
+    )
+
+
+def unjudged_failure(key: str, c: Comparison) -> str:
+    """``no-baseline`` or ``incomparable`` under ``--perf-require-baseline``."""
+    why = fmt_why(c.reason) if c.reason else str(c.verdict)
+    return (
+        f"{key}: {c.verdict} ({why}{': ' + c.note if c.note else ''}), and "
+        "--perf-require-baseline asks every benchmark to be compared"
+    )
+
+
+def accepted_warning(c: Comparison, where: str, pattern: str, reason: str) -> str:
+    return f"accepted regression at ratio {fmt_ratio(c)}, by {where} ({pattern}): {reason}"
+
+
+def warnings_of(c: Comparison) -> list[str]:
+    """What a verdict that does not fail its test still says: an estimate past the
+    threshold left inconclusive, the base side's error, a test that cannot guard the
+    tolerance on this runner."""
+    out: list[str] = []
+    if c.verdict is Verdict.INCONCLUSIVE and c.estimate_beyond:
+        out.append(inconclusive_warning(c))
+    elif c.reason is Reason.BASE_ERROR and c.note:
+        out.append(c.note)
+    return out

@@ -1,0 +1,121 @@
+"""The results collector (registered as ``infperf-collector``, on every process).
+
+It keeps the results of this process, puts each result's figures into its test's JUnit
+properties (``item.user_properties`` travel with the report, also from xdist workers),
+and fails a test whose results carried failures once the test body has finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..core import options as _options
+from ..core.keys import failures_key, marker_error_key
+
+if TYPE_CHECKING:
+    from ..core.results import BenchmarkResult
+    from .context import RunContext
+
+
+class Collector:
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+        self.results: list[BenchmarkResult] = []
+        #: xdist workers whose results reached this controller.
+        self.workers: list[str] = []
+
+    def add(self, item: pytest.Item, result: BenchmarkResult, failures: Iterable[str]) -> None:
+        failures = list(failures)
+        if failures:
+            item.stash.setdefault(failures_key, []).extend(failures)
+        if not result.samples:  # --perf-disable: nothing was measured, nothing to report
+            return
+        self.results.append(result)
+        item.user_properties.extend(junit_properties(result))
+
+    def absorb(self, data: dict[str, Any]) -> None:
+        """Controller: take in one xdist worker's results."""
+        from ..core.results import BenchmarkResult
+
+        self.workers.append(str(data.get("worker")))
+        self.results.extend(BenchmarkResult.from_json(r) for r in data.get("results", []))
+        for warning in data.get("warnings", []):
+            self.context.warn(warning)
+
+    def payload(self, worker: str) -> dict[str, Any]:
+        """Worker: what goes back to the controller at the end of the session."""
+        return {
+            "worker": worker,
+            "results": [r.to_json() for r in self.results],
+            "warnings": self.context.warnings,
+        }
+
+    # --- hooks -------------------------------------------------------------------------
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # A marker typo is that test's error, found before anything is measured; the rest
+        # of the session runs (as pytest does with a bad fixture), instead of one typo
+        # stopping every test with "no tests ran".
+        for item in items:
+            if item.get_closest_marker("infperf") is None:
+                continue
+            try:
+                _options.marker_layer(item)
+            except _options.OptionError as exc:
+                path, lineno, _ = item.location
+                where = f"{path}:{lineno + 1}" if lineno is not None else path
+                item.stash[marker_error_key] = f"{where}: {exc}"
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        problem = item.stash.get(marker_error_key, None)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        result = yield
+        failures = item.stash.get(failures_key, [])
+        if failures and not self.context.settings.warn_only:
+            pytest.fail("\n".join(failures), pytrace=False)
+        return result
+
+
+def junit_properties(result: BenchmarkResult) -> list[tuple[str, object]]:
+    """``infperf.*`` properties of one result (``infperf.<name>.*`` for named ones)."""
+    prefix = "infperf." if not result.name else f"infperf.{result.name}."
+    s = result.stats
+    props: list[tuple[str, object]] = [
+        ("median_s", s["median"]),
+        ("mean_s", s.get("mean")),
+        ("p90_s", s.get("p90")),
+        ("p99_s", s.get("p99")),
+        ("ci_low_s", s.get("ci_low")),
+        ("ci_high_s", s.get("ci_high")),
+        ("cv", s.get("cv")),
+        ("n", s["n"]),
+        ("backend", result.backend),
+    ]
+    if result.throughput is not None:
+        props.append(("throughput_per_s", result.throughput))
+    if result.first_call is not None:
+        props.append(("first_call_s", result.first_call))
+    gen = result.generation or {}
+    for key, prop in (("ttft", "ttft_s"), ("tpot", "tpot_s"), ("tokens_per_s", "tokens_per_s")):
+        stats = (gen.get(key) or {}).get("stats")
+        if stats:
+            props.append((prop, stats["median"]))
+    c = result.comparison
+    if c is not None:
+        props.append(("verdict", c.verdict.value))
+        if c.ratio is not None:
+            props.append(("ratio", c.ratio))
+    return [(prefix + key, _prop(value)) for key, value in props]
+
+
+def _prop(value: object) -> object:
+    if isinstance(value, float):
+        return float(f"{value:.9g}")
+    return value

@@ -1,0 +1,167 @@
+"""The object behind the ``infer_bench`` fixture.
+
+PYTEST_DONT_REWRITE
+
+It merges the options, prepares the model through its backend, and asks the session's mode
+to measure; it never looks at how the session compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..core import options as _options
+from ..measure.backends import BackendError, prepare, prepare_generation
+from ..measure.call import BenchCall, BenchmarkError
+
+if TYPE_CHECKING:
+    from ..core.results import BenchmarkResult
+    from ..measure.call import Mode
+    from .collector import Collector
+
+
+def _params(item: pytest.Item) -> dict[str, Any]:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in callspec.params.items():
+        plain = isinstance(value, (str, int, float, bool)) or value is None
+        out[key] = value if plain else repr(value)
+    return out
+
+
+class InferBench:
+    """Measure inference: ``infer_bench(model, inputs=None, **options) -> BenchmarkResult``.
+
+    ``model`` is a callable (called as ``model()``, ``model(**inputs)``, ``model(*inputs)``
+    or ``model(inputs)`` depending on ``inputs``), a ``torch.nn.Module``, an
+    ``onnxruntime.InferenceSession`` or a path to an ``.onnx`` file. Options override the
+    ``infperf`` marker, which overrides ini settings; see the README for the list. Call it
+    several times in one test with ``name=`` to record several measurements; the first
+    unnamed one is the test's benchmark.
+    """
+
+    def __init__(
+        self, item: pytest.Item, mode: Mode, collector: Collector, defaults: dict[str, Any]
+    ) -> None:
+        self._item = item
+        self._mode = mode
+        self._collector = collector
+        self._defaults = defaults
+        self._names: set[str | None] = set()
+        self.results: list[BenchmarkResult] = []
+
+    def __repr__(self) -> str:
+        return f"<InferBench {self._item.nodeid} measurements={len(self.results)}>"
+
+    def _options(self, kwargs: dict[str, Any], where: str, generation: bool) -> dict[str, Any]:
+        defaults = dict(self._defaults)
+        marker = _options.marker_layer(self._item)
+        call = _options.parse_layer(kwargs, where)
+        session_metric = defaults.get("metric", "median")
+        explicit = "metric" in marker or "metric" in call
+        if not explicit and not _options.metric_applies(session_metric, generation):
+            # A session-wide metric (--perf-metric, ini) for the other kind of benchmark
+            # (--perf-metric=tpot in a suite that also times single calls): this kind
+            # keeps its default. Set on a test or a call, it is an error instead.
+            defaults["metric"] = "median"
+        return _options.merge(defaults, marker, call, generation=generation)
+
+    def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
+        __tracebackhide__ = True
+        return self._run(model, inputs, kwargs, None)
+
+    def generate(
+        self,
+        model: Any,
+        inputs: Any,
+        max_new_tokens: int = 32,
+        *,
+        generate_kwargs: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> BenchmarkResult:
+        """Measure autoregressive generation: ``model.generate(**inputs)`` of a transformers
+        model, greedy, exactly ``max_new_tokens`` new tokens (EOS ignored), so that two runs
+        do the same work. Each sample is one whole generation, timed per token: the result
+        carries ``generation`` with TTFT, TPOT, ITL, E2E and tokens/s (samples and
+        statistics), and a comparison judges TTFT and TPOT (``metric="ttft"`` or ``"tpot"``
+        narrows it to one). ``generate_kwargs`` pass through to ``generate`` (e.g.
+        ``cache_implementation="static"``); other options are infer_bench's."""
+        __tracebackhide__ = True
+        spec = (max_new_tokens, generate_kwargs)
+        return self._run(model, inputs, kwargs, spec)
+
+    def _run(
+        self,
+        model: Any,
+        inputs: Any,
+        kwargs: dict[str, Any],
+        generation: tuple[Any, Mapping[str, Any] | None] | None,
+    ) -> BenchmarkResult:
+        __tracebackhide__ = True
+        where = "infer_bench()" if generation is None else "infer_bench.generate()"
+        name = kwargs.pop("name", None)
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ValueError(f"{where}(name={name!r}): a name is a non-empty string")
+        if name in self._names:
+            how = "without a name" if name is None else f"with name={name!r}"
+            raise ValueError(
+                f"infer_bench was already called {how} in this test: give each measurement "
+                "its own name= (the unnamed one is the test's benchmark)"
+            )
+        try:
+            opts = self._options(kwargs, where, generation is not None)
+        except _options.OptionError as exc:
+            raise _options.OptionError(str(exc)) from None  # the user's line, not ours
+        self._names.add(name)
+        try:
+            if generation is None:
+                prepared = prepare(model, inputs, opts)
+            else:
+                prepared = prepare_generation(model, inputs, *generation, opts)
+        except BackendError as exc:
+            raise exc.with_traceback(None) from None  # point at the user's call
+        path, lineno, _ = self._item.location
+        call = BenchCall(
+            nodeid=self._item.nodeid,
+            name=name,
+            prepared=prepared,
+            opts=opts,
+            params=_params(self._item),
+            path=path,
+            lineno=(lineno + 1) if lineno is not None else None,
+        )
+        try:
+            result = self._mode.measure(call)
+        except TypeError as exc:
+            _hint_unpacked_list(exc, model, inputs)
+            raise
+        except BackendError as exc:
+            raise exc.with_traceback(None) from None
+        finally:
+            if prepared.close is not None:
+                prepared.close()
+        self._collector.add(self._item, result, call.failures)
+        self.results.append(result)
+        return result
+
+
+def _hint_unpacked_list(exc: TypeError, model: Any, inputs: Any) -> None:
+    """A list as ``inputs`` is unpacked into positional arguments (``model(*inputs)``), like
+    a tuple; a model that takes the list itself then fails with a TypeError about
+    positional arguments. Say so beside Python's own message."""
+    add_note = getattr(exc, "add_note", None)  # Python 3.11+
+    if add_note is not None and isinstance(inputs, list) and "positional argument" in str(exc):
+        name = getattr(model, "__name__", type(model).__name__)
+        add_note(
+            f"infer_bench: inputs is a list of {len(inputs)}, which is passed as "
+            f"{len(inputs)} positional arguments ({name}(*inputs)); to pass the list as one "
+            "argument, wrap it in a tuple: infer_bench(model, (inputs,))"
+        )
+
+
+__all__ = ["BackendError", "BenchmarkError", "InferBench"]

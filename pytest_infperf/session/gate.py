@@ -1,0 +1,84 @@
+"""The gate: what a judged result means for its test.
+
+The judge returns verdicts; the gate says which of a result's facts fail its test (a
+regression no ``Perf-Accept`` covers, a blown ``max_median_ms`` budget, a baseline from
+another environment under ``--perf-strict-env``, an uncompared benchmark under
+``--perf-require-baseline``) and which deserve a warning. :meth:`Gate.consequences` is a
+pure function of the result; :meth:`Gate.apply` records them on it (a new comparison
+record, never an edited one) and returns the failures, which the mode raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..core.results import BenchmarkResult, Comparison, Verdict
+from ..judge.accept import first_match
+from ..judge.judge import Policy, cannot_guard
+from ..report import messages
+
+
+@dataclasses.dataclass(frozen=True)
+class Consequences:
+    """What a judged result means for its test."""
+
+    #: The comparison as the run records it: a regression gets its failure message, an
+    #: accepted one becomes ``accepted`` (None: nothing was compared).
+    comparison: Comparison | None
+    failures: tuple[str, ...]
+    warnings: tuple[str, ...]
+    #: ``{"max_median_ms": ..., "passed": ...}`` when the test set a budget.
+    budget: dict[str, Any] | None
+
+
+class Gate:
+    """The consequences of verdicts under one session's policy."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def consequences(self, result: BenchmarkResult) -> Consequences:
+        failures: list[str] = []
+        warnings: list[str] = []
+        budget = None
+        budget_ms = result.options.get("max_median_ms")
+        if budget_ms is not None and result.samples:
+            # The budget fails only when the median is surely over it: its CI's low end.
+            passed = result.stats["ci_low"] * 1e3 <= budget_ms
+            budget = {"max_median_ms": budget_ms, "passed": passed}
+            if not passed:
+                failures.append(messages.budget_failure(result, budget_ms))
+        c = result.comparison
+        if c is None:
+            return Consequences(None, tuple(failures), (), budget)
+        if c.verdict is Verdict.INCOMPARABLE and self.policy.strict_env:
+            failures.append(messages.strict_env_failure(result.key, c))
+        elif c.verdict in (Verdict.NO_BASELINE, Verdict.INCOMPARABLE) and (
+            self.policy.require_baseline
+        ):
+            failures.append(messages.unjudged_failure(result.key, c))
+        if c.verdict is Verdict.REGRESSION:
+            c = dataclasses.replace(c, message=messages.failure_message(result.key, c))
+            rule = first_match(self.policy.accept, result.key)
+            if rule is None:
+                failures.append(c.message or "")
+            else:
+                c = dataclasses.replace(c, verdict=Verdict.ACCEPTED, accepted_by=rule.to_json())
+                warnings.append(
+                    messages.accepted_warning(c, rule.where(), rule.pattern, rule.reason)
+                )
+        else:
+            warnings += messages.warnings_of(c)
+        if c.verdict is not Verdict.REGRESSION and cannot_guard(c):
+            warnings.append(messages.cannot_guard_warning(c))
+        return Consequences(c, tuple(failures), tuple(warnings), budget)
+
+    def apply(self, result: BenchmarkResult) -> list[str]:
+        """Record ``result``'s consequences on it; the messages that fail its test."""
+        out = self.consequences(result)
+        if out.budget is not None:
+            result.extra["budget"] = out.budget
+        result.comparison = out.comparison
+        result.warnings.extend(out.warnings)
+        return list(out.failures)

@@ -1,0 +1,450 @@
+"""How ``infer_bench`` measures in this session: one mode object, chosen in
+``pytest_configure`` by :func:`choose` (the pytest-codspeed ``instruments`` pattern).
+
+- :class:`Disabled` (``--perf-disable``): one untimed call;
+- :class:`Plain`: measure, check budgets (no baseline to compare with);
+- :class:`Stored` (``--perf-compare``): measure, judge against the stored baseline,
+  re-measure what was flagged;
+- :class:`ABHead` (``--perf-ab``): interleave with the base commit's worker;
+- the base side of an interleaved run is :class:`~pytest_infperf.abworker.ABWorkerPlugin`,
+  installed by the worker process itself.
+
+Every mode measures inside the machine-wide timing lock and hands the result to the one
+judge; the fixture only asks ``mode.measure(call)``. This module is loaded at pytest
+start-up, so the measuring code (numpy, scipy) is imported inside the methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..core.keys import mode_key
+from ..core.settings import Settings
+from .context import RunContext
+
+if TYPE_CHECKING:
+    from ..ab.interleave import ABController, Selection
+    from ..core.results import BenchmarkResult, Comparison, Origin
+    from ..judge.judge import Judge
+    from ..measure.call import BenchCall, Mode
+    from .gate import Gate
+
+
+class Disabled:
+    """``--perf-disable``: call each model once, untimed, so perf tests run as plain tests."""
+
+    name = "disabled"
+
+    def measure(self, call: BenchCall) -> BenchmarkResult:
+        sampler = call.prepared.sampler
+        with sampler.context():
+            sampler.call()
+        return call.disabled_result()
+
+
+class Plain:
+    """Measure and check budgets; the base of the comparing modes."""
+
+    name = "measure"
+
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+        #: How many perf tests this session collected: the family the run's multiplicity
+        #: is controlled over (known before any test runs, unlike the flagged ones).
+        self.family = 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.family = max(1, sum(1 for item in session.items if _is_perf(item)))
+
+    @functools.cached_property
+    def judge(self) -> Judge:
+        # Imported on first measurement, not at start-up: the judge brings numpy.
+        from ..judge.judge import Judge, Policy
+
+        s = self.context.settings
+        policy = Policy(
+            s.drift_guard,
+            s.drift_limit,
+            s.strict_env,
+            require_baseline=s.require_baseline,
+            accept=tuple(self.context.accept),
+            run_alpha=s.run_alpha,
+        )
+        return Judge(policy, family=self.family)
+
+    @functools.cached_property
+    def gate(self) -> Gate:
+        from .gate import Gate
+
+        return Gate(self.judge.policy)
+
+    def measure(self, call: BenchCall) -> BenchmarkResult:
+        __tracebackhide__ = True
+        from ..measure.call import gpu_state, record_gpu_state, timing_lock
+
+        domain = call.domain
+        with timing_lock(domain, self.context.warn):
+            before = gpu_state(call.prepared) if domain != "cpu" else None
+            m = call.measure(probe=self.context.probe())
+            result = call.result(m)
+            if before is not None:
+                record_gpu_state(result, before, gpu_state(call.prepared))
+            result.comparison = self.compare(call, result)
+        for failure in self.gate.apply(result):
+            call.fail(failure)
+        return result
+
+    def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
+        return None
+
+
+class Stored(Plain):
+    """``--perf-compare``: judged against the stored baseline. A verdict the stored
+    baseline cannot decide (inconclusive, withheld by the drift guard, or a first-pass
+    regression) is settled right there, in the same test call, by interleaved measurement
+    against the code of the baseline's commit; where that cannot happen (``--perf-settle=off``,
+    a JSON file, a base test that fails...), it is re-measured on fresh samples instead,
+    and the reason is recorded. Also a plugin: it removes its worktree at the end."""
+
+    name = "stored"
+
+    def __init__(self, context: RunContext, selection: Selection) -> None:
+        super().__init__(context)
+        self.selection = selection
+        self._controller: ABController | None = None
+        #: Why no controller could be set up (then nothing is settled in this session).
+        self._broken: str | None = None
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._controller is not None:
+            self._controller.close()
+
+    def measure(self, call: BenchCall) -> BenchmarkResult:
+        """Route by the machine's state: when the session-start reference says this
+        machine moved by more than half the tolerance since the baseline's run, a stored
+        pass cannot decide anything, so the benchmark is interleaved at once."""
+        __tracebackhide__ = True
+        if (
+            self.context.settings.settle == "auto"
+            and call.domain == "cpu"
+            and self._routable(call)
+            and self._why_not_settle(call.opts) is None
+            and self._moved()
+        ):
+            from ..measure.call import timing_lock
+
+            with timing_lock("cpu", self.context.warn):
+                result = self._interleave_at_once(call)
+            if result is not None:
+                for failure in self.gate.apply(result):
+                    call.fail(failure)
+                return result
+        return super().measure(call)
+
+    def _routable(self, call: BenchCall) -> bool:
+        """Only a benchmark the stored baseline could have judged is routed: one with an
+        entry from a comparable environment (else its verdict is no-baseline or
+        incomparable, whatever this machine's state)."""
+        from ..core.results import bench_key
+        from ..measure import environment
+
+        source = self.context.source
+        assert source is not None
+        entry = source.entries.get(bench_key(call.nodeid, call.name))
+        if entry is None or source.env_diff:
+            return False
+        return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
+
+    def _moved(self) -> bool:
+        drift = self.context.drift()
+        return bool(drift and drift.get("drifted"))
+
+    def _interleave_at_once(self, call: BenchCall) -> BenchmarkResult | None:
+        """The benchmark measured only interleaved with the baseline commit's code; None
+        when that cannot happen for it (then the stored pass runs as usual)."""
+        from ..ab.interleave import ABError, BaseCall, run_paired
+        from ..measure.call import from_warm
+
+        controller = self._controller_or_none()
+        if controller is None:
+            return None
+        try:
+            paired = run_paired(call, controller, self.judge, self._settle_origin())
+        except ABError as exc:
+            self.context.warn(f"{call.nodeid}: {exc}; judged against the stored baseline")
+            return None
+        if isinstance(paired, BaseCall) or paired.comparison.env_diff:
+            return None
+        m = from_warm(paired.head, paired.warm)
+        m.memory = paired.memory
+        m.metrics = paired.metrics("head")
+        result = call.result(m)
+        result.extra["settle"] = paired.record()
+        why = "machine-moved"
+        result.comparison = dataclasses.replace(paired.comparison, settled_because=why)
+        return result
+
+    def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
+        from ..core.results import Verdict
+
+        source = self.context.source
+        assert source is not None
+        judge, opts = self.judge, call.opts
+        entry = source.entries.get(result.key)
+        c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
+        # Trusted symmetrically: what rules out a regression stands; a regression, an
+        # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
+        if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
+            return c
+        why_not = self._why_not_settle(opts)
+        if why_not is None:
+            settled = self._settle(call, result, c)
+            if not isinstance(settled, str):
+                return settled
+            why_not = settled
+        if c.verdict is Verdict.IMPROVEMENT:
+            return c if why_not == "" else judge.unsettled(c, why_not)
+        c = self._remeasure(call, result, c)
+        return c if why_not == "" else judge.unsettled(c, why_not)
+
+    def _settle_origin(self) -> Origin:
+        source = self.context.source
+        assert source is not None and source.sha
+        return dataclasses.replace(
+            source.as_origin(),
+            mode="ab",
+            text=(
+                f"commit {source.sha[:10]} (the stored baseline's commit), measured in this "
+                "job, interleaved with it"
+            ),
+        )
+
+    def _why_not_settle(self, opts: dict[str, Any]) -> str | None:
+        """Why settling cannot happen for this benchmark ("" when switched off), or None."""
+        source = self.context.source
+        assert source is not None
+        if self.context.settings.settle == "off":
+            return ""
+        if source.origin != "commit" or not source.sha:
+            return "--perf-compare names a results file, so there is no commit to measure"
+        if opts["metric"] not in ("median", "ttft", "tpot"):
+            return (
+                f"metric={opts['metric']}: an interleaved run judges the median latency, so "
+                f"the stored {opts['metric']} verdict stands"
+            )
+        return self._broken
+
+    def _settle(
+        self, call: BenchCall, result: BenchmarkResult, stored: Comparison
+    ) -> Comparison | str:
+        """The interleaved verdict, or why there is none."""
+        from ..ab.interleave import ABError, BaseCall, run_paired
+        from ..measure import environment
+
+        controller = self._controller_or_none()
+        if controller is None:
+            return str(self._broken)
+        try:
+            # The stored pass has just warmed the model: calibrate only.
+            paired = run_paired(call, controller, self.judge, self._settle_origin(), result.median)
+        except ABError as exc:
+            return f"the baseline commit's worker failed: {exc}"
+        if isinstance(paired, BaseCall):
+            if paired.status == "failed":
+                return f"the test failed at the baseline's commit: {paired.error}"
+            return "the baseline's commit has no such test or call"
+        c = paired.comparison
+        if c.env_diff:
+            return (
+                "the baseline commit's code runs in a different environment here: "
+                f"{environment.describe_diff(c.env_diff)}"
+            )
+        result.extra["settle"] = {
+            "head_samples": paired.head,
+            "base_samples": paired.base,
+            **paired.record(),
+        }
+        return self.judge.settled(stored, c)
+
+    def _controller_or_none(self) -> ABController | None:
+        """The baseline commit's worktree and worker, set up on first need and reused."""
+        if self._controller is not None or self._broken is not None:
+            return self._controller
+        from ..ab.interleave import ABController
+        from ..store import git as gitinfo
+
+        source = self.context.source
+        assert source is not None and source.sha
+        try:
+            toplevel = Path(gitinfo.open_repo(self.context.settings.rootdir).working_tree_dir)
+            controller = ABController(
+                source.sha, toplevel.resolve(), self.selection, title="baseline commit"
+            )
+            controller.setup()
+        except gitinfo.GitError as exc:
+            self._broken = f"the baseline's commit cannot be checked out: {exc}"
+            self.context.warn(f"settling is off for this session: {self._broken}")
+            return None
+        self._controller = controller
+        return controller
+
+    def _remeasure(self, call: BenchCall, result: BenchmarkResult, first: Comparison) -> Comparison:
+        """Fresh samples against the stored baseline, until the verdict changes or the
+        ``remeasure`` budget is spent; Holm over the flagged benchmarks."""
+        from ..core.results import Verdict
+        from ..judge.judge import Observation
+
+        source = self.context.source
+        assert source is not None
+        opts = call.opts
+        if opts["remeasure"] == 0 or opts["metric"] == "memory":
+            return first
+        entry = source.entries.get(result.key)
+        flagged = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
+        c, fresh = first, None
+        for _ in range(opts["remeasure"]):
+            fresh = call.measure(first=False, probe=self.context.probe())
+            again = Observation(
+                fresh.samples, fresh.memory, result.batch_size, result.env, fresh.reference
+            )
+            c = self.judge.stored(
+                result,
+                entry,
+                opts,
+                source.as_origin(),
+                source.env_diff,
+                fresh=again,
+                fresh_metrics=fresh.metrics if result.generation is not None else None,
+            )
+            if c.verdict not in flagged:
+                break
+        if fresh is not None:
+            result.extra["remeasured_samples"] = fresh.samples
+        return self.judge.remeasured(first, c)
+
+
+class ABHead(Plain):
+    """``--perf-ab``: each benchmark interleaved, block by block, with the same test run by
+    a worker process in the base commit's worktree. Also a plugin: it lists the base's
+    tests after collection and lets the base finish each test with the head's."""
+
+    name = "ab"
+
+    def __init__(self, context: RunContext, controller: ABController) -> None:
+        super().__init__(context)
+        self.controller = controller
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from ..ab.interleave import ABError
+
+        super().pytest_collection_finish(session)
+        head = {i.nodeid for i in session.items if _is_perf(i)}
+        try:
+            base = self.controller.base_tests()
+        except ABError as exc:
+            self.context.warn(str(exc))
+            return
+        removed = self.context.removed = sorted(base - head)
+        if removed:
+            shown = ", ".join(removed[:10]) + (" ..." if len(removed) > 10 else "")
+            self.context.warn(f"{len(removed)} perf test(s) of the base are gone in HEAD: {shown}")
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        from ..ab.interleave import ABError
+
+        try:
+            self.controller.end_test(nodeid)
+        except ABError as exc:
+            self.context.warn(str(exc))
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.controller.close()
+
+    def measure(self, call: BenchCall) -> BenchmarkResult:
+        __tracebackhide__ = True
+        from ..measure.call import timing_lock
+
+        with timing_lock("cpu", self.context.warn):
+            result = self._interleaved(call)
+        for failure in self.gate.apply(result):
+            call.fail(failure)
+        return result
+
+    def _interleaved(self, call: BenchCall) -> BenchmarkResult:
+        """The base is brought to the same call in its own process, both sides warm up,
+        then blocks alternate (ABBA) in as many process pairs as the judge's plan asks."""
+        __tracebackhide__ = True
+        from ..ab.interleave import ABError, BaseCall, run_paired
+        from ..measure.call import BenchmarkError, from_warm
+
+        source = self.context.source
+        assert source is not None
+        origin = source.as_origin()
+        try:
+            paired = run_paired(call, self.controller, self.judge, origin)
+        except ABError as exc:
+            raise BenchmarkError(str(exc)) from None
+        if isinstance(paired, BaseCall):  # the base has no such call, or failed first
+            result = call.result(call.measure())
+            error = paired.error or None
+            result.comparison = self.judge.no_base_run(call.opts, origin, result.median, error)
+            return result
+        m = from_warm(paired.head, paired.warm)
+        m.memory = paired.memory
+        m.metrics = paired.metrics("head")
+        result = call.result(m)
+        result.extra.update(base_samples=paired.base, ab=paired.record())
+        result.comparison = paired.comparison
+        return result
+
+
+def _is_perf(item: pytest.Item) -> bool:
+    return "infer_bench" in getattr(item, "fixturenames", ())
+
+
+def selection(config: pytest.Config, settings: Settings) -> Selection:
+    """The tests an interleaving worker collects: this session's own selection."""
+    from ..ab.interleave import Selection
+
+    return Selection(
+        rootdir=settings.rootdir,
+        args=tuple(str(Path(config.invocation_params.dir) / a) for a in config.args),
+        pythonpath=settings.ab_pythonpath,
+        keyword=str(config.getoption("keyword", "") or ""),
+        markexpr=str(config.getoption("markexpr", "") or ""),
+    )
+
+
+def choose(config: pytest.Config, context: RunContext) -> Mode:
+    """The session's mode. A mode already on the stash (the A/B worker installs itself
+    before this runs) is kept."""
+    existing = config.stash.get(mode_key, None)
+    if existing is not None:
+        return existing
+    s = context.settings
+    if s.disable:
+        return Disabled()
+    if s.ab:
+        return _ab_head(config, context)
+    if context.source is not None:
+        return Stored(context, selection(config, s))
+    return Plain(context)
+
+
+def _ab_head(config: pytest.Config, context: RunContext) -> ABHead:
+    from ..ab.interleave import ABController
+    from ..store.git import GitError
+
+    s = context.settings
+    assert context.source is not None and context.source.sha and context.toplevel
+    controller = ABController(context.source.sha, context.toplevel, selection(config, s))
+    try:
+        controller.setup()
+    except GitError as exc:
+        raise pytest.UsageError(f"--perf-ab={s.ab}: {exc}") from None
+    return ABHead(context, controller)

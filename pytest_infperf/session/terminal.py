@@ -1,0 +1,180 @@
+"""The terminal report (registered as ``infperf-terminal``, on the controller only):
+progress lines as benchmarks complete, the summary table, warnings, and GitHub workflow
+annotations when running in Actions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .artifacts import ArtifactWriter
+    from .collector import Collector
+    from .context import RunContext
+
+
+class TerminalReport:
+    def __init__(
+        self,
+        config: pytest.Config,
+        context: RunContext,
+        collector: Collector,
+        artifacts: ArtifactWriter,
+    ) -> None:
+        self.config = config
+        self.context = context
+        self.collector = collector
+        self.artifacts = artifacts
+        #: Progress lines: perf tests collected and finished (skipped ones count as
+        #: finished, or a run with skips would end at [12/20]).
+        self.perf_tests: set[str] = set()
+        self.done = 0
+
+    # --- progress ----------------------------------------------------------------------
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # After -k/-m deselection: only the perf tests that will run count.
+        self.perf_tests = {
+            i.nodeid for i in session.items if "infer_bench" in getattr(i, "fixturenames", ())
+        }
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """One line per benchmark as it completes, after pytest's own status."""
+        props = dict(report.user_properties)
+        names = sorted({k.rsplit(".", 1)[0] for k in props if str(k).endswith("median_s")})
+        if self.perf_tests:
+            finished = report.when == "call" or (report.when == "setup" and not report.passed)
+            if not finished or report.nodeid not in self.perf_tests:
+                return
+            self.done += 1
+        elif report.when == "call" and names:
+            # Under xdist the controller collects nothing: count what reports back.
+            self.done += 1
+        if report.when != "call" or not names or not self._progress():
+            return
+        from ..report.fmt import fmt_time
+
+        total = len(self.perf_tests) or "?"
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        for prefix in names:
+            label = report.nodeid + ("" if prefix == "infperf" else "#" + prefix[8:])
+            median = _float(props[prefix + ".median_s"])
+            line = (
+                f"infperf [{self.done}/{total}] {label}: median {fmt_time(median)} "
+                f"(n={props.get(prefix + '.n')})"
+            )
+            verdict = props.get(prefix + ".verdict")
+            if verdict:
+                line += f", {verdict}"
+                if props.get(prefix + ".ratio") is not None:
+                    line += f" x{_float(props[prefix + '.ratio']):.3f}"
+            tr.write_line(line)
+
+    def _progress(self) -> bool:
+        mode = self.config.getoption("perf_progress")
+        if mode == "off" or self.config.get_verbosity() < 0:
+            return False
+        if mode == "lines":
+            return True
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        tty = bool(getattr(tr, "isatty", False)) if tr is not None else False
+        return not tty or self.config.get_verbosity() > 0
+
+    # --- summary -------------------------------------------------------------------------
+    def pytest_terminal_summary(
+        self, terminalreporter: Any, exitstatus: int, config: pytest.Config
+    ) -> None:
+        results = self.collector.results
+        if not results:
+            return
+        from ..report.text import (
+            drift_warning,
+            generation_lines,
+            settle_summary,
+            summary_lines,
+            verdict_counts,
+        )
+
+        verbosity = config.get_verbosity()
+        if verbosity < -1:
+            return
+        tr = terminalreporter
+        counts = verdict_counts(results)
+        headline = f"infperf: {len(results)} benchmark{'s' * (len(results) != 1)}"
+        if counts:
+            headline += " (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"
+        gate = self.artifacts.gate
+        if verbosity < 0:
+            tr.write_line(headline)
+            if gate:
+                tr.write_line(f"infperf: FAILED: compared nothing: {gate}", red=True, bold=True)
+        else:
+            tr.section(headline, sep="-")
+            if gate and self.context.settings.warn_only:
+                tr.write_line(
+                    f"WARNING: this comparison compared nothing: {gate} (--perf-warn-only: "
+                    "the session does not fail)",
+                    red=True,
+                    bold=True,
+                )
+            elif gate:
+                tr.write_line(
+                    f"FAILED: this comparison compared nothing: {gate}. The session fails so "
+                    "that a gate without baselines does not look green; --perf-allow-missing "
+                    "lets a first run pass",
+                    red=True,
+                    bold=True,
+                )
+            if self.context.source is not None:
+                tr.write_line(f"compared with {self.context.source.describe()}")
+            if self.collector.workers:
+                tr.write_line(
+                    f"measured on {len(self.collector.workers)} xdist workers; timing "
+                    "serialised by a cross-process lock, so no two benchmarks timed at once"
+                )
+            for line in summary_lines(results) + generation_lines(results):
+                tr.write_line(line)
+            for line in settle_summary(results):
+                tr.write_line(line)
+            for r in results:
+                for warning in r.warnings:
+                    tr.write_line(f"warning: {r.key}: {warning}", yellow=True)
+        drift = drift_warning(self.artifacts.drift)
+        if drift:
+            tr.write_line(f"warning: {drift}", yellow=True)
+        for warning in self.context.warnings:
+            tr.write_line(f"warning: {warning}", yellow=True)
+        for error in self.artifacts.errors:
+            tr.write_line(f"error: {error}", red=True)
+        for line in self.artifacts.written:
+            tr.write_line(f"infperf: wrote {line}")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            self._annotate(tr)
+
+    def _annotate(self, tr: Any) -> None:
+        """GitHub workflow commands: regressions become error annotations on the test."""
+        from ..report.markdown import github_annotations
+
+        workspace = os.environ.get("GITHUB_WORKSPACE")
+        root = self.context.settings.rootdir
+        for line in github_annotations(
+            self.collector.results, root, Path(workspace) if workspace else None
+        ):
+            tr.write_line(line)
+        if self.artifacts.drift and self.artifacts.drift.get("drifted"):
+            tr.write_line(
+                "::warning title=pytest-infperf machine drift::The reference workload moved "
+                "by more than half the threshold since the baseline's run: verdicts against "
+                "the stored baseline are unreliable."
+            )
+
+
+def _float(value: object) -> float:
+    """A JUnit property (a float in-process, maybe a string after xdist) as a float."""
+    return float(str(value))

@@ -1,0 +1,182 @@
+"""What ``--perf-compare=REF`` (or a CLI argument naming a commit) resolves to: the stored
+baseline of the nearest first-parent ancestor of the merge-base that has one, or a JSON file.
+
+One resolver for the plugin and the ``infperf`` command, so both find the same baseline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from ..core.results import Origin
+from ..measure import environment
+from . import git as gitinfo
+from .baselines import BaselineFileError, BaselineStore, Location, iter_entries
+from .git import SHALLOW_FIX, GitError
+
+
+class CompareError(Exception):
+    """``--perf-compare`` cannot be carried out; the message says why and what to do."""
+
+
+@dataclasses.dataclass
+class BaselineSource:
+    """What ``--perf-compare=REF`` resolved to."""
+
+    ref: str
+    origin: str  # "file", "commit", or "none" (nothing found)
+    path: str | None = None
+    sha: str | None = None
+    distance: int | None = None
+    merge_base: str | None = None
+    env_key: str | None = None
+    env_diff: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+    note: str | None = None
+    reference: dict[str, Any] | None = None
+    entries: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    searched: int = 0
+    #: --perf-ab: the head side is a working tree with uncommitted changes.
+    head_dirty: bool = False
+
+    def describe(self) -> str:
+        if self.origin == "ab":
+            head = "the working tree (uncommitted changes)" if self.head_dirty else "it"
+            return (
+                f"the merge-base {str(self.sha)[:10]} of {self.ref} and HEAD, measured "
+                f"in this job, interleaved with {head} (A/B)"
+            )
+        if self.origin == "file":
+            return f"file {self.path}"
+        if self.origin == "commit" and self.sha:
+            n = self.distance or 0
+            # REF=HEAD: its merge-base with HEAD is HEAD itself, so say that.
+            anchor = (
+                "HEAD" if self.ref in ("HEAD", "@") else f"the merge-base of {self.ref} and HEAD"
+            )
+            back = anchor if n == 0 else f"{n} commit{'s' * (n != 1)} before {anchor}"
+            return f"commit {self.sha[:10]} ({back})"
+        return f"nothing ({self.note})"
+
+    def as_origin(self) -> Origin:
+        """The typed record every comparison against this source carries."""
+        mode = "ab" if self.origin == "ab" else "stored"
+        return Origin(mode, self.sha, self.distance, self.describe())
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("entries")
+        return data
+
+    def to_worker(self) -> dict[str, Any]:
+        """What an xdist worker needs to rebuild this source (it re-reads the file)."""
+        return self.to_json()
+
+    @classmethod
+    def from_worker(cls, data: dict[str, Any], max_bytes: int) -> BaselineSource:
+        source = cls(**{k: v for k, v in data.items() if k != "entries"})
+        if source.path:
+            doc = BaselineStore(Path(source.path).parent, max_bytes).load(Path(source.path))
+            source.entries = dict(iter_entries(doc))
+        return source
+
+
+def _looks_like_file(ref: str) -> bool:
+    return ref.endswith(".json")
+
+
+def resolve(
+    ref: str, *, rootdir: Path, store: BaselineStore, env_key: str, hard: dict[str, Any], depth: int
+) -> BaselineSource:
+    """Turn ``--perf-compare=REF`` into a :class:`BaselineSource`.
+
+    REF is a results/baseline JSON file, or a git ref: then the merge-base of REF and HEAD
+    is found and its first-parent ancestors are walked (at most ``depth`` back) to the
+    nearest commit with a baseline for this environment.
+    """
+    as_path = Path(ref).expanduser()
+    if _looks_like_file(ref):
+        return _from_file(ref, as_path, store, hard)
+    try:
+        repo = gitinfo.open_repo(rootdir)
+    except GitError as exc:
+        if as_path.is_file():
+            return _from_file(ref, as_path, store, hard)
+        raise CompareError(f"--perf-compare={ref}: {exc}") from None
+    try:
+        head = gitinfo.head_sha(repo)
+        target = gitinfo.resolve(repo, ref)
+    except GitError as exc:
+        if as_path.is_file():
+            return _from_file(ref, as_path, store, hard)
+        raise CompareError(f"--perf-compare={ref}: {exc}") from None
+    if as_path.is_file():
+        raise CompareError(
+            f"--perf-compare={ref} is ambiguous: it is both a git ref and a file. Write "
+            f"./{ref} for the file, or refs/heads/{ref} (or the sha) for the commit"
+        )
+    try:
+        base = gitinfo.merge_base(repo, target, head)
+        shas = gitinfo.first_parents(repo, base, depth)
+    except GitError as exc:
+        raise CompareError(f"--perf-compare={ref}: {exc}") from None
+    loc = store.find(shas, env_key)
+    source = BaselineSource(
+        ref=ref, origin="commit", merge_base=base, env_key=env_key, searched=len(shas)
+    )
+    if loc is None:
+        other = store.find_other_env(shas, env_key)
+        if other is None:
+            shallow = gitinfo.is_shallow(repo) and len(shas) < depth + 1
+            if shallow:
+                raise CompareError(
+                    f"--perf-compare={ref}: no baseline for this environment in the "
+                    f"{len(shas)} commit(s) of history this shallow clone has below "
+                    f"{base[:10]}; older baselines cannot be reached. {SHALLOW_FIX}"
+                )
+            source.origin = "none"
+            source.note = (
+                f"no baseline for environment {env_key} in {store.root} for the "
+                f"{len(shas)} first-parent commit(s) from {base[:10]} (the merge-base of "
+                f"{ref} and HEAD); save one on {ref} with --perf-save"
+            )
+            known = store.env_keys()
+            if known:
+                source.note += f" (baselines exist for: {', '.join(known)})"
+            return source
+        loc = other
+    _load_into(source, loc, store, hard)
+    return source
+
+
+def _from_file(ref: str, path: Path, store: BaselineStore, hard: dict[str, Any]) -> BaselineSource:
+    source = BaselineSource(ref=ref, origin="file", path=str(path.resolve()))
+    try:
+        doc = store.load(path)
+    except BaselineFileError as exc:
+        raise CompareError(f"--perf-compare: {exc}") from None
+    _fill(source, doc, hard)
+    commit = doc.get("commit") or {}
+    source.sha = commit.get("sha")
+    return source
+
+
+def _load_into(
+    source: BaselineSource, loc: Location, store: BaselineStore, hard: dict[str, Any]
+) -> None:
+    try:
+        doc = store.load(loc.path)
+    except BaselineFileError as exc:
+        raise CompareError(f"--perf-compare={source.ref}: baseline {exc}") from None
+    source.path = str(loc.path)
+    source.sha = loc.sha
+    source.distance = loc.distance
+    source.env_key = loc.env_key
+    _fill(source, doc, hard)
+
+
+def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> None:
+    source.entries = dict(iter_entries(doc))
+    source.env_diff = environment.diff(hard, doc["environment"].get("hard", {}))
+    source.reference = doc.get("reference")
