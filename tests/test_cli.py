@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,17 @@ def test_list_and_show(repo: Path) -> None:
     assert "test_suite.py::test_slowed" in out.stdout
     out = infperf(repo, "show", "HEAD~1")
     assert out.returncode == 0 and "test_sweep[32-4]" in out.stdout
+    # The reader of the output goes away first (`infperf list | head`): no traceback.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_infperf", "show", head],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 141 and b"Traceback" not in err, err.decode()
 
 
 def test_cli_finds_the_baseline_the_plugin_finds(pytester: pytest.Pytester, git_env: None) -> None:

@@ -1,13 +1,15 @@
 """The ``infperf`` command (also ``python -m pytest_infperf``).
 
 Exit codes: 0 success, 1 a regression (``compare``), 2 bad usage or an error that names
-its cause (missing file, not a repository, push rejected...).
+its cause (missing file, not a repository, push rejected...), 141 when the reader of its
+output went away (`infperf list | head`).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,43 +45,26 @@ def _current_env() -> str:
 
 
 def _load(spec: str, args: argparse.Namespace) -> dict[str, Any]:
-    """A document from a JSON path, or the baseline of a commit (sha, prefix or ref)."""
-    from ..store.baselines import read_document
+    """A document from a JSON path, or the baseline of a commit (sha, prefix or ref), found
+    by the store's resolver, as ``--perf-compare`` finds it."""
+    from ..store.resolve import CompareError, document
 
-    path = Path(spec)
-    if spec.endswith(".json") or path.is_file():
-        return read_document(path)
     store = _store(args)
-    env = args.env or _pick_env(store, spec, args)
-    exact = store.path_for(env, spec) if len(spec) == 40 else None
-    if exact is not None and exact.is_file():
-        return store.load(exact)
-    return _nearest(spec, store, env, args)
-
-
-def _nearest(spec: str, store: BaselineStore, env: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The baseline ``--perf-compare=spec`` would use (the same resolver: merge-base with
-    HEAD, then first parents), else a stored commit whose sha starts with ``spec``."""
-    from ..store.resolve import CompareError, resolve
-
+    # A file needs no environment; a commit is read in --env's, else this machine's.
+    env = "" if _is_file(spec) else (args.env or _pick_env(store))
     try:
-        source = resolve(
-            spec, rootdir=_root(args), store=store, env_key=env, hard={}, depth=_search_depth()
+        doc, note = document(
+            spec, rootdir=_root(args), store=store, env_key=env, depth=_search_depth()
         )
     except CompareError as exc:
-        problem = str(exc).removeprefix(f"--perf-compare={spec}: ")
-        sha = _stored_prefix(spec, store, env, problem)
-        return store.load(store.path_for(env, sha))
-    if source.path is None:
-        raise CLIError(f"{spec}: {source.note}")
-    if source.env_key != env:
-        raise CLIError(
-            f"{spec}: no baseline of environment {env} within {_search_depth()} first-parent "
-            f"commits (the nearest is of {source.env_key}; --env {source.env_key} reads it)"
-        )
-    if source.sha != _git_sha(spec, args):
-        print(f"{spec}: the nearest baseline is {source.describe()}", file=sys.stderr)
-    return store.load(Path(source.path))
+        raise CLIError(str(exc)) from None
+    if note:
+        print(note, file=sys.stderr)
+    return doc
+
+
+def _is_file(spec: str) -> bool:
+    return spec.endswith(".json") or Path(spec).is_file()
 
 
 def _branch_name(ref: str, args: argparse.Namespace) -> str:
@@ -102,34 +87,15 @@ def _search_depth() -> int:
     return int(SESSION_INI["infperf_search_depth"][1])
 
 
-def _git_sha(spec: str, args: argparse.Namespace) -> str | None:
-    from ..store import git as gitinfo
-
-    try:
-        return gitinfo.resolve(gitinfo.open_repo(_root(args)), spec)
-    except GitError:
-        return None
-
-
-def _pick_env(store: BaselineStore, spec: str, args: argparse.Namespace) -> str:
+def _pick_env(store: BaselineStore) -> str:
+    """The environment to read when ``--env`` is not given: this machine's, else the only
+    one stored (:func:`~pytest_infperf.store.history.choose_env`)."""
     from ..store.history import choose_env
 
     env = choose_env(store, None, _current_env())
     if env is None:
         raise CLIError(f"no baselines in {store.root}")
     return env
-
-
-def _stored_prefix(spec: str, store: BaselineStore, env: str, git_problem: str) -> str:
-    matches = [c for c in store.commits(env) if c.startswith(spec.lower())]
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise CLIError(
-            f"{spec!r} is neither a JSON file, a git ref with a baseline ({git_problem}), nor "
-            f"a stored commit of environment {env}"
-        )
-    raise CLIError(f"{spec!r} matches {len(matches)} stored commits; give more of the sha")
 
 
 def _results(doc: dict[str, Any]) -> list[Any]:
@@ -586,6 +552,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except BrokenPipeError:
+        # The reader left (`infperf list | head`): stop quietly, with the status a shell
+        # gives a command its pipe's reader closed (128 + SIGPIPE), not a traceback. Output
+        # Python still holds goes to /dev/null so that its flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (GitError, BaselineFileError, CLIError) as exc:
         print(f"infperf: error: {exc}", file=sys.stderr)
         return 2

@@ -1,7 +1,8 @@
 """What ``--perf-compare=REF`` (or a CLI argument naming a commit) resolves to: the stored
 baseline of the nearest first-parent ancestor of the merge-base that has one, or a JSON file.
 
-One resolver for the plugin and the ``infperf`` command, so both find the same baseline.
+One resolver for the plugin and the ``infperf`` command, so both find the same baseline:
+the command's arguments go through :func:`document`, which calls :func:`resolve`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from ..core.results import Origin
 from ..measure import environment
 from . import git as gitinfo
-from .baselines import BaselineFileError, BaselineStore, Location, iter_entries
+from .baselines import BaselineFileError, BaselineStore, Location, iter_entries, read_document
 from .git import SHALLOW_FIX, GitError
 
 
@@ -148,6 +149,55 @@ def resolve(
         loc = other
     _load_into(source, loc, store, hard)
     return source
+
+
+def document(
+    spec: str, *, rootdir: Path, store: BaselineStore, env_key: str, depth: int
+) -> tuple[dict[str, Any], str | None]:
+    """The results document a command-line argument names: a JSON file, else the baseline
+    ``--perf-compare=spec`` would use (:func:`resolve`: merge-base with HEAD, then first
+    parents), else the stored commit of ``env_key`` whose sha starts with ``spec``. With it,
+    a note when the baseline found is not ``spec``'s own commit. Raises
+    :class:`CompareError` saying what ``spec`` is not."""
+    path = Path(spec)
+    if spec.endswith(".json") or path.is_file():
+        return read_document(path), None
+    exact = store.path_for(env_key, spec) if len(spec) == 40 else None
+    if exact is not None and exact.is_file():
+        return store.load(exact), None
+    try:
+        source = resolve(spec, rootdir=rootdir, store=store, env_key=env_key, hard={}, depth=depth)
+    except CompareError as exc:
+        problem = str(exc).removeprefix(f"--perf-compare={spec}: ")
+        sha = _stored_prefix(spec, store, env_key, problem)
+        return store.load(store.path_for(env_key, sha)), None
+    if source.path is None:
+        raise CompareError(f"{spec}: {source.note}")
+    if source.env_key != env_key:
+        raise CompareError(
+            f"{spec}: no baseline of environment {env_key} within {depth} first-parent "
+            f"commits (the nearest is of {source.env_key}; --env {source.env_key} reads it)"
+        )
+    note = None
+    try:
+        own = gitinfo.resolve(gitinfo.open_repo(rootdir), spec)
+    except GitError:
+        own = None
+    if source.sha != own:
+        note = f"{spec}: the nearest baseline is {source.describe()}"
+    return store.load(Path(source.path)), note
+
+
+def _stored_prefix(spec: str, store: BaselineStore, env_key: str, git_problem: str) -> str:
+    matches = [c for c in store.commits(env_key) if c.startswith(spec.lower())]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CompareError(
+            f"{spec!r} is neither a JSON file, a git ref with a baseline ({git_problem}), nor "
+            f"a stored commit of environment {env_key}"
+        )
+    raise CompareError(f"{spec!r} matches {len(matches)} stored commits; give more of the sha")
 
 
 def _from_file(ref: str, path: Path, store: BaselineStore, hard: dict[str, Any]) -> BaselineSource:
