@@ -140,3 +140,28 @@ def init_repo(path: Path, message: str = "suite") -> None:
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
     git(path, "commit", "-qm", message)
+
+
+def make_result(
+    samples: list[float],
+    *,
+    nodeid: str = "test_m.py::test_m",
+    name: str | None = None,
+    backend: str = "callable",
+    **fields: Any,
+) -> Any:
+    """The suite's one :class:`BenchmarkResult` factory: ``samples`` with their real
+    statistics (``summarize``); any other field by keyword (``options``, ``memory``, ``env``,
+    ``generation``, ``comparison``, ``stats`` to override...)."""
+    from pytest_infperf.core.results import BenchmarkResult
+    from pytest_infperf.stats.descriptive import summarize
+
+    stats = fields.pop("stats", None)
+    return BenchmarkResult(
+        nodeid=nodeid,
+        name=name,
+        backend=backend,
+        samples=list(samples),
+        stats=summarize(samples) if stats is None else stats,
+        **fields,
+    )

@@ -11,39 +11,16 @@ from typing import Any
 
 import pytest
 
-from pytest_infperf.core.results import BenchmarkResult, document, dumps
+from pytest_infperf.core.results import document, dumps
 from pytest_infperf.store.baselines import BaselineStore
 
-from .conftest import GIT_ENV, git
+from .conftest import GIT_ENV, git, make_result
 
 ENV_KEY = "linux-x86-64-cpu-py3.11-0123456789"
 
 
 def _doc_entries(names: list[str]) -> list[dict[str, Any]]:
-    return [
-        BenchmarkResult(
-            nodeid=f"test_m.py::{n}",
-            name=None,
-            backend="callable",
-            samples=[1e-3, 1.1e-3, 0.9e-3],
-            stats={
-                "n": 3,
-                "mean": 1e-3,
-                "median": 1e-3,
-                "stdev": 1e-4,
-                "min": 9e-4,
-                "max": 1.1e-3,
-                "p50": 1e-3,
-                "p90": 1.1e-3,
-                "p95": 1.1e-3,
-                "p99": 1.1e-3,
-                "ci_low": 9e-4,
-                "ci_high": 1.1e-3,
-                "cv": 0.1,
-            },
-        ).to_json()
-        for n in names
-    ]
+    return [make_result([1e-3, 1.1e-3, 0.9e-3], nodeid=f"test_m.py::{n}").to_json() for n in names]
 
 
 def save(clone: Path, sha: str, names: list[str]) -> None:

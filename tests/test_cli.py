@@ -11,12 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_infperf.core.results import BenchmarkResult
 from pytest_infperf.stats.changepoint import detect
-from pytest_infperf.stats.descriptive import summarize
 from pytest_infperf.store.baselines import BaselineStore
 
-from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo
+from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo, make_result
 
 SUITE = (
     BUSY_HEADER
@@ -207,13 +205,7 @@ def test_prune_keeps_the_newest(repo: Path) -> None:
 
 def _entry(name: str, median: float, rng: np.random.Generator) -> dict[str, Any]:
     samples = list(median * np.exp(rng.normal(0, 0.01, 40)))
-    return BenchmarkResult(
-        nodeid=f"test_h.py::{name}",
-        name=None,
-        backend="callable",
-        samples=samples,
-        stats=summarize(samples),
-    ).to_json()
+    return make_result(samples, nodeid=f"test_h.py::{name}").to_json()
 
 
 @pytest.fixture

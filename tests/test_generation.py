@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import FAST_INI, git, infperf, init_repo, load_json
+from .conftest import FAST_INI, git, infperf, init_repo, load_json, make_result
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -293,14 +293,11 @@ def _generation_entry(ttft: list[float], tpot: list[float]) -> dict[str, Any]:
 
 
 def _result(ttft: list[float], tpot: list[float]) -> Any:
-    from pytest_infperf.core.results import BenchmarkResult
-
     entry = _generation_entry(ttft, tpot)
-    return BenchmarkResult(
+    return make_result(
+        entry["samples"],
         nodeid="test_gen.py::test_x",
-        name=None,
         backend="torch",
-        samples=entry["samples"],
         stats={"median": 0.0},
         env=entry["env"],
         generation=entry["generation"],
@@ -346,6 +343,40 @@ def test_the_judge_fails_on_either_metric_and_names_both() -> None:
     # The record survives JSON, parts included.
     again = Comparison.from_json(json.loads(json.dumps(c.to_json())))
     assert again == c
+
+
+def test_every_view_shows_the_figures_the_verdict_was_judged_on() -> None:
+    """One report model: a generation benchmark compared on figures other than its own
+    run's (an interleaved run measures again) shows the judged TTFT/TPOT in the results
+    table and the generation table alike, in Markdown, the terminal and HTML; and a run of
+    plain and generation benchmarks says both metrics in its header, not the last one's."""
+    from pytest_infperf.core.results import Origin
+    from pytest_infperf.judge.judge import Judge
+    from pytest_infperf.report import html, markdown, text
+
+    origin = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa")
+    opts = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
+    judge = Judge()
+    now = _result(_noisy(0.010, seed=2), _noisy(0.0026, seed=3))
+    now.comparison = judge.stored(
+        now, _generation_entry(_noisy(0.010), _noisy(0.002)), opts, origin
+    )
+    # The run's own generation statistics differ from the judged figures (2.6 ms TPOT).
+    now.generation["tpot"]["stats"] = {"median": 0.0099}
+    now.generation["ttft"]["stats"] = {"median": 0.0199}
+    plain = make_result(_noisy(0.001, seed=6), nodeid="test_p.py::test_p", options=opts)
+    plain.comparison = judge.stored(plain, make_result(_noisy(0.001)).to_json(), opts, origin)
+    source = {"origin": "commit", "sha": "a" * 40, "ref": "main", "distance": 0}
+    md = markdown.render([plain, now], source=source)
+    assert "metric median, TTFT and TPOT (generation)" in md, md
+    gen_rows = [ln for ln in md.splitlines() if ln.startswith("|") and "`test_gen.py" in ln]
+    assert len(gen_rows) == 2 and all("2.6" in line for line in gen_rows), gen_rows
+    assert "9.9 ms" not in md and "19.9 ms" not in md
+    term = "\n".join(text.generation_lines([plain, now]))
+    assert "2.6" in term and "9.9 ms" not in term
+    doc = {"benchmarks": [now.to_json()]}
+    page = "\n".join(html._generation_table(doc))
+    assert "2.6" in page and "9.9 ms" not in page
 
 
 def test_a_baseline_that_was_not_a_generation_says_so() -> None:

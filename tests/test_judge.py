@@ -18,7 +18,7 @@ from pytest_infperf.report.fmt import fmt_level, fmt_time
 from pytest_infperf.session.gate import Gate
 from pytest_infperf.stats.pooled import summarize_pair
 
-from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo, load_json
+from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo, load_json, make_result
 
 #: The busy-wait helper without the factor file: these suites change by editing the code.
 BUSY = BUSY_HEADER.replace('FACTOR = float((Path(__file__).parent / "factor.txt").read_text())', "")
@@ -82,17 +82,7 @@ def test_budget_holds_under_ab(pytester: pytest.Pytester, git_env: None) -> None
 def _result(
     samples: list[float], memory: dict[str, float] | None = None, **opts: object
 ) -> BenchmarkResult:
-    from pytest_infperf.stats.descriptive import summarize
-
-    return BenchmarkResult(
-        nodeid="test_m.py::test_m",
-        name=None,
-        backend="callable",
-        samples=samples,
-        stats=summarize(samples),
-        memory=memory or {},
-        options={**OPTS, **opts},
-    )
+    return make_result(samples, memory=memory or {}, options={**OPTS, **opts})
 
 
 def test_memory_regression_from_zero_has_a_message() -> None:

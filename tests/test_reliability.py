@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_infperf.core.fsutil import TEMP_PREFIX, atomic_write_text, clean_stale_temps
-from pytest_infperf.core.results import BenchmarkResult, document, dumps
+from pytest_infperf.core.results import document, dumps
 from pytest_infperf.store.baselines import BaselineFileError, BaselineStore, read_document, validate
 
-from .conftest import FAST_INI, init_repo, load_json
+from .conftest import FAST_INI, init_repo, load_json, make_result
 
 SHA = "a" * 40
 KEY = "linux-x86-64-cpu-py3.11-0123456789"
@@ -30,15 +30,7 @@ KEY = "linux-x86-64-cpu-py3.11-0123456789"
 
 def entry(name: str, n: int = 5) -> dict[str, Any]:
     samples = [1e-3 * (1 + 0.01 * i) for i in range(n)]
-    from pytest_infperf.stats.descriptive import summarize
-
-    return BenchmarkResult(
-        nodeid=f"test_m.py::{name}",
-        name=None,
-        backend="callable",
-        samples=samples,
-        stats=summarize(samples),
-    ).to_json()
+    return make_result(samples, nodeid=f"test_m.py::{name}").to_json()
 
 
 def valid_doc(names: tuple[str, ...] = ("test_a", "test_b")) -> dict[str, Any]:

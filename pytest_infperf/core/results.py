@@ -95,9 +95,7 @@ class Origin:
 #: Comparison fields that hold another (earlier) pass.
 NESTED = ("first_pass", "stored_pass")
 
-#: The metrics of a generation benchmark that a comparison judges, in the order shown.
-GENERATION_METRICS = ("ttft", "tpot")
-#: How people read them.
+#: How people read the generation metrics (judged: ``options.GENERATION_METRICS``).
 METRIC_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
 
 

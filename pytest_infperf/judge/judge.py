@@ -17,8 +17,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.options import GENERATION_METRICS
 from ..core.results import (
-    GENERATION_METRICS,
     METRIC_LABELS,
     BenchmarkResult,
     Comparison,

@@ -31,6 +31,7 @@ from ..stats.changepoint import ChangePoint
 from ..store.baselines import iter_entries
 from ..store.history import Point, Series
 from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_ratio, fmt_time
+from .rows import generation_row
 
 BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
 SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
@@ -521,27 +522,20 @@ def _generation_table(results: dict[str, Any]) -> list[str]:
         "<th>decode host share</th><th>TTFT ratio</th><th>TPOT ratio</th></tr>"
     ]
     for key, e in gens:
-        g = e["generation"]
-
-        def stat(metric: str, name: str, g: dict[str, Any] = g) -> Any:
-            return ((g.get(metric) or {}).get("stats") or {}).get(name)
-
-        share = g.get("decode_host_bound_ratio")
-        tps = stat("tokens_per_s", "median")
+        raw = e.get("comparison")
+        gr = generation_row(e["generation"], Comparison.from_json(raw) if raw else None)
+        tps, share = gr.tokens_per_s, gr.decode_host_share
         cells = [
             _label(key),
-            f"{g.get('prompt_tokens')} → {g.get('new_tokens')} × {g.get('batch_size')}",
-            fmt_time(stat("ttft", "median")),
-            fmt_time(stat("tpot", "median")),
-            fmt_time(stat("itl", "p99")),
+            f"{gr.prompt_tokens} → {gr.new_tokens} × {gr.batch_size}",
+            fmt_time(gr.figures["ttft"]),
+            fmt_time(gr.figures["tpot"]),
+            fmt_time(gr.itl_p99),
             "-" if tps is None else f"{tps:,.0f}",
             "-" if share is None else f"{share:.2f}",
         ]
-        raw = e.get("comparison")
-        parts = (Comparison.from_json(raw).parts if raw else None) or {}
         row = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
-        for metric in ("ttft", "tpot"):
-            part = parts.get(metric)
+        for part in gr.parts.values():
             text = "-" if part is None else f"{fmt_ratio(part)} {part.verdict.value}"
             cls = " class='regression'" if part and part.verdict.value == "regression" else ""
             row += f"<td{cls}>{html.escape(text)}</td>"

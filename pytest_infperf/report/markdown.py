@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
 from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
+from .rows import generation_row
 from .text import DECIDED_BY, settle_summary
 
 MARK = {
@@ -97,7 +99,7 @@ def render(
         if settled:
             lines += ["", " · ".join(s[0].upper() + s[1:] for s in settled)]
         if source:
-            lines += ["", _source_line(source, mode, compared[0])]
+            lines += ["", _source_line(source, mode, compared)]
     if drift and drift.get("drifted"):
         parts = ", ".join(
             f"{k.replace('_ratio', '')} ×{v:.3f}" for k, v in drift.items() if k.endswith("_ratio")
@@ -129,8 +131,24 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def _source_line(source: Mapping[str, Any], mode: str, first: Comparison) -> str:
-    rule = f"threshold {first.threshold:.0%}, alpha {first.alpha:g}, metric {first.metric}"
+def _rule(compared: Sequence[Comparison]) -> str:
+    """The run's threshold, alpha and metric, each said once when every benchmark shares
+    it ("per benchmark" when markers set different ones). A generation benchmark is judged
+    on TTFT and TPOT whatever the run's metric, so a mixed run says both."""
+    thresholds = {c.threshold for c in compared}
+    alphas = {c.alpha for c in compared}
+    threshold = f"{next(iter(thresholds)):.0%}" if len(thresholds) == 1 else "per benchmark"
+    alpha = f"{next(iter(alphas)):g}" if len(alphas) == 1 else "per benchmark"
+    metrics = sorted({c.metric for c in compared if not c.parts})
+    if any(c.parts for c in compared):
+        seen = {m for c in compared for m in c.parts or {}}
+        judged = [METRIC_LABELS[m] for m in GENERATION_METRICS if m in seen]
+        metrics.append(" and ".join(judged) + (" (generation)" if metrics else ""))
+    return f"threshold {threshold}, alpha {alpha}, metric {', '.join(metrics)}"
+
+
+def _source_line(source: Mapping[str, Any], mode: str, compared: Sequence[Comparison]) -> str:
+    rule = _rule(compared)
     if mode == "ab":
         base = source.get("sha") or "?"
         return (
@@ -203,22 +221,16 @@ def _generation_table(results: Sequence[BenchmarkResult]) -> list[str]:
         rule += "---|---|"
     out = ["", "### Generation", "", head, rule]
     for r in gens:
-        g = r.generation or {}
-
-        def stat(metric: str, name: str, g: Mapping[str, Any] = g) -> float | None:
-            return ((g.get(metric) or {}).get("stats") or {}).get(name)
-
-        tps = stat("tokens_per_s", "median")
+        gr = generation_row(r.generation or {}, r.comparison)
+        tps = gr.tokens_per_s
         row = (
-            f"| `{_cell(short_name(r))}` | {g.get('prompt_tokens')} → {g.get('new_tokens')} × "
-            f"{g.get('batch_size')} | {fmt_time(stat('ttft', 'median'))} | "
-            f"{fmt_time(stat('tpot', 'median'))} | {fmt_time(stat('itl', 'p99'))} | "
+            f"| `{_cell(short_name(r))}` | {gr.prompt_tokens} → {gr.new_tokens} × "
+            f"{gr.batch_size} | {fmt_time(gr.figures['ttft'])} | "
+            f"{fmt_time(gr.figures['tpot'])} | {fmt_time(gr.itl_p99)} | "
             f"{'–' if tps is None else f'{tps:.4g}/s'} |"
         )
         if compared:
-            parts = (r.comparison.parts if r.comparison is not None else None) or {}
-            for metric in ("ttft", "tpot"):
-                part = parts.get(metric)
+            for part in gr.parts.values():
                 row += " – |" if part is None else f" {fmt_ratio(part)} {MARK[part.verdict]} |"
         out.append(row)
     return out

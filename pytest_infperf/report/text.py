@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, BenchmarkResult, memory_figure
 from .fmt import (
     fmt_bytes,
@@ -19,6 +20,7 @@ from .fmt import (
     fmt_why,
     short_name,
 )
+from .rows import generation_row
 
 
 def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
@@ -111,28 +113,18 @@ def generation_lines(results: Sequence[BenchmarkResult]) -> list[str]:
         header += ["TTFT ratio", "TPOT ratio"]
     rows = [header]
     for r in gens:
-        g = r.generation or {}
-        row = [short_name(r), str(g.get("prompt_tokens")), str(g.get("new_tokens"))]
-        row += [str(g.get("batch_size"))]
-        row += [fmt_time(_stat(g, "ttft", "median")), fmt_time(_stat(g, "tpot", "median"))]
-        row += [fmt_time(_stat(g, "itl", "p99"))]
-        tps = _stat(g, "tokens_per_s", "median")
-        row.append("-" if tps is None else f"{tps:.4g}/s")
+        gr = generation_row(r.generation or {}, r.comparison)
+        row = [short_name(r), str(gr.prompt_tokens), str(gr.new_tokens), str(gr.batch_size)]
+        row += [fmt_time(gr.figures[m]) for m in GENERATION_METRICS]
+        row += [fmt_time(gr.itl_p99)]
+        row.append("-" if gr.tokens_per_s is None else f"{gr.tokens_per_s:.4g}/s")
         if compared:
-            parts = (r.comparison.parts if r.comparison is not None else None) or {}
-            for metric in ("ttft", "tpot"):
-                part = parts.get(metric)
+            for part in gr.parts.values():
                 row.append("-" if part is None else f"{fmt_ratio(part)} {part.verdict.value}")
         rows.append(row)
     lines = _table(rows, right={1, 2, 3, 4, 5, 6, 7})
     lines.insert(1, "-" * max(len(line) for line in lines))
     return ["", *lines]
-
-
-def _stat(gen: Mapping[str, Any], metric: str, stat: str) -> float | None:
-    stats = (gen.get(metric) or {}).get("stats") or {}
-    value = stats.get(stat)
-    return None if value is None else float(value)
 
 
 #: Who decided a verdict, as the tables say it.

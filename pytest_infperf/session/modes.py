@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.keys import mode_key
+from ..core.options import GENERATION_METRICS
 from ..core.settings import Settings
 from .context import RunContext
 
@@ -232,7 +233,7 @@ class Stored(Plain):
             return ""
         if source.origin != "commit" or not source.sha:
             return "--perf-compare names a results file, so there is no commit to measure"
-        if opts["metric"] not in ("median", "ttft", "tpot"):
+        if opts["metric"] not in ("median", *GENERATION_METRICS):
             return (
                 f"metric={opts['metric']}: an interleaved run judges the median latency, so "
                 f"the stored {opts['metric']} verdict stands"

@@ -1,0 +1,64 @@
+"""The report model: what every view shows of a result, computed once.
+
+The terminal, Markdown and HTML each draw a generation table; before this module each
+computed its own cells, and they disagreed with the results table (the results table
+showed the TPOT the verdict was judged on, from the interleaved run; the generation table
+the first pass's). A :class:`GenerationRow` holds the figures once, the judged ones where
+a comparison judged them, and each view only lays them out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.options import GENERATION_METRICS
+from ..core.results import Comparison
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationRow:
+    """One generation benchmark's row: its shape, its figures (seconds; tokens/s), and
+    per judged metric the comparison's part (None: not compared)."""
+
+    prompt_tokens: Any
+    new_tokens: Any
+    batch_size: Any
+    #: TTFT and TPOT: the figures the verdict was judged on when the benchmark was
+    #: compared (an interleaved run's own), else the medians over this run's generations.
+    figures: dict[str, float | None]
+    itl_p99: float | None
+    tokens_per_s: float | None
+    decode_host_share: float | None
+    parts: dict[str, Comparison | None]
+
+    @property
+    def compared(self) -> bool:
+        return any(p is not None for p in self.parts.values())
+
+
+def generation_row(generation: Mapping[str, Any], comparison: Comparison | None) -> GenerationRow:
+    def stat(metric: str, name: str) -> float | None:
+        value = ((generation.get(metric) or {}).get("stats") or {}).get(name)
+        return None if value is None else float(value)
+
+    parts = (comparison.parts if comparison is not None else None) or {}
+    judged = {m: parts.get(m) for m in GENERATION_METRICS}
+    figures: dict[str, float | None] = {}
+    for m in GENERATION_METRICS:
+        part = judged[m]
+        figures[m] = part.current if part is not None and part.current is not None else None
+        if figures[m] is None:
+            figures[m] = stat(m, "median")
+    share = generation.get("decode_host_bound_ratio")
+    return GenerationRow(
+        prompt_tokens=generation.get("prompt_tokens"),
+        new_tokens=generation.get("new_tokens"),
+        batch_size=generation.get("batch_size"),
+        figures=figures,
+        itl_p99=stat("itl", "p99"),
+        tokens_per_s=stat("tokens_per_s", "median"),
+        decode_host_share=None if share is None else float(share),
+        parts=judged,
+    )
