@@ -92,62 +92,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="baselines directory (default: ini infperf_baselines, else baselines/ at the rootdir)",
     )
     add(
-        "--perf-threshold",
-        metavar="D",
-        dest="perf_threshold",
-        default=None,
-        type=_options.option_type("threshold"),
-        help="tolerated slowdown as a fraction in (0, 1) (default 0.05)",
-    )
-    add(
-        "--perf-alpha",
-        metavar="A",
-        dest="perf_alpha",
-        default=None,
-        type=_options.option_type("alpha"),
-        help="per benchmark, the error of each bound of its ratio interval: a regression "
-        "claimed past the threshold, or one missed when 'no regression' is claimed, in "
-        "(0, 0.5) (default 0.05); see --perf-run-alpha for the run as a whole",
-    )
-    add(
         "--perf-run-alpha",
         metavar="A",
         dest="perf_run_alpha",
         default=None,
         help="per run: the chance that a run in which nothing changed fails at all "
         "(default: ini infperf_run_alpha, else 0.01)",
-    )
-    add(
-        "--perf-metric",
-        metavar="M",
-        dest="perf_metric",
-        default=None,
-        type=_options.option_type("metric"),
-        help=f"metric compared: {', '.join(_options.METRICS)} (default median)",
-    )
-    add(
-        "--perf-max-time",
-        metavar="S",
-        dest="perf_max_time",
-        default=None,
-        type=_options.option_type("max_time"),
-        help="seconds of timed sampling per benchmark (default 3)",
-    )
-    add(
-        "--perf-rounds",
-        metavar="N",
-        dest="perf_rounds",
-        default=None,
-        type=_options.option_type("rounds"),
-        help="minimum timed samples per benchmark (default 20)",
-    )
-    add(
-        "--perf-remeasure",
-        metavar="N",
-        dest="perf_remeasure",
-        default=None,
-        type=_options.option_type("remeasure"),
-        help="re-measure flagged benchmarks N times before failing (default 1)",
     )
     add(
         "--perf-strict-env",
@@ -229,8 +179,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a line per benchmark as it completes: auto (when the output is not a terminal, "
         "as in CI logs, or with -v), lines, off (default auto)",
     )
+    # The per-benchmark options' flags, from the options table (their help and defaults are
+    # the table's; their values go through the option's own parser).
+    for spec in _options.FLAG_OPTIONS:
+        add(
+            spec.flag_name,
+            metavar=spec.flag,
+            dest=spec.dest,
+            default=None,
+            type=_options.option_type(spec.name),
+            help=spec.describe(),
+        )
     for spec in _options.INI_OPTIONS:
-        parser.addini(_options.ini_name(spec.name), spec.help, type="string", default="")
+        parser.addini(_options.ini_name(spec.name), spec.describe(), type="string", default="")
     for name, (text, _default) in _settings.SESSION_INI.items():
         parser.addini(name, text, type="string", default="")
     for name, text in _settings.BOOL_INI.items():

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.options import option_type
+from ..core.options import SPECS, option_type
 from ..measure.backends import BackendError
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
@@ -488,9 +488,16 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("a", help="baseline: commit, ref or JSON file")
     cmp.add_argument("b", help="current: commit, ref or JSON file")
     # The plugin's own parsers: a value the plugin refuses is refused here too.
-    cmp.add_argument("--threshold", type=option_type("threshold", "--threshold"), default=0.05)
-    cmp.add_argument("--alpha", type=option_type("alpha", "--alpha"), default=0.05)
-    cmp.add_argument("--metric", type=option_type("metric", "--metric"), default="median")
+    # The plugin's options, from the same table (help, default, parser).
+    for name in ("threshold", "alpha", "metric"):
+        spec = SPECS[name]
+        cmp.add_argument(
+            f"--{name}",
+            metavar=spec.flag,
+            type=option_type(name, f"--{name}"),
+            default=spec.default,
+            help=spec.describe(),
+        )
     cmp.add_argument("--markdown", help="also write a Markdown report here")
     cmp.set_defaults(func=_compare)
     hist = common(

@@ -150,37 +150,59 @@ def _providers(name: str, value: Any) -> list[Any] | None:
 
 @dataclasses.dataclass(frozen=True)
 class OptionSpec:
+    """One option: its parser, default and help (without the default: :meth:`describe`
+    adds it), whether it has an ini key, and the metavar of its ``--perf-*`` flag (and of
+    ``infperf compare``'s flag, for the options a comparison uses) if it has one."""
+
     name: str
     parse: Parser
     default: Any
     help: str
     ini: bool = True
+    flag: str | None = None
+
+    @property
+    def flag_name(self) -> str:
+        return f"--perf-{self.name.replace('_', '-')}"
+
+    @property
+    def dest(self) -> str:
+        return f"perf_{self.name}"
+
+    def describe(self) -> str:
+        """The help text with the default, from the table (never restated by hand)."""
+        if self.default is None or isinstance(self.default, bool):
+            return self.help
+        return (
+            f"{self.help} (default {self.default:g})"
+            if isinstance(self.default, float)
+            else f"{self.help} (default {self.default})"
+        )
 
 
 _SPECS: tuple[OptionSpec, ...] = (
     # --- measurement ---------------------------------------------------------------------
-    OptionSpec("warmup", _int(0), 10, "minimum warmup calls before timing (default 10)"),
+    OptionSpec("warmup", _int(0), 10, "minimum warmup calls before timing"),
     OptionSpec(
         "warmup_time",
         _float(0.0),
         2.0,
-        "seconds of extra warmup allowed while waiting for stable timings (default 2)",
+        "seconds of extra warmup allowed while waiting for stable timings",
     ),
     OptionSpec(
         "warmup_tolerance",
         _float(0.0, 1.0, low_open=True),
         0.05,
-        "warmup ends when the median of the last 5 samples is within this fraction "
-        "of the 5 before (default 0.05)",
+        "warmup ends when the median of the last 5 samples is within this fraction of the 5 before",
     ),
-    OptionSpec("rounds", _int(1), 20, "minimum number of timed samples (default 20)"),
-    OptionSpec("max_rounds", _int(1), 1000, "maximum number of timed samples (default 1000)"),
+    OptionSpec("rounds", _int(1), 20, "minimum number of timed samples", flag="N"),
+    OptionSpec("max_rounds", _int(1), 1000, "maximum number of timed samples"),
     OptionSpec(
         "max_time",
         _float(0.0, low_open=True),
         3.0,
-        "seconds of timed sampling after which sampling stops once `rounds` samples "
-        "exist (default 3)",
+        "seconds of timed sampling after which sampling stops once `rounds` samples exist",
+        flag="S",
     ),
     OptionSpec(
         "min_time",
@@ -188,20 +210,20 @@ _SPECS: tuple[OptionSpec, ...] = (
         1.0,
         "seconds the timed samples must span before the precision stop may end "
         "sampling; fast calls are grouped so max_rounds samples still span it. Machine "
-        "speed drifts over seconds: a snapshot of a few ms compares badly (default 1)",
+        "speed drifts over seconds: a snapshot of a few ms compares badly",
     ),
     OptionSpec(
         "precision",
         _float(0.0, 1.0, low_open=True),
         0.01,
-        "stop sampling once the 95% CI of the median has this relative half-width (default 0.01)",
+        "stop sampling once the 95% CI of the median has this relative half-width",
     ),
     OptionSpec(
         "min_sample_time",
         _float(0.0),
         20e-6,
         "calls faster than this many seconds are timed in blocks lasting at least "
-        "this long, one sample being the block's average (default 20e-6)",
+        "this long, one sample being the block's average",
     ),
     OptionSpec(
         "batch_size",
@@ -216,25 +238,31 @@ _SPECS: tuple[OptionSpec, ...] = (
         "threshold",
         _float(0.0, 1.0, low_open=True),
         0.05,
-        "tolerated slowdown, a fraction in (0, 1) (default 0.05)",
+        "tolerated slowdown, a fraction in (0, 1)",
+        flag="D",
     ),
     OptionSpec(
         "alpha",
         _float(0.0, 0.5, low_open=True),
         0.05,
-        "significance level, in (0, 0.5) (default 0.05)",
+        "per benchmark, the error of each bound of its ratio interval: a regression "
+        "claimed past the threshold, or one missed when 'no regression' is claimed, in "
+        "(0, 0.5); see --perf-run-alpha for the run as a whole",
+        flag="A",
     ),
     OptionSpec(
         "metric",
         _metric,
         "median",
-        f"what a comparison judges: {', '.join(METRICS)} (default median)",
+        f"what a comparison judges: {', '.join(METRICS)}",
+        flag="M",
     ),
     OptionSpec(
         "remeasure",
         _int(0),
         1,
-        "re-measure a benchmark judged regression or inconclusive this many times (default 1)",
+        "re-measure a benchmark judged regression or inconclusive this many times",
+        flag="N",
     ),
     OptionSpec(
         "max_median_ms",
@@ -323,6 +351,8 @@ _SPECS: tuple[OptionSpec, ...] = (
 
 SPECS: dict[str, OptionSpec] = {spec.name: spec for spec in _SPECS}
 INI_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.ini)
+#: The options with a ``--perf-*`` flag (they beat ini, lose to the marker).
+FLAG_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.flag)
 DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in _SPECS}
 
 

@@ -73,14 +73,7 @@ BOOL_INI: dict[str, str] = {
 }
 
 #: Command-line flags that set a benchmark option (they beat ini, lose to the marker).
-CLI_OPTIONS = {
-    "perf_threshold": "threshold",
-    "perf_alpha": "alpha",
-    "perf_metric": "metric",
-    "perf_max_time": "max_time",
-    "perf_rounds": "rounds",
-    "perf_remeasure": "remeasure",
-}
+CLI_OPTIONS = {spec.dest: spec.name for spec in _options.FLAG_OPTIONS}
 
 
 @dataclasses.dataclass(frozen=True)
