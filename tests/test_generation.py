@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from pytest_infperf.core.options import BenchOptions
+
 from .conftest import FAST_INI, git, infperf, init_repo, load_json, make_result
 
 torch = pytest.importorskip("torch")
@@ -317,7 +319,7 @@ def test_the_judge_fails_on_either_metric_and_names_both() -> None:
     from pytest_infperf.report.messages import failure_message
 
     origin = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa")
-    opts = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
+    opts = BenchOptions(metric="median", threshold=0.05, alpha=0.05)
     base = _generation_entry(_noisy(0.010), _noisy(0.002, seed=1))
     judge = Judge()
     # TPOT 30% slower, TTFT unchanged: a regression, decided by TPOT, both recorded.
@@ -337,7 +339,7 @@ def test_the_judge_fails_on_either_metric_and_names_both() -> None:
     faster = _result(_noisy(0.007, seed=4), _noisy(0.002, seed=5))
     assert judge.stored(faster, base, opts, origin).verdict is Verdict.IMPROVEMENT
     # metric="ttft" judges TTFT only, at the whole alpha.
-    narrowed = judge.stored(now, base, {**opts, "metric": "ttft"}, origin)
+    narrowed = judge.stored(now, base, opts.replace(metric="ttft"), origin)
     assert narrowed.verdict is Verdict.UNCHANGED and list(narrowed.parts or {}) == ["ttft"]
     assert narrowed.parts is not None and narrowed.parts["ttft"].alpha == 0.05
     # The record survives JSON, parts included.
@@ -355,7 +357,7 @@ def test_every_view_shows_the_figures_the_verdict_was_judged_on() -> None:
     from pytest_infperf.report import html, markdown, text
 
     origin = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa")
-    opts = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
+    opts = BenchOptions(metric="median", threshold=0.05, alpha=0.05)
     judge = Judge()
     now = _result(_noisy(0.010, seed=2), _noisy(0.0026, seed=3))
     now.comparison = judge.stored(
@@ -364,7 +366,7 @@ def test_every_view_shows_the_figures_the_verdict_was_judged_on() -> None:
     # The run's own generation statistics differ from the judged figures (2.6 ms TPOT).
     now.generation["tpot"]["stats"] = {"median": 0.0099}
     now.generation["ttft"]["stats"] = {"median": 0.0199}
-    plain = make_result(_noisy(0.001, seed=6), nodeid="test_p.py::test_p", options=opts)
+    plain = make_result(_noisy(0.001, seed=6), nodeid="test_p.py::test_p")
     plain.comparison = judge.stored(plain, make_result(_noisy(0.001)).to_json(), opts, origin)
     source = {"origin": "commit", "sha": "a" * 40, "ref": "main", "distance": 0}
     md = markdown.render([plain, now], source=source)
@@ -384,7 +386,7 @@ def test_a_baseline_that_was_not_a_generation_says_so() -> None:
     from pytest_infperf.judge.judge import Judge
 
     origin = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa")
-    opts = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
+    opts = BenchOptions(metric="median", threshold=0.05, alpha=0.05)
     plain = {"samples": _noisy(0.05), "env": {"backend": "torch", "task": "generate"}}
     c = Judge().stored(_result(_noisy(0.01), _noisy(0.002)), plain, opts, origin)
     assert c.verdict is Verdict.NO_BASELINE

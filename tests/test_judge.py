@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_infperf.core.options import BenchOptions, recorded
 from pytest_infperf.core.results import BenchmarkResult, Comparison, Origin, Reason, Verdict
 from pytest_infperf.judge.judge import Judge, Observation, Policy
 from pytest_infperf.report.fmt import fmt_level, fmt_time
@@ -23,7 +24,7 @@ from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo, load_json,
 #: The busy-wait helper without the factor file: these suites change by editing the code.
 BUSY = BUSY_HEADER.replace('FACTOR = float((Path(__file__).parent / "factor.txt").read_text())', "")
 AB_INI = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
-OPTS = {"metric": "median", "threshold": 0.05, "alpha": 0.05}
+OPTS = BenchOptions(metric="median", threshold=0.05, alpha=0.05)
 ORIGIN = Origin("stored", "a" * 40, 0, "commit aaaaaaaaaa (the merge-base of main and HEAD)")
 
 
@@ -82,7 +83,7 @@ def test_budget_holds_under_ab(pytester: pytest.Pytester, git_env: None) -> None
 def _result(
     samples: list[float], memory: dict[str, float] | None = None, **opts: object
 ) -> BenchmarkResult:
-    return make_result(samples, memory=memory or {}, options={**OPTS, **opts})
+    return make_result(samples, memory=memory or {}, options={**recorded(OPTS), **opts})
 
 
 def test_memory_regression_from_zero_has_a_message() -> None:
@@ -91,7 +92,7 @@ def test_memory_regression_from_zero_has_a_message() -> None:
     judge = Judge()
     now = _result([1e-3] * 20, {"rss_growth_bytes": 50 * 2**20})
     entry = _result([1e-3] * 20, {"rss_growth_bytes": 0}).to_json()
-    opts = {**OPTS, "metric": "memory"}
+    opts = OPTS.replace(metric="memory")
     now.comparison = judge.against(Observation.of(now), entry, opts, ORIGIN)
     assert now.comparison.verdict is Verdict.REGRESSION and now.comparison.ratio is None
     (message,) = Gate(judge.policy).apply(now)
@@ -196,7 +197,7 @@ def test_metric_figures_are_labelled_by_what_they_are() -> None:
     base = [1e-3 * (1 + (i % 10) / 100) for i in range(200)]
     now = [v * 1.5 for v in base]
     r, entry = _result(now), _result(base).to_json()
-    opts = {**OPTS, "metric": "p90"}
+    opts = OPTS.replace(metric="p90")
     r.comparison = judge.against(Observation.of(r), entry, opts, ORIGIN)
     assert r.comparison.verdict is Verdict.REGRESSION
     p90_now = statistics.quantiles(now, n=100, method="inclusive")[89]

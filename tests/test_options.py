@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_infperf.core import options
@@ -203,7 +205,15 @@ def test_option_table_is_consistent() -> None:
         if spec.default is not None:
             assert spec.parse(spec.name, spec.default) == spec.default
     merged = options.merge()
-    assert merged == options.DEFAULTS
+    assert merged == options.BenchOptions()
+    assert {k: getattr(merged, k) for k in options.DEFAULTS} == options.DEFAULTS
+    # The table is the dataclass: every field is an option, every option a field.
+    assert [f.name for f in dataclasses.fields(options.BenchOptions)] == list(options.SPECS)
+    # A typed, frozen record: a misspelt option is an error, not a silent default.
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        merged.threshold = 0.1  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        merged.treshold  # noqa: B018
 
 
 def test_metric_aliases() -> None:

@@ -641,12 +641,12 @@ def run_paired(
     env_diff = environment.diff(call.prepared.env, base.env)
     metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
     plan = judge.plan(opts, metrics)
-    target = max(opts["min_sample_time"], protocol.SAMPLE_TIME_S)
+    target = max(opts.min_sample_time, protocol.SAMPLE_TIME_S)
     if warm_per_call_s is None:
         warm = call.warm(target)
     else:
         warm = call.recalibrate(target, warm_per_call_s)
-    local = LocalSide(call.prepared.sampler, opts["disable_gc"])
+    local = LocalSide(call.prepared.sampler, opts.disable_gc)
     per_sample = warm.per_call_s * warm.block
     started = time.perf_counter()
     _memory.before_timed()

@@ -105,7 +105,7 @@ class ABWorkerPlugin:
             _skip()
         prepared = call.prepared
         sampler = prepared.sampler
-        warm = call.warm(max(call.opts["min_sample_time"], protocol.SAMPLE_TIME_S))
+        warm = call.warm(max(call.opts.min_sample_time, protocol.SAMPLE_TIME_S))
         self.send(
             ev=protocol.READY,
             name=call.name,
@@ -124,7 +124,7 @@ class ABWorkerPlugin:
                 # blocks, or drift (preemption by a noisy neighbour) hits them unequally.
                 calls = int(message.get("calls") or warm.block)
                 values, metrics = take_block(
-                    sampler, int(message["n"]), calls, call.opts["disable_gc"]
+                    sampler, int(message["n"]), calls, call.opts.disable_gc
                 )
                 samples.extend(values)
                 self.send(ev=protocol.SAMPLES, values=values, metrics=metrics)

@@ -159,7 +159,7 @@ def _say_summary(doc: dict[str, Any], who: str) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     """B against A (A is the baseline), judged by the plugin's own judge."""
-    from ..core.options import DEFAULTS
+    from ..core.options import BenchOptions
     from ..core.results import Origin, Verdict
     from ..judge.judge import Judge, Policy
     from ..measure import environment
@@ -175,7 +175,7 @@ def _compare(args: argparse.Namespace) -> int:
         head["environment"].get("hard", {}), base["environment"].get("hard", {})
     )
     results = _results(head)
-    opts = {**DEFAULTS, "threshold": args.threshold, "alpha": args.alpha, "metric": args.metric}
+    opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
     base_commit = (base.get("commit") or {}).get("sha")
     origin = Origin("stored", base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
     # No re-measuring here (stored documents only), so no Holm family; and no drift

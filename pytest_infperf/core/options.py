@@ -180,174 +180,158 @@ class OptionSpec:
         )
 
 
-_SPECS: tuple[OptionSpec, ...] = (
+def _option(
+    default: Any, parse: Parser, help: str, *, ini: bool = True, flag: str | None = None
+) -> Any:
+    """A field of :class:`BenchOptions` and its row of the options table."""
+    return dataclasses.field(default=default, metadata={"spec": (parse, help, ini, flag)})
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchOptions:
+    """One benchmark's options, merged and validated (:func:`merge`): the options table.
+    Each field's metadata is its row (parser, help, ini key, flag); :data:`SPECS`, the ini
+    keys, the ``--perf-*`` flags and ``infperf compare``'s flags are built from it."""
+
     # --- measurement ---------------------------------------------------------------------
-    OptionSpec("warmup", _int(0), 10, "minimum warmup calls before timing"),
-    OptionSpec(
-        "warmup_time",
-        _float(0.0),
-        2.0,
-        "seconds of extra warmup allowed while waiting for stable timings",
-    ),
-    OptionSpec(
-        "warmup_tolerance",
-        _float(0.0, 1.0, low_open=True),
+    warmup: int = _option(10, _int(0), "minimum warmup calls before timing")
+    warmup_time: float = _option(
+        2.0, _float(0.0), "seconds of extra warmup allowed while waiting for stable timings"
+    )
+    warmup_tolerance: float = _option(
         0.05,
+        _float(0.0, 1.0, low_open=True),
         "warmup ends when the median of the last 5 samples is within this fraction of the 5 before",
-    ),
-    OptionSpec("rounds", _int(1), 20, "minimum number of timed samples", flag="N"),
-    OptionSpec("max_rounds", _int(1), 1000, "maximum number of timed samples"),
-    OptionSpec(
-        "max_time",
-        _float(0.0, low_open=True),
+    )
+    rounds: int = _option(20, _int(1), "minimum number of timed samples", flag="N")
+    max_rounds: int = _option(1000, _int(1), "maximum number of timed samples")
+    max_time: float = _option(
         3.0,
+        _float(0.0, low_open=True),
         "seconds of timed sampling after which sampling stops once `rounds` samples exist",
         flag="S",
-    ),
-    OptionSpec(
-        "min_time",
-        _float(0.0),
+    )
+    min_time: float = _option(
         1.0,
+        _float(0.0),
         "seconds the timed samples must span before the precision stop may end "
         "sampling; fast calls are grouped so max_rounds samples still span it. Machine "
         "speed drifts over seconds: a snapshot of a few ms compares badly",
-    ),
-    OptionSpec(
-        "precision",
-        _float(0.0, 1.0, low_open=True),
+    )
+    precision: float = _option(
         0.01,
+        _float(0.0, 1.0, low_open=True),
         "stop sampling once the 95% CI of the median has this relative half-width",
-    ),
-    OptionSpec(
-        "min_sample_time",
-        _float(0.0),
+    )
+    min_sample_time: float = _option(
         20e-6,
+        _float(0.0),
         "calls faster than this many seconds are timed in blocks lasting at least "
         "this long, one sample being the block's average",
-    ),
-    OptionSpec(
-        "batch_size",
-        _optional(_int(1)),
+    )
+    batch_size: int | None = _option(
         None,
+        _optional(_int(1)),
         "items per call for throughput (default: first dimension of the first array input)",
-    ),
-    OptionSpec("disable_gc", _bool, True, "switch the garbage collector off while timing"),
-    OptionSpec("check_nan", _bool, True, "fail when the model's output contains NaN"),
+    )
+    disable_gc: bool = _option(True, _bool, "switch the garbage collector off while timing")
+    check_nan: bool = _option(True, _bool, "fail when the model's output contains NaN")
     # --- comparison ----------------------------------------------------------------------
-    OptionSpec(
-        "threshold",
-        _float(0.0, 1.0, low_open=True),
+    threshold: float = _option(
+        0.05, _float(0.0, 1.0, low_open=True), "tolerated slowdown, a fraction in (0, 1)", flag="D"
+    )
+    alpha: float = _option(
         0.05,
-        "tolerated slowdown, a fraction in (0, 1)",
-        flag="D",
-    ),
-    OptionSpec(
-        "alpha",
         _float(0.0, 0.5, low_open=True),
-        0.05,
         "per benchmark, the error of each bound of its ratio interval: a regression "
         "claimed past the threshold, or one missed when 'no regression' is claimed, in "
         "(0, 0.5); see --perf-run-alpha for the run as a whole",
         flag="A",
-    ),
-    OptionSpec(
-        "metric",
-        _metric,
-        "median",
-        f"what a comparison judges: {', '.join(METRICS)}",
-        flag="M",
-    ),
-    OptionSpec(
-        "remeasure",
-        _int(0),
+    )
+    metric: str = _option(
+        "median", _metric, f"what a comparison judges: {', '.join(METRICS)}", flag="M"
+    )
+    remeasure: int = _option(
         1,
+        _int(0),
         "re-measure a benchmark judged regression or inconclusive this many times",
         flag="N",
-    ),
-    OptionSpec(
-        "max_median_ms",
+    )
+    max_median_ms: float | None = _option(
+        None,
         _optional(_float(0.0, low_open=True)),
-        None,
         "absolute budget: fail when the median's CI lower bound exceeds it (ms)",
-    ),
+    )
     # --- backends (marker and keyword arguments only) -------------------------------------
-    OptionSpec(
-        "device",
-        _optional(_str),
+    device: str | None = _option(
         None,
+        _optional(_str),
         "torch: device to run on (default: the model's parameters)",
         ini=False,
-    ),
-    OptionSpec(
-        "providers",
-        _providers,
+    )
+    providers: list[Any] | None = _option(
         None,
+        _providers,
         "onnxruntime: execution providers for sessions made from a path",
         ini=False,
-    ),
-    OptionSpec(
-        "provider_options",
-        _optional(_mapping),
+    )
+    provider_options: dict[str, Any] | None = _option(
         None,
+        _optional(_mapping),
         "onnxruntime: provider options (dict), applied to the first provider",
         ini=False,
-    ),
-    OptionSpec(
-        "session_options",
-        _any,
+    )
+    session_options: Any = _option(
         None,
+        _any,
         "onnxruntime: an onnxruntime.SessionOptions for sessions made from a path",
         ini=False,
-    ),
-    OptionSpec(
-        "intra_op_threads",
-        _optional(_int(0)),
+    )
+    intra_op_threads: int | None = _option(
         None,
+        _optional(_int(0)),
         "threads within an operator (torch.set_num_threads / ORT intra_op)",
-    ),
-    OptionSpec(
-        "inter_op_threads",
-        _optional(_int(0)),
+    )
+    inter_op_threads: int | None = _option(
+        None, _optional(_int(0)), "onnxruntime: threads across operators (ORT inter_op)"
+    )
+    graph_optimization_level: str | None = _option(
         None,
-        "onnxruntime: threads across operators (ORT inter_op)",
-    ),
-    OptionSpec(
-        "graph_optimization_level",
         _optional(_choice("disable", "basic", "extended", "all")),
-        None,
         "onnxruntime: graph optimisation level for sessions made from a path",
-    ),
-    OptionSpec(
-        "io_binding",
-        _optional(_bool),
+    )
+    io_binding: bool | None = _option(
         None,
+        _optional(_bool),
         "onnxruntime: bind inputs/outputs on the device (default: on for CUDA)",
         ini=False,
-    ),
-    OptionSpec(
-        "allow_fallback",
-        _bool,
-        False,
-        "onnxruntime: accept a session that runs on fewer providers than requested",
-    ),
-    OptionSpec(
-        "cuda_graph", _bool, False, "capture the call in a CUDA graph (torch/ORT)", ini=False
-    ),
-    OptionSpec(
-        "include_copies",
-        _bool,
-        False,
-        "torch: copy outputs to the host inside the timed region",
-        ini=False,
-    ),
-    OptionSpec(
-        "params",
-        _optional(_mapping),
-        None,
-        "extra parameters recorded with the benchmark",
-        ini=False,
-    ),
-)
+    )
+    allow_fallback: bool = _option(
+        False, _bool, "onnxruntime: accept a session that runs on fewer providers than requested"
+    )
+    cuda_graph: bool = _option(
+        False, _bool, "capture the call in a CUDA graph (torch/ORT)", ini=False
+    )
+    include_copies: bool = _option(
+        False, _bool, "torch: copy outputs to the host inside the timed region", ini=False
+    )
+    params: dict[str, Any] | None = _option(
+        None, _optional(_mapping), "extra parameters recorded with the benchmark", ini=False
+    )
+
+    def replace(self, **changes: Any) -> BenchOptions:
+        return dataclasses.replace(self, **changes)
+
+
+def _specs() -> tuple[OptionSpec, ...]:
+    rows = []
+    for f in dataclasses.fields(BenchOptions):
+        parse, help_, ini, flag = f.metadata["spec"]
+        rows.append(OptionSpec(f.name, parse, f.default, help_, ini, flag))
+    return tuple(rows)
+
+
+_SPECS = _specs()
 
 SPECS: dict[str, OptionSpec] = {spec.name: spec for spec in _SPECS}
 INI_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.ini)
@@ -390,7 +374,7 @@ def metric_applies(metric: str, generation: bool) -> bool:
     return metric not in ("ttft", "tpot")
 
 
-def merge(*layers: Mapping[str, Any], generation: bool | None = False) -> dict[str, Any]:
+def merge(*layers: Mapping[str, Any], generation: bool | None = False) -> BenchOptions:
     """Defaults overridden by each parsed layer in turn, then cross-checked (``generation``:
     for ``infer_bench.generate``, which judges TTFT and TPOT; None: the session's layer,
     whose metric applies to whichever kind of benchmark it fits)."""
@@ -414,13 +398,17 @@ def merge(*layers: Mapping[str, Any], generation: bool | None = False) -> dict[s
             f"max_rounds={merged['max_rounds']} is below rounds={merged['rounds']}: "
             "raise max_rounds or lower rounds"
         )
-    return merged
+    return BenchOptions(**merged)
 
 
-def recorded(options: Mapping[str, Any]) -> dict[str, Any]:
+def recorded(options: BenchOptions, leave_out: Iterable[str] = ()) -> dict[str, Any]:
     """The options as stored in the JSON: JSON-safe values only."""
     out: dict[str, Any] = {}
-    for key, value in sorted(options.items()):
+    skip = set(leave_out)
+    items = ((f.name, getattr(options, f.name)) for f in dataclasses.fields(options))
+    for key, value in sorted(items):
+        if key in skip:
+            continue
         if key == "session_options":
             out[key] = None if value is None else type(value).__name__
         elif key == "providers" and value is not None:

@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.options import GENERATION_METRICS
+from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.results import (
     METRIC_LABELS,
     BenchmarkResult,
@@ -107,8 +107,8 @@ class Observation:
         return float(statistics.quantiles(self.samples, n=100, method="inclusive")[q - 1])
 
 
-def _estimate(current: Observation, base: Observation, opts: Mapping[str, Any]) -> _cmp.Estimate:
-    metric, d, alpha = opts["metric"], opts["threshold"], opts["alpha"]
+def _estimate(current: Observation, base: Observation, opts: BenchOptions) -> _cmp.Estimate:
+    metric, d, alpha = opts.metric, opts.threshold, opts.alpha
     if metric in ("median", *GENERATION_METRICS):
         return _cmp.compare_latency(current.samples, base.samples, d, alpha)
     if metric in ("p90", "p99"):
@@ -134,24 +134,22 @@ class Judge:
         self.policy = policy or Policy()
         self.family = max(1, family)
 
-    def plan(self, opts: Mapping[str, Any], metrics: tuple[str, ...]) -> PairedPlan:
+    def plan(self, opts: BenchOptions, metrics: tuple[str, ...]) -> PairedPlan:
         """The sequential rule of one interleaved comparison (see :class:`PairedPlan`)."""
-        return PairedPlan(
-            opts["threshold"], opts["alpha"], metrics, self.family, self.policy.run_alpha
-        )
+        return PairedPlan(opts.threshold, opts.alpha, metrics, self.family, self.policy.run_alpha)
 
     # --- verdicts ---------------------------------------------------------------------
     def against(
         self,
         current: Observation,
         entry: Mapping[str, Any] | None,
-        opts: Mapping[str, Any],
+        opts: BenchOptions,
         origin: Origin,
         env_diff: Mapping[str, list[Any]] | None = None,
     ) -> Comparison:
         """A measurement against a stored baseline entry (``None``: the baseline has no such
         benchmark). ``env_diff``: hard environment fields that differ for the whole run."""
-        metric = opts["metric"]
+        metric = opts.metric
         base = _blank(opts, origin)
         if entry is None:
             return dataclasses.replace(
@@ -183,7 +181,7 @@ class Judge:
         self,
         result: BenchmarkResult,
         entry: Mapping[str, Any] | None,
-        opts: Mapping[str, Any],
+        opts: BenchOptions,
         origin: Origin,
         env_diff: Mapping[str, list[Any]] | None = None,
         *,
@@ -209,7 +207,7 @@ class Judge:
         self,
         result: BenchmarkResult,
         entry: Mapping[str, Any] | None,
-        opts: Mapping[str, Any],
+        opts: BenchOptions,
         origin: Origin,
         env_diff: Mapping[str, list[Any]] | None,
         fresh: Observation | None,
@@ -217,8 +215,8 @@ class Judge:
     ) -> Comparison:
         current = fresh if fresh is not None else Observation.of(result)
         if result.generation is None:
-            if opts["metric"] in GENERATION_METRICS:  # a file compare's --metric: no tokens
-                opts = {**opts, "metric": "median"}
+            if opts.metric in GENERATION_METRICS:  # a file compare's --metric: no tokens
+                opts = opts.replace(metric="median")
             return self.against(current, entry, opts, origin, env_diff)
         parts: dict[str, Observation] = {}
         for metric in generation_metrics(opts):
@@ -234,7 +232,7 @@ class Judge:
         self,
         current: Mapping[str, Observation],
         entry: Mapping[str, Any] | None,
-        opts: Mapping[str, Any],
+        opts: BenchOptions,
         origin: Origin,
         env_diff: Mapping[str, list[Any]] | None = None,
     ) -> Comparison:
@@ -245,7 +243,7 @@ class Judge:
         that needs a split, so a part's regression must survive Holm over the parts."""
         parts: dict[str, Comparison] = {}
         for metric, observation in current.items():
-            part_opts = {**opts, "metric": metric}
+            part_opts = opts.replace(metric=metric)
             base = None if entry is None else Observation.part(entry, metric)
             if entry is not None and base is None:
                 blank = _blank(part_opts, origin)
@@ -262,17 +260,17 @@ class Judge:
                 None if base is None or entry is None else {**entry, "samples": base.samples}
             )
             parts[metric] = self.against(observation, entry_part, part_opts, origin, env_diff)
-        return self.combined(_holm_parts(parts, opts["alpha"]), opts)
+        return self.combined(_holm_parts(parts, opts.alpha), opts)
 
-    def combined(self, parts: Mapping[str, Comparison], opts: Mapping[str, Any]) -> Comparison:
+    def combined(self, parts: Mapping[str, Comparison], opts: BenchOptions) -> Comparison:
         """One verdict from the verdicts of a generation benchmark's metrics: the worst one
         decides (a regression of either fails the test) and its figures head the record;
         every part is kept in ``parts``."""
         worst = min(parts.values(), key=lambda c: (_RANK[c.verdict], -(c.ratio or 0.0)))
-        return dataclasses.replace(worst, alpha=opts["alpha"], parts=dict(parts))
+        return dataclasses.replace(worst, alpha=opts.alpha, parts=dict(parts))
 
     def _drift_guarded(
-        self, c: Comparison, current: Observation, base: Observation, opts: Mapping[str, Any]
+        self, c: Comparison, current: Observation, base: Observation, opts: BenchOptions
     ) -> Comparison:
         """Raise the bar by how much slower or faster the machine itself ran than during
         the baseline's measurement; beyond the drift limit, withhold a decided verdict."""
@@ -339,7 +337,7 @@ class Judge:
         look: Look,
         head: Mapping[str, Sequence[float]],
         base: Mapping[str, Sequence[float]],
-        opts: Mapping[str, Any],
+        opts: BenchOptions,
         origin: Origin,
         details: Mapping[str, Any] | None = None,
         env_diff: Mapping[str, list[Any]] | None = None,
@@ -397,14 +395,14 @@ class Judge:
                 baseline=baseline,
                 decided_by="ab",
                 process_pairs=look.k,
-                detectable=_pool.detectable_effect(est.se, opts["threshold"], opts["alpha"]),
+                detectable=_pool.detectable_effect(est.se, opts.threshold, opts.alpha),
                 details=extra,
             )
         if len(parts) == 1 and "median" in parts:
             c = parts["median"]
-            if opts["metric"] not in ("median",):
+            if opts.metric not in ("median",):
                 note = (
-                    f"A/B judges the median latency; metric={opts['metric']} applies to stored "
+                    f"A/B judges the median latency; metric={opts.metric} applies to stored "
                     "comparisons" + (f"; {c.note}" if c.note else "")
                 )
                 c = dataclasses.replace(c, note=note)
@@ -424,7 +422,7 @@ class Judge:
         return dataclasses.replace(stored, not_settled=why)
 
     def no_base_run(
-        self, opts: Mapping[str, Any], origin: Origin, current: float | None, error: str | None
+        self, opts: BenchOptions, origin: Origin, current: float | None, error: str | None
     ) -> Comparison:
         """The base side has no such measurement: the test or call is new, or the base test
         failed before reaching it (``error``)."""
@@ -486,10 +484,10 @@ def _detectable_stored(c: Comparison) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def generation_metrics(opts: Mapping[str, Any]) -> tuple[str, ...]:
+def generation_metrics(opts: BenchOptions) -> tuple[str, ...]:
     """The metrics a generation benchmark is judged on: ``metric="ttft"`` or ``"tpot"``
     narrows it to one; otherwise both."""
-    metric = opts["metric"]
+    metric = opts.metric
     return (metric,) if metric in GENERATION_METRICS else GENERATION_METRICS
 
 
@@ -501,12 +499,12 @@ def compared_nothing(results: Sequence[BenchmarkResult]) -> bool:
     return bool(compared) and all(c.verdict in blind for c in compared)
 
 
-def _blank(opts: Mapping[str, Any], origin: Origin) -> Comparison:
+def _blank(opts: BenchOptions, origin: Origin) -> Comparison:
     return Comparison(
         verdict=Verdict.INCONCLUSIVE,
-        metric=opts["metric"],
-        threshold=opts["threshold"],
-        alpha=opts["alpha"],
+        metric=opts.metric,
+        threshold=opts.threshold,
+        alpha=opts.alpha,
         mode=origin.mode,
         source=origin.text,
         baseline_commit=origin.commit,

@@ -23,6 +23,7 @@ from filelock import FileLock, Timeout
 
 from ..core import options as _options
 from ..core.fsutil import lock_dir
+from ..core.options import BenchOptions
 from ..core.results import BenchmarkResult
 from ..stats.descriptive import summarize, throughput
 from . import gpu
@@ -44,7 +45,7 @@ class BenchCall:
     nodeid: str
     name: str | None
     prepared: Prepared
-    opts: dict[str, Any]
+    opts: BenchOptions
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     path: str | None = None
     lineno: int | None = None
@@ -61,7 +62,7 @@ class BenchCall:
 
     def check_output(self, output: Any) -> None:
         """A NaN in the first output fails the test: timing NaN measures nothing useful."""
-        if not self.opts["check_nan"]:
+        if not self.opts.check_nan:
             return
         where = find_nan(output)
         if where is not None:
@@ -103,7 +104,7 @@ class BenchCall:
             raise BenchmarkError("no timed samples were taken")
         prepared = self.prepared
         stats = summarize(m.samples)
-        batch = self.opts["batch_size"] or prepared.batch_size
+        batch = self.opts.batch_size or prepared.batch_size
         extra = dict(m.backend_extra)
         memory = dict(m.memory)
         for key in ("cuda_max_allocated_bytes", "cuda_max_reserved_bytes", "nvml_used_bytes"):
@@ -117,8 +118,8 @@ class BenchCall:
                 "dimensions (torch._dynamo.mark_dynamic), or warm up with every shape"
             )
         params = dict(self.params)
-        if self.opts.get("params"):
-            params.update(self.opts["params"])
+        if self.opts.params:
+            params.update(self.opts.params)
         generation = None
         if prepared.generation is not None:
             generation = generation_record(m.metrics, prepared.generation)
@@ -129,7 +130,7 @@ class BenchCall:
             samples=m.samples,
             stats=stats,
             params=params,
-            options=_options.recorded({k: v for k, v in self.opts.items() if k != "params"}),
+            options=_options.recorded(self.opts, leave_out=("params",)),
             warmup_samples=m.warmup_samples,
             first_call=m.first_call,
             block_size=m.block_size,

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
 
+from ..core.options import BenchOptions
 from ..stats.descriptive import ci_rel_halfwidth
 from . import memory as _memory
 from .drift import summarize_probes
@@ -240,7 +241,7 @@ class Warm:
 
 def warm_up(
     sampler: Sampler,
-    opts: dict[str, Any],
+    opts: BenchOptions,
     *,
     first: bool = True,
     check_output: Callable[[Any], None] | None = None,
@@ -258,7 +259,7 @@ def warm_up(
 
 def _warm_up(
     sampler: Sampler,
-    opts: dict[str, Any],
+    opts: BenchOptions,
     first: bool,
     check_output: Callable[[Any], None] | None,
     target: float | None,
@@ -277,7 +278,7 @@ def _warm_up(
 
     # --- warmup: a minimum of single calls, then blocks until stable --------------------
     warm_ns: list[float] = []
-    min_warm = opts["warmup"] if first else min(opts["warmup"], 3)
+    min_warm = opts.warmup if first else min(opts.warmup, 3)
     one = [0]
     for _ in range(min_warm):
         sampler.run_blocks(one, 0, 1, 1)
@@ -289,24 +290,24 @@ def _warm_up(
     else:
         per_call = _time_block(sampler, 1) / 1e9
     if target is None:
-        min_time = min(opts["min_time"], opts["max_time"])
+        min_time = min(opts.min_time, opts.max_time)
         # A sample lasts at least min_sample_time, and long enough that half of max_rounds
         # samples span min_time: the median then averages over the machine's slow drift
         # instead of being a snapshot of a few milliseconds.
-        target = max(opts["min_sample_time"], 2.0 * min_time / opts["max_rounds"])
+        target = max(opts.min_sample_time, 2.0 * min_time / opts.max_rounds)
     block, warm_calls = calibrate(sampler, target, per_call, warm_ns)
     warm_calls += min_warm
     # Stability is judged on values of the final block size only.
     stable_vals = list(warm_ns) if block == 1 else []
-    deadline = pc() + int(opts["warmup_time"] * 1e9)
+    deadline = pc() + int(opts.warmup_time * 1e9)
     stable = False
-    tol = opts["warmup_tolerance"]
+    tol = opts.warmup_tolerance
     blk = [0]
     while True:
         if is_stable_ns(stable_vals, tol):
             stable = True
             break
-        if opts["warmup_time"] <= 0 or pc() >= deadline:
+        if opts.warmup_time <= 0 or pc() >= deadline:
             break
         sampler.run_blocks(blk, 0, 1, block)
         value = blk[0] / block
@@ -368,7 +369,7 @@ def _take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool) ->
 
 def measure(
     sampler: Sampler,
-    opts: dict[str, Any],
+    opts: BenchOptions,
     *,
     first: bool = True,
     check_output: Callable[[Any], None] | None = None,
@@ -389,7 +390,7 @@ def measure(
 
 def _measure(
     sampler: Sampler,
-    opts: dict[str, Any],
+    opts: BenchOptions,
     first: bool,
     check_output: Callable[[Any], None] | None,
     probe: Callable[[], tuple[float, float]] | None,
@@ -399,13 +400,13 @@ def _measure(
     w = _warm_up(sampler, opts, first, check_output, None)
     block, warm_ns, decisions = w.block, w.warm_ns, dict(w.decisions)
     first_call_s, first_output = w.first_call_s, w.first_output
-    min_time = min(opts["min_time"], opts["max_time"])
+    min_time = min(opts.min_time, opts.max_time)
 
     # --- timed samples ----------------------------------------------------------------
-    rounds, max_rounds = opts["rounds"], opts["max_rounds"]
-    max_time_ns = opts["max_time"] * 1e9
+    rounds, max_rounds = opts.rounds, opts.max_rounds
+    max_time_ns = opts.max_time * 1e9
     min_time_ns = min_time * 1e9
-    precision = opts["precision"]
+    precision = opts.precision
     out = [0] * max_rounds  # preallocated: the loop only stores
     n = 0
     target = rounds
@@ -423,7 +424,7 @@ def _measure(
     sampler.begin_timed()
     cpu_start = time.process_time()
     start = pc()
-    with _gc_disabled(opts["disable_gc"]):
+    with _gc_disabled(opts.disable_gc):
         while True:
             sampler.run_blocks(out, n, target, block)
             n = target

@@ -58,7 +58,9 @@ class InferBench:
     def __repr__(self) -> str:
         return f"<InferBench {self._item.nodeid} measurements={len(self.results)}>"
 
-    def _options(self, kwargs: dict[str, Any], where: str, generation: bool) -> dict[str, Any]:
+    def _options(
+        self, kwargs: dict[str, Any], where: str, generation: bool
+    ) -> _options.BenchOptions:
         defaults = dict(self._defaults)
         marker = _options.marker_layer(self._item)
         call = _options.parse_layer(kwargs, where)

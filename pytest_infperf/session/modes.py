@@ -19,12 +19,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ..core.keys import mode_key
-from ..core.options import GENERATION_METRICS
+from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.settings import Settings
 from .context import RunContext
 
@@ -225,7 +225,7 @@ class Stored(Plain):
             ),
         )
 
-    def _why_not_settle(self, opts: dict[str, Any]) -> str | None:
+    def _why_not_settle(self, opts: BenchOptions) -> str | None:
         """Why settling cannot happen for this benchmark ("" when switched off), or None."""
         source = self.context.source
         assert source is not None
@@ -233,10 +233,10 @@ class Stored(Plain):
             return ""
         if source.origin != "commit" or not source.sha:
             return "--perf-compare names a results file, so there is no commit to measure"
-        if opts["metric"] not in ("median", *GENERATION_METRICS):
+        if opts.metric not in ("median", *GENERATION_METRICS):
             return (
-                f"metric={opts['metric']}: an interleaved run judges the median latency, so "
-                f"the stored {opts['metric']} verdict stands"
+                f"metric={opts.metric}: an interleaved run judges the median latency, so "
+                f"the stored {opts.metric} verdict stands"
             )
         return self._broken
 
@@ -303,12 +303,12 @@ class Stored(Plain):
         source = self.context.source
         assert source is not None
         opts = call.opts
-        if opts["remeasure"] == 0 or opts["metric"] == "memory":
+        if opts.remeasure == 0 or opts.metric == "memory":
             return first
         entry = source.entries.get(result.key)
         flagged = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
         c, fresh = first, None
-        for _ in range(opts["remeasure"]):
+        for _ in range(opts.remeasure):
             fresh = call.measure(first=False, probe=self.context.probe())
             again = Observation(
                 fresh.samples, fresh.memory, result.batch_size, result.env, fresh.reference

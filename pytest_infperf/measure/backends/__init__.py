@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ...core.options import BenchOptions
 from ..timing import HostSampler, Sampler
 
 
@@ -154,7 +155,7 @@ def _uses_torch(model: Any, inputs: Any) -> bool:
     return any(isinstance(v, torch.Tensor) for v in values)
 
 
-def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
+def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
     """Pick the backend for ``model`` and build its sampler."""
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
@@ -191,7 +192,7 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         "cuda_graph",
         "include_copies",
     ):
-        if opts.get(key) not in (None, False):
+        if getattr(opts, key) not in (None, False):
             raise BackendError(
                 f"option {key}= applies to torch or onnxruntime models, but this model is a "
                 f"plain callable ({type(model).__name__})"
@@ -210,7 +211,7 @@ def prepare_generation(
     inputs: Any,
     max_new_tokens: Any,
     generate_kwargs: Mapping[str, Any] | None,
-    opts: dict[str, Any],
+    opts: BenchOptions,
 ) -> Prepared:
     """A generation benchmark of ``model.generate`` (``infer_bench.generate``)."""
     from . import generate

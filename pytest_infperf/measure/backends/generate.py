@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ...core.options import BenchOptions
 from . import BackendError, Prepared, require
 from .torch import RecompileWatch, is_compiled, set_threads, tf32_state
 
@@ -186,7 +187,7 @@ def prepare(
     inputs: Any,
     max_new_tokens: Any,
     generate_kwargs: Mapping[str, Any] | None,
-    opts: dict[str, Any],
+    opts: BenchOptions,
 ) -> Prepared:
     """A generation benchmark of ``model.generate`` on ``inputs``."""
     torch = require("torch")
@@ -217,7 +218,7 @@ def prepare(
         raise BackendError(
             f"input_ids has shape {tuple(ids.shape)}: expected (batch, prompt_tokens)"
         )
-    if opts.get("device"):
+    if opts.device:
         raise BackendError(
             "device= does not apply to generate(): move the model and the prompt with .to(...)"
         )

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...core.options import BenchOptions
 from .. import gpu
 from ..timing import HostSampler
 from . import BackendError, Prepared, infer_batch_size, require
@@ -101,35 +102,35 @@ def _check_providers(
     raise BackendError(message + " Pass allow_fallback=True to accept the fallback.")
 
 
-def _session_options(ort: Any, opts: dict[str, Any]) -> Any:
-    so = opts.get("session_options")
+def _session_options(ort: Any, opts: BenchOptions) -> Any:
+    so = opts.session_options
     if so is None:
         so = ort.SessionOptions()
     elif not isinstance(so, ort.SessionOptions):
         raise BackendError(
             f"session_options must be an onnxruntime.SessionOptions, got {type(so).__name__}"
         )
-    if opts.get("intra_op_threads") is not None:
-        so.intra_op_num_threads = int(opts["intra_op_threads"])
-    if opts.get("inter_op_threads") is not None:
-        so.inter_op_num_threads = int(opts["inter_op_threads"])
-    if opts.get("graph_optimization_level"):
+    if opts.intra_op_threads is not None:
+        so.intra_op_num_threads = int(opts.intra_op_threads)
+    if opts.inter_op_threads is not None:
+        so.inter_op_num_threads = int(opts.inter_op_threads)
+    if opts.graph_optimization_level:
         so.graph_optimization_level = getattr(
-            ort.GraphOptimizationLevel, _OPT_LEVELS[opts["graph_optimization_level"]]
+            ort.GraphOptimizationLevel, _OPT_LEVELS[opts.graph_optimization_level]
         )
     return so
 
 
-def prepare_path(path: Path, inputs: Any, opts: dict[str, Any]) -> Prepared:
+def prepare_path(path: Path, inputs: Any, opts: BenchOptions) -> Prepared:
     ort = require("onnxruntime")
     so = _session_options(ort, opts)
     requested = merge_provider_options(
-        list(opts["providers"]) if opts.get("providers") else default_providers(ort),
-        opts.get("provider_options"),
-        bool(opts.get("cuda_graph")),
+        list(opts.providers) if opts.providers else default_providers(ort),
+        opts.provider_options,
+        bool(opts.cuda_graph),
     )
     warnings: list[str] = []
-    requested, warnings = _drop_unavailable(ort, requested, bool(opts.get("allow_fallback")))
+    requested, warnings = _drop_unavailable(ort, requested, bool(opts.allow_fallback))
     with _CapturedStderr() as ort_log:
         try:
             session = ort.InferenceSession(str(path), sess_options=so, providers=requested)
@@ -231,7 +232,7 @@ def _drop_unavailable(
     return kept, [message + " Timing on the remaining providers (allow_fallback=True)."]
 
 
-def prepare_session(session: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
+def prepare_session(session: Any, inputs: Any, opts: BenchOptions) -> Prepared:
     ort = require("onnxruntime")
     for key in (
         "session_options",
@@ -240,12 +241,12 @@ def prepare_session(session: Any, inputs: Any, opts: dict[str, Any]) -> Prepared
         "inter_op_threads",
         "provider_options",
     ):
-        if opts.get(key) is not None:
+        if getattr(opts, key) is not None:
             raise BackendError(
                 f"option {key}= only applies when infer_bench creates the session from an "
                 ".onnx path; this session already exists, so set it when you create it"
             )
-    requested = _provider_names(opts["providers"]) if opts.get("providers") else None
+    requested = _provider_names(opts.providers) if opts.providers else None
     return _prepare(session, inputs, opts, ort, requested=requested, source="session")
 
 
@@ -323,7 +324,7 @@ def _feeds(session: Any, inputs: Any) -> dict[str, Any]:
 def _prepare(
     session: Any,
     inputs: Any,
-    opts: dict[str, Any],
+    opts: BenchOptions,
     ort: Any,
     requested: list[str] | None,
     source: str,
@@ -335,7 +336,7 @@ def _prepare(
         warnings += _check_providers(
             requested,
             used,
-            bool(opts.get("allow_fallback")),
+            bool(opts.allow_fallback),
             "onnxruntime",
             _ort_reason(ort_log),
         )
@@ -343,20 +344,20 @@ def _prepare(
     feeds = _feeds(session, inputs)
     primary = used[0] if used else CPU
     on_cuda = primary in (CUDA, "TensorrtExecutionProvider")
-    io_binding = opts.get("io_binding")
+    io_binding = opts.io_binding
     if io_binding is None:
         io_binding = on_cuda
     # What the session really does, from ORT itself (not from what was asked for).
     cuda_opts = provider_options.get(CUDA, {}) if on_cuda else {}
     cuda_graph = str(cuda_opts.get("enable_cuda_graph", "0")) == "1"
     device_id = int(cuda_opts.get("device_id", 0) or 0)
-    if opts.get("cuda_graph") and on_cuda and not cuda_graph:
+    if opts.cuda_graph and on_cuda and not cuda_graph:
         raise BackendError(
             "cuda_graph=True, but the CUDA execution provider reports enable_cuda_graph="
             f"{cuda_opts.get('enable_cuda_graph')!r}: for a session you created, pass "
             "providers=[('CUDAExecutionProvider', {'enable_cuda_graph': '1'})] yourself"
         )
-    if opts.get("cuda_graph") and not io_binding:
+    if opts.cuda_graph and not io_binding:
         raise BackendError("ORT CUDA graphs need io_binding=True (fixed device buffers)")
 
     if io_binding:

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ...core.options import BenchOptions
 from .. import gpu
 from ..timing import HostSampler
 from . import BackendError, Prepared, bind_call, infer_batch_size, require
@@ -235,15 +236,15 @@ def _capture(model: Any, inputs: Any, torch: Any) -> Callable[[], Any]:
     return replay
 
 
-def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
+def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
     torch = require("torch")
     warnings: list[str] = []
     if isinstance(model, torch.nn.Module):
         model.eval()
     model_device, dtype = _model_device_dtype(model, torch)
     input_tensors = _tensors(inputs, torch)
-    if opts.get("device"):
-        device = torch.device(opts["device"])
+    if opts.device:
+        device = torch.device(opts.device)
     elif model_device is not None:
         device = model_device
     elif input_tensors:
@@ -279,7 +280,7 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         if restore is not None:
             restore()
 
-    if opts.get("cuda_graph"):
+    if opts.cuda_graph:
         if device.type != "cuda":
             raise BackendError("cuda_graph=True needs a model on a CUDA device")
         with torch.inference_mode():
@@ -290,7 +291,7 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
     # inputs are on the device before timing, as with ORT's IOBinding). On CUDA the copy
     # runs after the enqueue timestamp, so host_bound_ratio keeps its meaning (the model's
     # enqueue time over the latency) instead of reading ~1 for any model.
-    copy = functools.partial(_to_host, torch=torch) if opts.get("include_copies") else None
+    copy = functools.partial(_to_host, torch=torch) if opts.include_copies else None
     if copy is not None and device.type != "cuda":
         inner = fn
 
@@ -311,9 +312,9 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
         "num_threads": torch.get_num_threads(),
         "num_interop_threads": torch.get_num_interop_threads(),
         "compiled": compiled,
-        "cuda_graph": bool(opts.get("cuda_graph")),
-        "include_copies": bool(opts.get("include_copies")),
-        "copies": "outputs to host" if opts.get("include_copies") else None,
+        "cuda_graph": bool(opts.cuda_graph),
+        "include_copies": bool(opts.include_copies),
+        "copies": "outputs to host" if opts.include_copies else None,
         "inputs_moved_to_device": bool(moved),
         "model": type(model).__qualname__,
     }
@@ -351,14 +352,14 @@ def prepare(model: Any, inputs: Any, opts: dict[str, Any]) -> Prepared:
     )
 
 
-def set_threads(torch: Any, opts: dict[str, Any]) -> Callable[[], None]:
+def set_threads(torch: Any, opts: BenchOptions) -> Callable[[], None]:
     """Apply ``intra_op_threads`` (torch.set_num_threads); returns what puts it back."""
     before = torch.get_num_threads()
-    if opts.get("intra_op_threads"):
-        torch.set_num_threads(int(opts["intra_op_threads"]))
+    if opts.intra_op_threads:
+        torch.set_num_threads(int(opts.intra_op_threads))
 
     def restore() -> None:
-        if opts.get("intra_op_threads"):
+        if opts.intra_op_threads:
             torch.set_num_threads(before)
 
     return restore
