@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .core.fsutil import atomic_path
 from .measure.backends import BackendError, require
 
 #: Built-in configurations: name -> (model_type, overrides of that type's defaults).
@@ -307,8 +308,7 @@ def _export(model: Any, path: Path, names: list[str], opset: int) -> None:
     for out_name in outputs:
         dims = first[out_name].dim()
         dynamic[out_name] = {0: "batch", 1: "sequence"} if dims >= 3 else {0: "batch"}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with warnings.catch_warnings(), torch.inference_mode():
+    with atomic_path(path, ".onnx") as tmp, warnings.catch_warnings(), torch.inference_mode():
         warnings.simplefilter("ignore")  # the TorchScript exporter is chatty
         torch.onnx.export(
             wrapper,
@@ -320,7 +320,6 @@ def _export(model: Any, path: Path, names: list[str], opset: int) -> None:
             opset_version=opset,
             dynamo=False,
         )
-    os.replace(tmp, path)
 
 
 def export_onnx(

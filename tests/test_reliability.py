@@ -18,7 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_infperf.core.fsutil import TEMP_PREFIX, atomic_write_text, clean_stale_temps
+from pytest_infperf.core.fsutil import (
+    TEMP_PREFIX,
+    atomic_path,
+    atomic_write_text,
+    clean_stale_temps,
+)
 from pytest_infperf.core.results import document, dumps
 from pytest_infperf.store.baselines import BaselineFileError, BaselineStore, read_document, validate
 
@@ -345,6 +350,26 @@ def test_written_files_get_the_mode_an_ordinary_write_would(
         os.umask(old)
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == mode
     assert (tmp_path / "plain.json").stat().st_mode & 0o777 == mode
+
+
+def test_a_writer_by_path_replaces_the_file_whole_or_not_at_all(tmp_path: Path) -> None:
+    """``atomic_path`` (an ONNX export writes by file name): the old file survives a writer
+    that fails part way, no temp file is left, and a finished write gets the usual mode."""
+    target = tmp_path / "model.onnx"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError), atomic_path(target, ".onnx") as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("the exporter failed")
+    assert target.read_bytes() == b"old" and sorted(tmp_path.iterdir()) == [target]
+    old = os.umask(0o022)
+    try:
+        with atomic_path(target, ".onnx") as tmp:
+            assert tmp.parent == tmp_path and tmp.name.startswith(TEMP_PREFIX)
+            tmp.write_bytes(b"new")
+    finally:
+        os.umask(old)
+    assert target.read_bytes() == b"new" and sorted(tmp_path.iterdir()) == [target]
+    assert target.stat().st_mode & 0o777 == 0o644
 
 
 def test_a_real_run_writes_readable_files(pytester: pytest.Pytester, git_env: None) -> None:

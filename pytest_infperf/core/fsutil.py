@@ -14,6 +14,7 @@ import contextlib
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 TEMP_PREFIX = ".tmp-infperf-"
@@ -34,6 +35,32 @@ def atomic_write_text(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
             fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
+    """A temporary path beside ``path`` for a writer that only takes a file name (an ONNX
+    exporter); when the block ends it is fsynced and replaces ``path``, or is removed if
+    the block raised. Named like every temp file here, so readers and
+    :func:`clean_stale_temps` treat it the same."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(
+        prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=suffix, dir=path.parent
+    )
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        tmp.chmod(0o666 & ~_umask())
+        with tmp.open("rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -13,7 +13,6 @@ matplotlib (extra ``report``) is imported here only; the Agg backend needs no di
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import html
 import io
@@ -77,16 +76,13 @@ class Plot:
     png: bytes
 
 
-#: Whether figures are also rendered as PNG (only when ``build`` is given a PNG folder: a
-#: PNG costs as much as the SVG).
-_WANT_PNG: contextvars.ContextVar[bool] = contextvars.ContextVar("want_png", default=True)
-
-
-def _render(fig: Any, tips: dict[str, str], tight: bool = True) -> Plot:
+def _render(fig: Any, tips: dict[str, str], png: bool, tight: bool = True) -> Plot:
     """``tips`` maps an artist's gid to the text a reader sees on hovering it: the SVG
     gets a ``<title>`` inside that artist's group, which browsers show as a tooltip (no
     script, so the report opens offline and anywhere). ``tight=False``: the figure's own
-    margins (a tight bounding box measures every label: most of a small figure's cost)."""
+    margins (a tight bounding box measures every label: most of a small figure's cost).
+    ``png``: also render a PNG (only when the report writes PNGs: one costs as much as the
+    SVG)."""
     import matplotlib  # noqa: PLC0415 (matplotlib: only when a report is drawn)
 
     buf = io.StringIO()
@@ -100,11 +96,11 @@ def _render(fig: Any, tips: dict[str, str], tight: bool = True) -> Plot:
         if opening is not None:
             title = f"<title>{html.escape(tip)}</title>"
             svg = svg[: opening.end()] + title + svg[opening.end() :]
-    png = io.BytesIO()
-    if _WANT_PNG.get():
-        fig.savefig(png, format="png", dpi=110, bbox_inches=bbox)
+    image = io.BytesIO()
+    if png:
+        fig.savefig(image, format="png", dpi=110, bbox_inches=bbox)
     _plt().close(fig)
-    return Plot(svg, png.getvalue())
+    return Plot(svg, image.getvalue())
 
 
 def _param(entry: dict[str, Any], names: Sequence[str]) -> Any:
@@ -129,6 +125,7 @@ def distribution_figure(
     base: list[float],
     comparison: dict[str, Any] | None,
     base_commit: str | None = None,
+    png: bool = False,
 ) -> Plot:
     import numpy as np  # noqa: PLC0415 (numpy: this module is imported at start-up)
 
@@ -168,7 +165,7 @@ def distribution_figure(
             title += " (decided by the interleaved run, not these samples)"
     ax.set_title(title, fontsize=8)
     ax.grid(axis="x", alpha=0.3)
-    return _render(fig, tips)
+    return _render(fig, tips, png)
 
 
 #: Points of a history that get a tooltip each (an artist each): the newest ones and the
@@ -178,7 +175,7 @@ TIPPED_POINTS = 150
 DRAWN_POINTS = 600
 
 
-def history_figure(series: Series) -> Plot:
+def history_figure(series: Series, png: bool = False) -> Plot:
     plt = _plt()
     # Fixed margins, no layout engine: a report draws one of these per benchmark.
     fig, ax = plt.subplots(figsize=(6.4, 2.8))
@@ -235,7 +232,7 @@ def history_figure(series: Series) -> Plot:
     ax.set_ylabel("median (ms)")
     ax.set_title(_label(series.key), fontsize=8)
     ax.grid(alpha=0.3)
-    return _render(fig, tips, tight=False)
+    return _render(fig, tips, png, tight=False)
 
 
 def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -255,10 +252,20 @@ def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, 
     return {k: v for k, v in groups.items() if len(v) >= 2}
 
 
-def scaling_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
-    plt = _plt()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.2, 3.2), layout="constrained")
-    tips: dict[str, str] = {}
+#: The series of a figure: shades of blue, so that orange and green mean only the regimes
+#: of the framework tax (one colour language across the report).
+def _series_colors(n: int) -> list[Any]:
+    cmap = _plt().get_cmap("Blues")
+    return [cmap(0.45 + 0.5 * i / max(1, n - 1)) for i in range(n)]
+
+
+REGIME_COLORS = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}
+
+
+def scaling_figure(label: str, entries: list[dict[str, Any]], png: bool = False) -> Plot:
+    """Latency against sequence length (or batch size), and throughput against batch size
+    with the framework-tax regimes shaded: each panel only where its axis varies (a sweep
+    of sequence lengths at batch 1 has no throughput-vs-batch story to tell)."""
     by_batch: dict[Any, list[tuple[float, float]]] = defaultdict(list)
     by_seq: dict[Any, list[tuple[float, float, dict[str, Any]]]] = defaultdict(list)
     for e in entries:
@@ -269,56 +276,80 @@ def scaling_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
             by_batch[batch].append((float(seq), median * 1e3))
         throughput = e.get("throughput") or float(batch) / median
         by_seq[seq].append((float(batch), throughput, e))
-    if by_batch:
-        for batch, pts in sorted(by_batch.items(), key=lambda kv: float(kv[0])):
+    seqs_vary = any(len({p[0] for p in pts}) > 1 for pts in by_batch.values())
+    batches_vary = any(len({p[0] for p in pts}) > 1 for pts in by_seq.values())
+    plt = _plt()
+    # The latency panel always (vs sequence length when it varies, else vs batch size);
+    # the throughput panel only when the batch size varies.
+    panels = 2 if batches_vary else 1
+    fig, axes = plt.subplots(1, panels, figsize=(4.8 * panels, 3.2), layout="constrained")
+    axes = list(axes) if panels == 2 else [axes]
+    tips: dict[str, str] = {}
+    ax1 = axes[0]
+    if seqs_vary:
+        series = sorted(by_batch.items(), key=lambda kv: float(kv[0]))
+        for (batch, pts), color in zip(series, _series_colors(len(series)), strict=True):
             pts.sort()
-            ax1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"batch {batch}")
+            ax1.plot(
+                [p[0] for p in pts],
+                [p[1] for p in pts],
+                marker="o",
+                color=color,
+                label=f"batch {batch}",
+            )
         ax1.set_xlabel("sequence length")
         ax1.set_title("latency vs sequence length", fontsize=8)
-        ax1.legend(fontsize=6)
+        if len(series) > 1:
+            ax1.legend(fontsize=6)
     else:  # no sequence dimension: latency against batch size instead
         pts2 = sorted(
             (float(_param(e, BATCH_KEYS) or e.get("batch_size") or 1), e["stats"]["median"] * 1e3)
             for e in entries
         )
-        ax1.plot([p[0] for p in pts2], [p[1] for p in pts2], marker="o")
+        ax1.plot([p[0] for p in pts2], [p[1] for p in pts2], marker="o", color=_series_colors(1)[0])
         ax1.set_xscale("log", base=2)
         ax1.set_xlabel("batch size")
         ax1.set_title("latency vs batch size", fontsize=8)
     ax1.set_ylabel("median latency (ms)")
     ax1.grid(alpha=0.3)
-    for seq, pts3 in sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0)):
-        pts3.sort(key=lambda p: p[0])
-        xs = [p[0] for p in pts3]
-        ax2.plot(
-            xs,
-            [p[1] for p in pts3],
-            marker="o",
-            label=f"seq {seq}" if seq is not None else "throughput",
-        )
-        for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
-            regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
-            color = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}.get(regime)
-            if color:
-                ax2.axvspan(b0, b1, color=color, alpha=0.08)
-        for b, t, e in pts3:
-            ratio = (e.get("extra") or {}).get("host_bound_ratio")
-            if ratio is not None:
-                ax2.annotate(f"host {ratio:.2f}", (b, t), fontsize=6)
-            gid = f"sweep-{len(tips)}"
-            ax2.plot([b], [t], "o", markersize=6, alpha=0, gid=gid)  # the hover target
-            tips[gid] = (
-                f"{_label(e['nodeid'])}\nmedian {fmt_time(e['stats']['median'])}, "
-                f"{t:,.0f} items/s" + (f", host-bound ratio {ratio:.2f}" if ratio else "")
+    if batches_vary:
+        ax2 = axes[-1]
+        shaded = False
+        series3 = sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0))
+        for (seq, pts3), color in zip(series3, _series_colors(len(series3)), strict=True):
+            pts3.sort(key=lambda p: p[0])
+            ax2.plot(
+                [p[0] for p in pts3],
+                [p[1] for p in pts3],
+                marker="o",
+                color=color,
+                label=f"seq {seq}" if seq is not None else "throughput",
             )
-    ax2.set_xscale("log", base=2)
-    ax2.set_xlabel("batch size (orange: framework-bound, green: compute-bound)")
-    ax2.set_ylabel("throughput (items/s)")
-    ax2.set_title("throughput vs batch size", fontsize=8)
-    ax2.legend(fontsize=6)
-    ax2.grid(alpha=0.3)
+            for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
+                regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
+                if regime in REGIME_COLORS:
+                    ax2.axvspan(b0, b1, color=REGIME_COLORS[regime], alpha=0.08)
+                    shaded = True
+            for b, tp, e in pts3:
+                ratio = (e.get("extra") or {}).get("host_bound_ratio")
+                if ratio is not None:
+                    ax2.annotate(f"host {ratio:.2f}", (b, tp), fontsize=6)
+                gid = f"sweep-{len(tips)}"
+                ax2.plot([b], [tp], "o", markersize=6, alpha=0, gid=gid)  # the hover target
+                tips[gid] = (
+                    f"{_label(e['nodeid'])}\nmedian {fmt_time(e['stats']['median'])}, "
+                    f"{tp:,.0f} items/s" + (f", host-bound ratio {ratio:.2f}" if ratio else "")
+                )
+        ax2.set_xscale("log", base=2)
+        regimes = " (shaded orange: framework-bound, green: compute-bound)" if shaded else ""
+        ax2.set_xlabel(f"batch size{regimes}")
+        ax2.set_ylabel("throughput (items/s)")
+        ax2.set_title("throughput vs batch size", fontsize=8)
+        if len(series3) > 1:
+            ax2.legend(fontsize=6)
+        ax2.grid(alpha=0.3)
     fig.suptitle(label, fontsize=9)
-    return _render(fig, tips)
+    return _render(fig, tips, png)
 
 
 def generation_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -340,7 +371,7 @@ def generation_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[
 _GEN_DIMS = {"prompt_tokens": "prompt", "new_tokens": "new", "batch_size": "batch"}
 
 
-def generation_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
+def generation_figure(label: str, entries: list[dict[str, Any]], png: bool = False) -> Plot:
     """TTFT against prompt length (prefill), and TPOT against batch size (decode): a TPOT
     that stays flat as the batch grows means each step is host overhead (the framework tax
     of decoding), with the measured host share of a step where the backend recorded it.
@@ -410,7 +441,7 @@ def generation_figure(label: str, entries: list[dict[str, Any]]) -> Plot:
             ax.legend(fontsize=6)
         ax.grid(alpha=0.3)
     fig.suptitle(label, fontsize=9)
-    return _render(fig, tips)
+    return _render(fig, tips, png)
 
 
 def tax_regime(b0: float, lat0: float, b1: float, lat1: float) -> str:
@@ -439,11 +470,7 @@ def build(
 ) -> tuple[str, int]:
     """The HTML text and how many figures it holds; with ``png_dir``, every figure is also
     written there as a PNG."""
-    token = _WANT_PNG.set(png_dir is not None)
-    try:
-        return _build(results, baseline, history, png_dir, title, along)
-    finally:
-        _WANT_PNG.reset(token)
+    return _build(results, baseline, history, png_dir, title, along)
 
 
 def _build(
@@ -455,6 +482,7 @@ def _build(
     along: str,
 ) -> tuple[str, int]:
     sections: list[tuple[str, list[tuple[str, Plot]]]] = []
+    png = png_dir is not None
     entries = dict(iter_entries(results)) if results else {}
     base_entries = dict(iter_entries(baseline)) if baseline else {}
     base_commit = ((baseline or {}).get("commit") or {}).get("sha")
@@ -464,7 +492,7 @@ def _build(
         base_samples = base["samples"] if base else (e.get("extra") or {}).get("base_samples")
         if base_samples:
             figure = distribution_figure(
-                key, e["samples"], base_samples, e.get("comparison"), base_commit
+                key, e["samples"], base_samples, e.get("comparison"), base_commit, png
             )
             dist.append((key, figure))
     if dist:
@@ -479,22 +507,27 @@ def _build(
     for s in history:
         changes += [(s.key, c, s.points[c.index]) for c in s.changes]
         if len(s.points) >= 2:
-            trends.append((s.key, history_figure(s)))
+            trends.append((s.key, history_figure(s, png)))
     if trends:
         sections.append((f"History along {along} (dashed: detected change points)", trends))
     groups = sorted(sweep_groups(list(entries.values())).items())
-    sweeps = [(label, scaling_figure(label, group)) for label, group in groups]
+    sweeps = [(label, scaling_figure(label, group, png)) for label, group in groups]
     if sweeps:
-        # Name only the dimensions that vary: a batch-only sweep has no sequence axis.
+        # Name only the dimensions that vary, as the figures draw only those.
         seq = any(len({_param(e, SEQ_KEYS) for e in g}) > 1 for _, g in groups)
-        what = (
-            "latency vs sequence length, throughput vs batch size"
-            if seq
-            else "latency and throughput vs batch size"
+        batch = any(
+            len({_param(e, BATCH_KEYS) or e.get("batch_size") or 1 for e in g}) > 1
+            for _, g in groups
         )
-        sections.append((f"Scaling: {what} (framework tax)", sweeps))
+        if seq and batch:
+            what = "latency vs sequence length, throughput vs batch size (framework tax)"
+        elif seq:
+            what = "latency vs sequence length"
+        else:
+            what = "latency and throughput vs batch size (framework tax)"
+        sections.append((f"Scaling: {what}", sweeps))
     generation = [
-        (label, generation_figure(label, group))
+        (label, generation_figure(label, group, png))
         for label, group in sorted(generation_groups(list(entries.values())).items())
     ]
     if generation:

@@ -277,6 +277,23 @@ def _changes(repo: Any, store: BaselineStore, listing: Listing, where: str) -> _
     return change
 
 
+def _plumbing(repo: Any, env: dict[str, str], *args: str, stdin: str | None = None) -> str:
+    """A git plumbing command on a temporary index (``env``: GIT_INDEX_FILE), which
+    gitpython has no call for; a failure is a :class:`GitError` with git's own words."""
+    out = subprocess.run(
+        ["git", *args],
+        cwd=repo.git_dir,
+        env=env,
+        input=None if stdin is None else stdin.encode(),
+        capture_output=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        said = out.stderr.decode(errors="replace").strip() or f"exit {out.returncode}"
+        raise GitError(f"git {args[0]} failed while writing the baselines branch: {said}")
+    return out.stdout.decode().strip()
+
+
 def _commit_tree(repo: Any, base: str | None, change: _Change, parent: str | None, msg: str) -> str:
     """A commit whose tree is ``base``'s with ``change`` applied (under baselines/), built
     in a temporary index (one ``update-index --index-info`` for all entries) so that
@@ -287,23 +304,11 @@ def _commit_tree(repo: Any, base: str | None, change: _Change, parent: str | Non
     env = {**os.environ, **_limits_env(), "GIT_INDEX_FILE": index}
     try:
         if base is not None:
-            subprocess.run(["git", "read-tree", base], cwd=repo.git_dir, env=env, check=True)
+            _plumbing(repo, env, "read-tree", base)
         lines = [f"100644 {blob}\t{PREFIX}/{rel}\n" for rel, blob in sorted(change.blobs.items())]
         lines += [f"0 {'0' * 40}\t{PREFIX}/{rel}\n" for rel in sorted(change.removed)]
-        subprocess.run(
-            ["git", "update-index", "--index-info"],
-            cwd=repo.git_dir,
-            env=env,
-            input="".join(lines).encode(),
-            check=True,
-        )
-        tree = (
-            subprocess.run(
-                ["git", "write-tree"], cwd=repo.git_dir, env=env, check=True, capture_output=True
-            )
-            .stdout.decode()
-            .strip()
-        )
+        _plumbing(repo, env, "update-index", "--index-info", stdin="".join(lines))
+        tree = _plumbing(repo, env, "write-tree")
         args = [tree, "-m", msg]
         if parent is not None:
             args += ["-p", parent]
