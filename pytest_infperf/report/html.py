@@ -30,7 +30,7 @@ from ..stats.changepoint import ChangePoint
 from ..store.baselines import iter_entries
 from ..store.history import Point, Series
 from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_ratio, fmt_time
-from .rows import generation_row
+from .rows import DECIDED_BY, generation_row
 
 BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
 SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
@@ -407,9 +407,7 @@ def generation_figure(label: str, entries: list[dict[str, Any]], png: bool = Fal
             (line,) = ax.plot(xs, ys, marker="o", label=name or None)
             if metric == "tpot" and x_dim == "batch_size":
                 for (x0, y0), (x1, y1) in itertools.pairwise(zip(xs, ys, strict=True)):
-                    color = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}.get(
-                        tax_regime(x0, y0, x1, y1)
-                    )
+                    color = REGIME_COLORS.get(tax_regime(x0, y0, x1, y1))
                     if color:
                         ax.axvspan(x0, x1, color=color, alpha=0.08)
             for x, y, e in zip(xs, ys, group, strict=True):
@@ -628,7 +626,7 @@ def _html(
                 cells.append(fmt_n(cmp))
                 cells += [
                     cmp.verdict.value,
-                    {"ab": "A/B", "stored": "stored"}.get(cmp.decided_by or "", "-"),
+                    DECIDED_BY.get(cmp.decided_by or "", "-"),
                     fmt_catch(cmp),
                 ]
             cls = (

@@ -14,8 +14,8 @@ from typing import Any
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
 from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
-from .rows import generation_row
-from .text import DECIDED_BY, settle_summary
+from .rows import DECIDED_BY, generation_row
+from .text import settle_summary
 
 MARK = {
     Verdict.REGRESSION: "🔴 regression",

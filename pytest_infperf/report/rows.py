@@ -16,6 +16,9 @@ from typing import Any
 from ..core.options import GENERATION_METRICS
 from ..core.results import Comparison
 
+#: Who decided a verdict, as every table says it.
+DECIDED_BY = {"stored": "stored", "ab": "A/B"}
+
 
 @dataclasses.dataclass(frozen=True)
 class GenerationRow:

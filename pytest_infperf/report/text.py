@@ -20,7 +20,7 @@ from .fmt import (
     fmt_why,
     short_name,
 )
-from .rows import generation_row
+from .rows import DECIDED_BY, generation_row
 
 
 def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
@@ -125,10 +125,6 @@ def generation_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     lines = _table(rows, right={1, 2, 3, 4, 5, 6, 7})
     lines.insert(1, "-" * max(len(line) for line in lines))
     return ["", *lines]
-
-
-#: Who decided a verdict, as the tables say it.
-DECIDED_BY = {"stored": "stored", "ab": "A/B"}
 
 
 def settle_summary(results: Sequence[BenchmarkResult]) -> list[str]:
