@@ -185,7 +185,10 @@ def test_a_sample_against_itself_is_never_a_change(samples: list[float]) -> None
 @settings(max_examples=40, deadline=None)
 @given(
     st.integers(min_value=20, max_value=300),
-    st.floats(min_value=0.001, max_value=0.04),
+    # Up to 2.5% (0 of 3,000 random cases undecided). Not 4%: 20 samples are 5 time units
+    # a side, and at CV 3.9% their interval reached +-5.8% (seed 1232): inconclusive is
+    # then the right verdict, as hypothesis found.
+    st.floats(min_value=0.001, max_value=0.025),
     st.integers(min_value=0, max_value=2**31),
 )
 def test_a_quiet_sample_against_itself_is_unchanged(n: int, cv: float, seed: int) -> None:
