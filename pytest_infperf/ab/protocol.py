@@ -1,5 +1,7 @@
 """The A/B worker protocol: message names and shapes shared by the controller
-(:mod:`.ab`) and the worker (:mod:`.abworker`). A leaf: it imports nothing of the package.
+(:mod:`.interleave`) and the worker (:mod:`.worker`). A leaf: it imports nothing of the
+package. The worker builds its ``ready`` and ``done`` messages as :class:`Ready` and
+:class:`Done`, so mypy checks their shape where they are made.
 
 Messages are dicts over a ``multiprocessing.connection``. The controller sends ``op``s, the
 worker answers with ``ev``s:
@@ -51,6 +53,8 @@ class Ready(TypedDict):
     env: dict[str, Any]
     info: dict[str, Any]
     block: int
+    #: Seconds per call at warmup: the controller's first guess of a block's length.
+    per_call_s: float
 
 
 class Done(TypedDict):

@@ -89,7 +89,13 @@ class ABWorkerPlugin:
             self.outcome = {"outcome": "missing", "longrepr": ""}
             if item is not None:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
-            self.send(ev=protocol.DONE, nodeid=nodeid, **self.outcome)
+            done = protocol.Done(
+                ev=protocol.DONE,
+                nodeid=nodeid,
+                outcome=self.outcome["outcome"],
+                longrepr=self.outcome["longrepr"],
+            )
+            self.conn.send(done)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
@@ -106,7 +112,7 @@ class ABWorkerPlugin:
         prepared = call.prepared
         sampler = prepared.sampler
         warm = call.warm(max(call.opts.min_sample_time, protocol.SAMPLE_TIME_S))
-        self.send(
+        ready = protocol.Ready(
             ev=protocol.READY,
             name=call.name,
             backend=prepared.backend,
@@ -115,6 +121,7 @@ class ABWorkerPlugin:
             block=warm.block,
             per_call_s=warm.per_call_s,
         )
+        self.conn.send(ready)
         samples: list[float] = []
         while True:
             message = self.recv()

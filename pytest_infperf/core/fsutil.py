@@ -23,25 +23,8 @@ STALE_AFTER_S = 3600.0
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=".tmp", dir=path.parent
-    )
-    try:
-        # mkstemp creates the file 0600; give it the mode an ordinary open() would (0666
-        # less the umask), or a team's baselines and reports end up readable by one user.
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
 
 
 @contextlib.contextmanager
@@ -59,6 +42,8 @@ def atomic_path(path: Path, suffix: str = ".tmp") -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        # mkstemp creates the file 0600; give it the mode an ordinary open() would (0666
+        # less the umask), or a team's baselines and reports end up readable by one user.
         tmp.chmod(0o666 & ~_umask())
         with tmp.open("rb") as fh:
             os.fsync(fh.fileno())

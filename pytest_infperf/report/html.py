@@ -24,13 +24,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.results import METRIC_LABELS, Comparison
+from ..core.results import Comparison
 from ..measure.backends import MissingBackendError
 from ..stats.changepoint import ChangePoint
 from ..store.baselines import iter_entries
 from ..store.history import Point, Series
-from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_ratio, fmt_time
-from .rows import DECIDED_BY, generation_row
+from .fmt import fmt_ratio, fmt_time
+from .rows import generation_row, result_row
 
 BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
 SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
@@ -612,23 +612,13 @@ def _html(
         for key, e in sorted(iter_entries(results)):
             raw = e.get("comparison")
             cmp = Comparison.from_json(raw) if raw else None
-            named = f"{METRIC_LABELS[cmp.metric]} " if cmp and cmp.parts else ""
-            now = (
-                fmt_time(e["stats"]["median"])
-                if cmp is None
-                else named + fmt_figure(cmp.metric, cmp.current)
-            )
-            cells = [_label(key), e["backend"], now]
+            row_ = result_row(_label(key), e["backend"], e["stats"].get("median"), cmp)
+            cells = [row_.name, row_.backend, row_.now]
             if cmp is None:
                 cells += ["-", "-", "-", "", "-", "-"]
             else:
-                cells += [named + fmt_figure(cmp.metric, cmp.baseline), fmt_ratio(cmp)]
-                cells.append(fmt_n(cmp))
-                cells += [
-                    cmp.verdict.value,
-                    DECIDED_BY.get(cmp.decided_by or "", "-"),
-                    fmt_catch(cmp),
-                ]
+                cells += [row_.baseline, fmt_ratio(cmp), row_.n]
+                cells += [cmp.verdict.value, row_.decided_by, row_.catch]
             cls = (
                 " class='regression'"
                 if cmp is not None and cmp.verdict.value == "regression"

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
-from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
-from .rows import DECIDED_BY, generation_row
+from .fmt import fmt_figure, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
+from .rows import generation_row, result_row
 from .text import settle_summary
 
 MARK = {
@@ -179,18 +179,15 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
             "|---|---|---|---:|---:|---|---:|---:|---|",
         ]
         for r in rows:
-            c = r.comparison
+            row = result_row(short_name(r), r.backend, r.median, r.comparison)
+            c = row.comparison
             if c is None:
-                out.append(
-                    f"| – | – | `{_cell(short_name(r))}` | {fmt_time(r.median)} | – | – | – | – | |"
-                )
+                out.append(f"| – | – | `{_cell(row.name)}` | {row.now} | – | – | – | – | |")
                 continue
-            named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
             out.append(
-                f"| {_verdict(c)} | {DECIDED_BY.get(c.decided_by or '', '–')} | "
-                f"`{_cell(short_name(r))}` | {named}{fmt_figure(c.metric, c.current)} | "
-                f"{named}{fmt_figure(c.metric, c.baseline)} | "
-                f"{fmt_ratio(c, level=True)} | {fmt_n(c)} | {fmt_catch(c)} | {_noise(r)} |"
+                f"| {_verdict(c)} | {row.decided_by if c.decided_by else '–'} | "
+                f"`{_cell(row.name)}` | {row.now} | {row.baseline} | "
+                f"{fmt_ratio(c, level=True)} | {row.n} | {row.catch} | {_noise(r)} |"
             )
         return out
     out = [

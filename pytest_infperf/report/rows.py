@@ -1,10 +1,11 @@
 """The report model: what every view shows of a result, computed once.
 
-The terminal, Markdown and HTML each draw a generation table; before this module each
-computed its own cells, and they disagreed with the results table (the results table
-showed the TPOT the verdict was judged on, from the interleaved run; the generation table
-the first pass's). A :class:`GenerationRow` holds the figures once, the judged ones where
-a comparison judged them, and each view only lays them out.
+The terminal, Markdown and HTML each draw a results table and a generation table; before
+this module each computed its own cells, and they disagreed (the results table showed
+the TPOT the verdict was judged on, from the interleaved run; the generation table the
+first pass's). A :class:`ResultRow` and a :class:`GenerationRow` hold the figures once,
+the judged ones where a comparison judged them, and each view only lays them out (its
+own marks for a verdict, its own markup).
 """
 
 from __future__ import annotations
@@ -14,10 +15,47 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.options import GENERATION_METRICS
-from ..core.results import Comparison
+from ..core.results import METRIC_LABELS, Comparison
+from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_time
 
 #: Who decided a verdict, as every table says it.
 DECIDED_BY = {"stored": "stored", "ab": "A/B"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultRow:
+    """One benchmark's row of the results table of a compared run."""
+
+    name: str
+    backend: str
+    #: None: the benchmark was not compared (its ``now`` is this run's median).
+    comparison: Comparison | None
+    #: The figures the verdict was computed from (a generation's named: "TPOT 1.2 ms").
+    now: str
+    baseline: str
+    n: str
+    decided_by: str
+    catch: str
+
+
+def result_row(
+    name: str, backend: str, median: float | None, comparison: Comparison | None
+) -> ResultRow:
+    c = comparison
+    if c is None:
+        return ResultRow(name, backend, None, fmt_time(median), "-", "-", "-", "-")
+    # A generation benchmark's row shows the metric that decided, named.
+    named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
+    return ResultRow(
+        name=name,
+        backend=backend,
+        comparison=c,
+        now=named + fmt_figure(c.metric, c.current),
+        baseline=named + fmt_figure(c.metric, c.baseline),
+        n=fmt_n(c),
+        decided_by=DECIDED_BY.get(c.decided_by or "", "-"),
+        catch=fmt_catch(c),
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,20 +7,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..core.options import GENERATION_METRICS
-from ..core.results import METRIC_LABELS, BenchmarkResult, memory_figure
+from ..core.results import BenchmarkResult, memory_figure
 from .fmt import (
     fmt_bytes,
-    fmt_catch,
-    fmt_figure,
     fmt_level,
-    fmt_n,
     fmt_rate,
     fmt_ratio,
     fmt_time,
     fmt_why,
     short_name,
 )
-from .rows import DECIDED_BY, generation_row
+from .rows import generation_row, result_row
 
 
 def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
@@ -66,26 +63,22 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
             notes.add(note)
         mem = fmt_bytes(memory_figure(r.memory), signed=True)
         if compared:
-            c = r.comparison
+            rr = result_row(short_name(r), r.backend, s.get("median"), r.comparison)
+            c = rr.comparison
             if c is None:
-                rows.append([short_name(r), r.backend, fmt_time(s.get("median")), "-", "-", "-"])
+                rows.append([rr.name, rr.backend, rr.now, "-", "-", "-"])
                 rows[-1] += ["-", "-", "-", cv, fmt_rate(r.throughput), mem]
                 continue
             if c.ci_level is not None and c.bound_level is not None and c.ci_low != c.ci_high:
                 levels.add((fmt_level(c.ci_level), fmt_level(c.bound_level)))
-            # A generation benchmark's row shows the metric that decided, named.
-            named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
-            row = [short_name(r), r.backend, named + fmt_figure(c.metric, c.current)]
-            row += [named + fmt_figure(c.metric, c.baseline), fmt_ratio(c), fmt_n(c)]
-            row.append(c.verdict.value)
-            row.append(DECIDED_BY.get(c.decided_by or "", "-"))
-            catch = fmt_catch(c)
-            if catch != "-":
+            cells = [rr.name, rr.backend, rr.now, rr.baseline, fmt_ratio(c), rr.n]
+            cells += [c.verdict.value, rr.decided_by]
+            if rr.catch != "-":
                 notes.add(
                     "catches: the slowdown this comparison would have flagged with 80% power "
                     "at this run's noise (! : more than twice the threshold, it cannot guard it)"
                 )
-            rows.append([*row, catch, cv, fmt_rate(r.throughput), mem])
+            rows.append([*cells, rr.catch, cv, fmt_rate(r.throughput), mem])
             continue
         p90 = fmt_time(s.get("p90"))
         if "p90" in s.get("low_sample_percentiles", []):
