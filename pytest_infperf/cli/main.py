@@ -159,6 +159,7 @@ def _say_summary(doc: dict[str, Any], who: str) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     """B against A (A is the baseline), judged by the plugin's own judge."""
+    from ..core.names import CompareMode
     from ..core.options import BenchOptions
     from ..core.results import Origin, Verdict
     from ..judge.judge import Judge, Policy
@@ -177,7 +178,7 @@ def _compare(args: argparse.Namespace) -> int:
     results = _results(head)
     opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
     base_commit = (base.get("commit") or {}).get("sha")
-    origin = Origin("stored", base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
+    origin = Origin(CompareMode.STORED, base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
     # No re-measuring here (stored documents only), so no Holm family; and no drift
     # guard: both documents were measured elsewhere, their probes say nothing about now.
     judge = Judge(Policy(drift_guard="off"))

@@ -1,6 +1,7 @@
 """The core: typed records and the session's settings, imported by every other layer.
 
 ``results`` (benchmark results, verdicts, comparisons and the versioned JSON document),
+``names`` (the str enums of metrics and comparison modes),
 ``options`` (the table of per-benchmark options), ``settings`` (the session's settings,
 frozen), ``keys`` (where each per-session object lives on ``config.stash``) and
 ``fsutil`` (crash-safe writes). Nothing here imports another layer of pytest_infperf, and

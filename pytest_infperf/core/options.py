@@ -14,13 +14,15 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .names import Metric
+
 #: The metrics a generation benchmark is judged on: time to first token, time per output
 #: token. The one definition; every table and test of them iterates this.
-GENERATION_METRICS = ("ttft", "tpot")
+GENERATION_METRICS = (Metric.TTFT, Metric.TPOT)
 #: Metrics a comparison can be made on (the generation ones: generation benchmarks only).
-METRICS = ("median", "p90", "p99", "throughput", "memory", *GENERATION_METRICS)
+METRICS = tuple(Metric)
 #: What ``infer_bench.generate`` can be asked to judge: "median" judges both.
-GENERATION_CHOICES = ("median", *GENERATION_METRICS)
+GENERATION_CHOICES = (Metric.MEDIAN, *GENERATION_METRICS)
 
 
 class OptionError(ValueError):
@@ -105,13 +107,13 @@ def _choice(*choices: str) -> Parser:
     return parse
 
 
-def _metric(name: str, value: Any) -> str:
+def _metric(name: str, value: Any) -> Metric:
     text = value.strip().lower() if _is_str(value) else value
     if text in ("latency", "p50"):
         text = "median"
     if text not in METRICS:
         raise OptionError(f"{name}={value!r}: unknown metric; expected one of {', '.join(METRICS)}")
-    return str(text)
+    return Metric(text)
 
 
 def _str(name: str, value: Any) -> str:
@@ -248,8 +250,8 @@ class BenchOptions:
         "(0, 0.5); see --perf-run-alpha for the run as a whole",
         flag="A",
     )
-    metric: str = _option(
-        "median", _metric, f"what a comparison judges: {', '.join(METRICS)}", flag="M"
+    metric: Metric = _option(
+        Metric.MEDIAN, _metric, f"what a comparison judges: {', '.join(METRICS)}", flag="M"
     )
     remeasure: int = _option(
         1,
@@ -384,13 +386,13 @@ def merge(*layers: Mapping[str, Any], generation: bool | None = False) -> BenchO
     metric = merged["metric"]
     if generation is True and not metric_applies(metric, generation):
         raise OptionError(
-            f"metric={metric!r} does not apply to infer_bench.generate(), which judges TTFT "
+            f"metric={str(metric)!r} does not apply to infer_bench.generate(), which judges TTFT "
             "and TPOT: use metric='ttft' or 'tpot' to judge one of them, or leave metric "
             "unset (median: both)"
         )
     if generation is False and not metric_applies(metric, generation):
         raise OptionError(
-            f"metric={metric!r} applies to infer_bench.generate() only: a single call has no "
+            f"metric={str(metric)!r} applies to infer_bench.generate() only: a single call has no "
             "tokens to time"
         )
     if merged["max_rounds"] < merged["rounds"]:

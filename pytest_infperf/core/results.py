@@ -16,6 +16,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .names import CompareMode, Metric
+
 SCHEMA_VERSION = 1
 #: Significant digits kept for floats: sub-picosecond detail of a timing is noise.
 FLOAT_DIGITS = 12
@@ -84,8 +86,8 @@ class Reason(str, enum.Enum):
 class Origin:
     """Where the baseline side of a comparison came from."""
 
-    #: "stored": a baseline saved earlier; "ab": measured in this job, interleaved.
-    mode: str
+    #: A baseline saved earlier, or measured in this job, interleaved.
+    mode: CompareMode
     commit: str | None = None
     distance: int | None = None
     #: For people: "commit 1a2b3c4d5e (1 commit before the merge-base of main and HEAD)".
@@ -108,12 +110,12 @@ class Comparison:
     """
 
     verdict: Verdict
-    metric: str = "median"
+    metric: Metric = Metric.MEDIAN
     threshold: float = 0.05
     #: The overall significance level asked for.
     alpha: float = 0.05
     #: How the baseline side was measured: "stored" (a saved baseline) or "ab" (in this job).
-    mode: str = "stored"
+    mode: CompareMode = CompareMode.STORED
     #: now / baseline of the metric's figure (for throughput, higher is better).
     ratio: float | None = None
     ci_low: float | None = None
@@ -141,7 +143,7 @@ class Comparison:
     family_size: int | None = None
     holm_p: float | None = None
     #: Who decided: "stored" (the stored baseline) or "ab" (interleaved in this job).
-    decided_by: str | None = None
+    decided_by: CompareMode | None = None
     #: An interleaved verdict: how many head/base process pairs it pooled.
     process_pairs: int | None = None
     #: The slowdown (a fraction) this comparison's noise would have flagged as a regression
@@ -195,6 +197,12 @@ class Comparison:
         values["verdict"] = Verdict(values["verdict"])
         if values.get("reason") is not None:
             values["reason"] = Reason(values["reason"])
+        if values.get("metric") is not None:
+            values["metric"] = Metric(values["metric"])
+        if values.get("mode") is not None:
+            values["mode"] = CompareMode(values["mode"])
+        if values.get("decided_by") is not None:
+            values["decided_by"] = CompareMode(values["decided_by"])
         for nested in NESTED:
             if values.get(nested) is not None:
                 values[nested] = cls.from_json(values[nested])

@@ -17,6 +17,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.names import CompareMode, Metric
 from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.results import (
     METRIC_LABELS,
@@ -171,7 +172,7 @@ class Judge:
             )
         estimate = _estimate(current, baseline, opts)
         c = _from_estimate(base, estimate, current.figure(metric), baseline.figure(metric))
-        c = dataclasses.replace(c, decided_by="stored", detectable=_detectable_stored(c))
+        c = dataclasses.replace(c, decided_by=CompareMode.STORED, detectable=_detectable_stored(c))
         # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
         if self.policy.drift_guard == "adjust" and not runs_on_gpu(current.env):
             c = self._drift_guarded(c, current, baseline, opts)
@@ -243,7 +244,7 @@ class Judge:
         that needs a split, so a part's regression must survive Holm over the parts."""
         parts: dict[str, Comparison] = {}
         for metric, observation in current.items():
-            part_opts = opts.replace(metric=metric)
+            part_opts = opts.replace(metric=Metric(metric))
             base = None if entry is None else Observation.part(entry, metric)
             if entry is not None and base is None:
                 blank = _blank(part_opts, origin)
@@ -349,7 +350,7 @@ class Judge:
         latency whatever ``metric`` says, or a generation's TTFT and TPOT."""
         parts: dict[str, Comparison] = {}
         for metric, verdict in look.verdicts.items():
-            blank = dataclasses.replace(_blank(opts, origin), metric=metric)
+            blank = dataclasses.replace(_blank(opts, origin), metric=Metric(metric))
             current = Observation(head.get(metric, [])).figure(metric)
             baseline = Observation(base.get(metric, [])).figure(metric)
             if env_diff:
@@ -393,7 +394,7 @@ class Judge:
                 note=note,
                 current=current,
                 baseline=baseline,
-                decided_by="ab",
+                decided_by=CompareMode.AB,
                 process_pairs=look.k,
                 detectable=_pool.detectable_effect(est.se, opts.threshold, opts.alpha),
                 details=extra,
@@ -414,7 +415,7 @@ class Judge:
         run against the baseline commit's code: the interleaved verdict is the verdict."""
         because = stored.reason.value if stored.reason is not None else stored.verdict.value
         return dataclasses.replace(
-            ab, decided_by="ab", stored_pass=_summary(stored), settled_because=because
+            ab, decided_by=CompareMode.AB, stored_pass=_summary(stored), settled_because=because
         )
 
     def unsettled(self, stored: Comparison, why: str) -> Comparison:
@@ -426,7 +427,7 @@ class Judge:
     ) -> Comparison:
         """The base side has no such measurement: the test or call is new, or the base test
         failed before reaching it (``error``)."""
-        blank = dataclasses.replace(_blank(opts, origin), metric="median", current=current)
+        blank = dataclasses.replace(_blank(opts, origin), metric=Metric.MEDIAN, current=current)
         if error:
             note = f"the base side's test failed before this measurement: {error}"
             return dataclasses.replace(

@@ -139,7 +139,7 @@ def _rule(compared: Sequence[Comparison]) -> str:
     alphas = {c.alpha for c in compared}
     threshold = f"{next(iter(thresholds)):.0%}" if len(thresholds) == 1 else "per benchmark"
     alpha = f"{next(iter(alphas)):g}" if len(alphas) == 1 else "per benchmark"
-    metrics = sorted({c.metric for c in compared if not c.parts})
+    metrics = sorted({str(c.metric) for c in compared if not c.parts})
     if any(c.parts for c in compared):
         seen = {m for c in compared for m in c.parts or {}}
         judged = [METRIC_LABELS[m] for m in GENERATION_METRICS if m in seen]

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.names import Metric
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, Comparison
 from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_time
@@ -72,7 +73,7 @@ class GenerationRow:
     itl_p99: float | None
     tokens_per_s: float | None
     decode_host_share: float | None
-    parts: dict[str, Comparison | None]
+    parts: dict[Metric, Comparison | None]
 
     @property
     def compared(self) -> bool:

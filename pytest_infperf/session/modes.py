@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..core.keys import mode_key
+from ..core.names import CompareMode
 from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.settings import Settings
 from .context import RunContext
@@ -218,7 +219,7 @@ class Stored(Plain):
         assert source is not None and source.sha
         return dataclasses.replace(
             source.as_origin(),
-            mode="ab",
+            mode=CompareMode.AB,
             text=(
                 f"commit {source.sha[:10]} (the stored baseline's commit), measured in this "
                 "job, interleaved with it"

@@ -11,6 +11,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ..core.names import CompareMode
 from ..core.results import Origin
 from ..measure import environment
 from . import git as gitinfo
@@ -62,7 +63,7 @@ class BaselineSource:
 
     def as_origin(self) -> Origin:
         """The typed record every comparison against this source carries."""
-        mode = "ab" if self.origin == "ab" else "stored"
+        mode = CompareMode.AB if self.origin == "ab" else CompareMode.STORED
         return Origin(mode, self.sha, self.distance, self.describe())
 
     def to_json(self) -> dict[str, Any]:
