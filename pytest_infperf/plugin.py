@@ -50,135 +50,160 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         early_config.stash[pin_warning_key] = warning
 
 
+#: The session's flags (the per-benchmark ones come from the options table). Help texts:
+#: lowercase start, no trailing period, defaults in parentheses. Each flag's dest is its
+#: name in snake case (``--perf-json``: ``perf_json``).
+SESSION_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "--perf-json",
+        {
+            "metavar": "PATH",
+            "default": None,
+            "help": "write the results (raw samples, statistics, environment) as JSON to PATH",
+        },
+    ),
+    (
+        "--perf-save",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "store this run's results as the baseline of the current commit",
+        },
+    ),
+    (
+        "--perf-compare",
+        {
+            "metavar": "REF",
+            "default": None,
+            "help": "compare against the baseline of REF (branch, tag, sha, HEAD~N) or a results "
+            "JSON file; regressions fail their tests",
+        },
+    ),
+    (
+        "--perf-ab",
+        {
+            "metavar": "REF",
+            "default": None,
+            "help": "measure the merge-base of REF and HEAD in the same job, interleaved with the "
+            "current code, and compare (robust to machine drift)",
+        },
+    ),
+    (
+        "--perf-baselines",
+        {
+            "metavar": "DIR",
+            "default": None,
+            "help": "baselines directory (default: ini infperf_baselines, else baselines/ at the "
+            "rootdir)",
+        },
+    ),
+    (
+        "--perf-run-alpha",
+        {
+            "metavar": "A",
+            "default": None,
+            "help": "per run: the chance that a run in which nothing changed fails at all "
+            "(default: ini infperf_run_alpha, else 0.01)",
+        },
+    ),
+    (
+        "--perf-strict-env",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "fail benchmarks whose baseline comes from a different environment",
+        },
+    ),
+    (
+        "--perf-warn-only",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "report regressions without failing tests",
+        },
+    ),
+    (
+        "--perf-markdown",
+        {
+            "metavar": "PATH",
+            "default": None,
+            "help": "write a Markdown report (for PR comments and job summaries) to PATH",
+        },
+    ),
+    (
+        "--perf-no-summary",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "do not append the Markdown report to $GITHUB_STEP_SUMMARY",
+        },
+    ),
+    (
+        "--perf-disable",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "call each model once without timing (run perf tests as plain tests)",
+        },
+    ),
+    (
+        "--perf-settle",
+        {
+            "default": None,
+            "choices": _settings.SETTLE_CHOICES,
+            "help": "what a stored baseline cannot decide (a regression, an improvement, no "
+            "decision) is settled in this job by interleaved measurement against the baseline "
+            "commit's code. auto: and every benchmark is interleaved at once when the machine "
+            "moved since the baseline's run; stored-first: always the stored pass first; off: "
+            "stored verdicts only (default: ini infperf_settle, else auto)",
+        },
+    ),
+    (
+        "--perf-accept",
+        {
+            "metavar": "PATTERN",
+            "action": "append",
+            "default": [],
+            "help": "accept a regression of the benchmarks matching PATTERN (node id or fnmatch "
+            "pattern, optionally followed by a reason) for this run; repeatable. In CI, put a "
+            "'Perf-Accept: PATTERN reason' trailer in a commit of the change instead",
+        },
+    ),
+    (
+        "--perf-allow-missing",
+        {
+            "action": "store_true",
+            "default": None,
+            "help": "let a --perf-compare that found no baseline for any benchmark pass (a first "
+            "run); without it such a session fails (default: ini infperf_allow_missing)",
+        },
+    ),
+    (
+        "--perf-require-baseline",
+        {
+            "action": "store_true",
+            "default": None,
+            "help": "fail every benchmark that has no baseline or an incomparable one (default: "
+            "ini infperf_require_baseline)",
+        },
+    ),
+    (
+        "--perf-progress",
+        {
+            "default": "auto",
+            "choices": ("auto", "lines", "off"),
+            "help": "a line per benchmark as it completes: auto (when the output is not a "
+            "terminal, as in CI logs, or with -v), lines, off (default auto)",
+        },
+    ),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("infperf", "pytest-infperf: inference performance testing")
     add = group.addoption
-    # Help texts: lowercase start, no trailing period, defaults in parentheses.
-    add(
-        "--perf-json",
-        metavar="PATH",
-        dest="perf_json",
-        default=None,
-        help="write the results (raw samples, statistics, environment) as JSON to PATH",
-    )
-    add(
-        "--perf-save",
-        action="store_true",
-        dest="perf_save",
-        default=False,
-        help="store this run's results as the baseline of the current commit",
-    )
-    add(
-        "--perf-compare",
-        metavar="REF",
-        dest="perf_compare",
-        default=None,
-        help="compare against the baseline of REF (branch, tag, sha, HEAD~N) or a results "
-        "JSON file; regressions fail their tests",
-    )
-    add(
-        "--perf-ab",
-        metavar="REF",
-        dest="perf_ab",
-        default=None,
-        help="measure the merge-base of REF and HEAD in the same job, interleaved with the "
-        "current code, and compare (robust to machine drift)",
-    )
-    add(
-        "--perf-baselines",
-        metavar="DIR",
-        dest="perf_baselines",
-        default=None,
-        help="baselines directory (default: ini infperf_baselines, else baselines/ at the rootdir)",
-    )
-    add(
-        "--perf-run-alpha",
-        metavar="A",
-        dest="perf_run_alpha",
-        default=None,
-        help="per run: the chance that a run in which nothing changed fails at all "
-        "(default: ini infperf_run_alpha, else 0.01)",
-    )
-    add(
-        "--perf-strict-env",
-        action="store_true",
-        dest="perf_strict_env",
-        default=False,
-        help="fail benchmarks whose baseline comes from a different environment",
-    )
-    add(
-        "--perf-warn-only",
-        action="store_true",
-        dest="perf_warn_only",
-        default=False,
-        help="report regressions without failing tests",
-    )
-    add(
-        "--perf-markdown",
-        metavar="PATH",
-        dest="perf_markdown",
-        default=None,
-        help="write a Markdown report (for PR comments and job summaries) to PATH",
-    )
-    add(
-        "--perf-no-summary",
-        action="store_true",
-        dest="perf_no_summary",
-        default=False,
-        help="do not append the Markdown report to $GITHUB_STEP_SUMMARY",
-    )
-    add(
-        "--perf-disable",
-        action="store_true",
-        dest="perf_disable",
-        default=False,
-        help="call each model once without timing (run perf tests as plain tests)",
-    )
-    add(
-        "--perf-settle",
-        dest="perf_settle",
-        default=None,
-        choices=_settings.SETTLE_CHOICES,
-        help="what a stored baseline cannot decide (a regression, an improvement, no "
-        "decision) is settled in this job by interleaved measurement against the baseline "
-        "commit's code. auto: and every benchmark is interleaved at once when the machine "
-        "moved since the baseline's run; stored-first: always the stored pass first; off: "
-        "stored verdicts only (default: ini infperf_settle, else auto)",
-    )
-    add(
-        "--perf-accept",
-        metavar="PATTERN",
-        dest="perf_accept",
-        action="append",
-        default=[],
-        help="accept a regression of the benchmarks matching PATTERN (node id or fnmatch "
-        "pattern, optionally followed by a reason) for this run; repeatable. In CI, put a "
-        "'Perf-Accept: PATTERN reason' trailer in a commit of the change instead",
-    )
-    add(
-        "--perf-allow-missing",
-        action="store_true",
-        dest="perf_allow_missing",
-        default=None,
-        help="let a --perf-compare that found no baseline for any benchmark pass (a first "
-        "run); without it such a session fails (default: ini infperf_allow_missing)",
-    )
-    add(
-        "--perf-require-baseline",
-        action="store_true",
-        dest="perf_require_baseline",
-        default=None,
-        help="fail every benchmark that has no baseline or an incomparable one (default: "
-        "ini infperf_require_baseline)",
-    )
-    add(
-        "--perf-progress",
-        dest="perf_progress",
-        default="auto",
-        choices=("auto", "lines", "off"),
-        help="a line per benchmark as it completes: auto (when the output is not a terminal, "
-        "as in CI logs, or with -v), lines, off (default auto)",
-    )
+    for flag, kwargs in SESSION_FLAGS:
+        add(flag, dest=flag[2:].replace("-", "_"), **kwargs)
     # The per-benchmark options' flags, from the options table (their help and defaults are
     # the table's; their values go through the option's own parser).
     for spec in _options.FLAG_OPTIONS:

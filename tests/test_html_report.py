@@ -57,3 +57,35 @@ def test_the_heading_names_only_what_varies() -> None:
     assert count == 1
     assert "Scaling: latency vs sequence length<" in text
     assert "framework tax" not in text
+
+
+def test_a_row_label_changed_once_shows_in_all_four_renderings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The results table exists once (report/rows.py): the terminal, the Markdown, the HTML
+    and the PR comment all take a row's "who decided" label from it."""
+    from pytest_infperf.core.names import CompareMode
+    from pytest_infperf.core.results import Comparison, Verdict, document
+    from pytest_infperf.report import comment, markdown, rows, text
+
+    from .conftest import make_result
+
+    monkeypatch.setitem(rows.DECIDED_BY, "ab", "interleaved-now")
+    cmp = Comparison(
+        Verdict.REGRESSION,
+        ratio=1.2,
+        ci_low=1.1,
+        ci_high=1.3,
+        current=0.0012,
+        baseline=0.001,
+        decided_by=CompareMode.AB,
+    )
+    result = make_result([0.0012] * 20, comparison=cmp)
+    doc = document([result], {"key": "k"}, None)
+    rendered = {
+        "terminal": "\n".join(text.summary_lines([result])),
+        "markdown": markdown.render([result]),
+        "html": html.build(doc, None, [])[0],
+        "comment": comment.body(doc)[0],
+    }
+    assert {k for k, v in rendered.items() if "interleaved-now" not in v} == set()

@@ -410,12 +410,23 @@ def _baselines(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="infperf", description="pytest-infperf: baselines, comparisons and reports."
+def _common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument(
+        "--dir",
+        default="baselines",
+        help="baselines folder, relative to the repository (default baselines)",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    p.add_argument("--repo", default=".", help="path inside the repository (default .)")
+    p.add_argument(
+        "--env",
+        default=None,
+        help="environment key (default: this machine's, else the most used)",
+    )
+    return p
 
+
+def _add_baselines(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """infperf baselines pull|push."""
     from ..store import data_branch as branch
 
     bl = sub.add_parser(
@@ -465,27 +476,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bl.set_defaults(func=_baselines)
 
-    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument(
-            "--dir",
-            default="baselines",
-            help="baselines folder, relative to the repository (default baselines)",
-        )
-        p.add_argument("--repo", default=".", help="path inside the repository (default .)")
-        p.add_argument(
-            "--env",
-            default=None,
-            help="environment key (default: this machine's, else the most used)",
-        )
-        return p
 
-    common(sub.add_parser("list", help="stored baselines by environment and commit")).set_defaults(
+def _add_reading(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """infperf list, show and compare."""
+    _common(sub.add_parser("list", help="stored baselines by environment and commit")).set_defaults(
         func=_list
     )
-    show = common(sub.add_parser("show", help="one commit's (or JSON file's) benchmarks"))
+    show = _common(sub.add_parser("show", help="one commit's (or JSON file's) benchmarks"))
     show.add_argument("commit", help="sha, prefix, ref, or a results/baseline JSON file")
     show.set_defaults(func=_show)
-    cmp = common(sub.add_parser("compare", help="B against baseline A; exit 1 on regression"))
+    cmp = _common(sub.add_parser("compare", help="B against baseline A; exit 1 on regression"))
     cmp.add_argument("a", help="baseline: commit, ref or JSON file")
     cmp.add_argument("b", help="current: commit, ref or JSON file")
     # The plugin's own parsers: a value the plugin refuses is refused here too.
@@ -501,7 +501,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
     cmp.add_argument("--markdown", help="also write a Markdown report here")
     cmp.set_defaults(func=_compare)
-    hist = common(
+
+
+def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """infperf history and report."""
+    hist = _common(
         sub.add_parser("history", help="benchmarks along first-parent history, with change points")
     )
     hist.add_argument("-k", default=None, help="only benchmarks matching (substring or glob)")
@@ -515,7 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="smallest change point reported, as a fraction (0.05)",
     )
     hist.set_defaults(func=_history)
-    rep = common(sub.add_parser("report", help="self-contained HTML report with plots"))
+    rep = _common(sub.add_parser("report", help="self-contained HTML report with plots"))
     rep.add_argument("--html", default="infperf-report.html")
     rep.add_argument("--png", default=None, help="also write the figures as PNGs here")
     rep.add_argument("--results", default=None, help="a --perf-json file (the current run)")
@@ -525,7 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("-k", default=None)
     rep.add_argument("--no-history", action="store_true")
     rep.set_defaults(func=_report)
-    prune = common(sub.add_parser("prune", help="remove old baselines safely"))
+
+
+def _add_upkeep(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """infperf prune, comment and export."""
+    prune = _common(sub.add_parser("prune", help="remove old baselines safely"))
     prune.add_argument(
         "--keep", type=int, default=None, help="newest commits to keep per environment"
     )
@@ -547,11 +555,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="also append notable=true|false to $GITHUB_OUTPUT (post a new comment only then)",
     )
     com.set_defaults(func=_comment)
-    exp = common(sub.add_parser("export", help="results for github-action-benchmark or Bencher"))
+    exp = _common(sub.add_parser("export", help="results for github-action-benchmark or Bencher"))
     exp.add_argument("results", help="commit, ref or JSON file")
     exp.add_argument("--format", required=True, choices=("github-action-benchmark", "bencher"))
     exp.add_argument("-o", "--output", default=None)
     exp.set_defaults(func=_export)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="infperf", description="pytest-infperf: baselines, comparisons and reports."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_baselines, _add_reading, _add_history, _add_upkeep):
+        add(sub)
     return parser
 
 

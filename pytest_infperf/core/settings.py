@@ -135,8 +135,8 @@ def _switch(config: pytest.Config, dest: str, ini: str) -> bool:
         ) from None
 
 
-def from_config(config: pytest.Config) -> Settings:
-    """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``."""
+def _bench_layer(config: pytest.Config) -> dict[str, Any]:
+    """The per-benchmark options set for the whole run: ini keys, then --perf-* flags."""
     ini_values: dict[str, Any] = {}
     for spec in _options.INI_OPTIONS:
         text = _ini(config, _options.ini_name(spec.name))
@@ -155,7 +155,11 @@ def from_config(config: pytest.Config) -> Settings:
     except _options.OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
 
-    rootdir = Path(str(config.rootpath))
+    return layer
+
+
+def _paths(config: pytest.Config, rootdir: Path) -> tuple[Path, Path | None]:
+    """The baselines folder and the results JSON path."""
     cli_baselines = config.getoption("perf_baselines")
     ini_baselines = _ini(config, "infperf_baselines")
     if cli_baselines:
@@ -169,7 +173,11 @@ def from_config(config: pytest.Config) -> Settings:
         json_path = Path(config.getoption("perf_json")).expanduser().absolute()
     elif _ini(config, "infperf_json"):
         json_path = rootdir / Path(_ini(config, "infperf_json")).expanduser()
-    md = config.getoption("perf_markdown")
+    return baselines, json_path
+
+
+def _gpus(config: pytest.Config) -> tuple[str, ...] | None:
+    """infperf_gpus: the GPUs xdist workers are pinned to."""
     gpus_text = _ini(config, "infperf_gpus")
     gpus: tuple[str, ...] | None = None
     if gpus_text:
@@ -180,16 +188,11 @@ def from_config(config: pytest.Config) -> Settings:
                 f"infperf_gpus = {gpus_text!r}: {bad[0]!r} is not a GPU index or UUID; "
                 "expected e.g. '0,1' or 'GPU-2f1c8b4e-...'"
             )
-    drift_guard = (_ini(config, "infperf_drift_guard") or "adjust").lower()
-    if drift_guard not in ("adjust", "warn", "off"):
-        raise pytest.UsageError(
-            f"infperf_drift_guard = {drift_guard!r}: expected one of adjust, warn, off"
-        )
-    settle = config.getoption("perf_settle") or _ini(config, "infperf_settle").lower() or "auto"
-    if settle not in SETTLE_CHOICES:
-        raise pytest.UsageError(
-            f"infperf_settle = {settle!r}: expected one of {', '.join(SETTLE_CHOICES)}"
-        )
+    return gpus
+
+
+def _numbers(config: pytest.Config) -> tuple[float, float]:
+    """The drift limit and the run's alpha."""
     limit_text = _ini(config, "infperf_drift_limit") or SESSION_INI["infperf_drift_limit"][1]
     try:
         drift_limit = float(limit_text)
@@ -213,6 +216,27 @@ def from_config(config: pytest.Config) -> Settings:
             f"--perf-run-alpha / infperf_run_alpha = {run_alpha_text!r}: expected a number in "
             "(0, 0.5), e.g. 0.01 (one run in a hundred with nothing changed may fail)"
         ) from None
+    return drift_limit, run_alpha
+
+
+def from_config(config: pytest.Config) -> Settings:
+    """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``."""
+    layer = _bench_layer(config)
+    rootdir = Path(str(config.rootpath))
+    baselines, json_path = _paths(config, rootdir)
+    md = config.getoption("perf_markdown")
+    gpus = _gpus(config)
+    drift_guard = (_ini(config, "infperf_drift_guard") or "adjust").lower()
+    if drift_guard not in ("adjust", "warn", "off"):
+        raise pytest.UsageError(
+            f"infperf_drift_guard = {drift_guard!r}: expected one of adjust, warn, off"
+        )
+    settle = config.getoption("perf_settle") or _ini(config, "infperf_settle").lower() or "auto"
+    if settle not in SETTLE_CHOICES:
+        raise pytest.UsageError(
+            f"infperf_settle = {settle!r}: expected one of {', '.join(SETTLE_CHOICES)}"
+        )
+    drift_limit, run_alpha = _numbers(config)
     compare = config.getoption("perf_compare")
     ab = config.getoption("perf_ab")
     if compare is not None and not compare.strip():

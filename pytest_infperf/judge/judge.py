@@ -175,7 +175,7 @@ class Judge:
         c = dataclasses.replace(c, decided_by=CompareMode.STORED, detectable=_detectable_stored(c))
         # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
         if self.policy.drift_guard == "adjust" and not runs_on_gpu(current.env):
-            c = self._drift_guarded(c, current, baseline, opts)
+            c = _drift_guarded(c, current, baseline, self.policy.drift_limit)
         return c
 
     def stored(
@@ -270,49 +270,6 @@ class Judge:
         worst = min(parts.values(), key=lambda c: (_RANK[c.verdict], -(c.ratio or 0.0)))
         return dataclasses.replace(worst, alpha=opts.alpha, parts=dict(parts))
 
-    def _drift_guarded(
-        self, c: Comparison, current: Observation, base: Observation, opts: BenchOptions
-    ) -> Comparison:
-        """Raise the bar by how much slower or faster the machine itself ran than during
-        the baseline's measurement; beyond the drift limit, withhold a decided verdict."""
-        factors = speed_factors(current.reference, base.reference)
-        if factors is None or c.metric == "memory" or c.ci_low is None or c.ci_high is None:
-            return c
-        slower, faster = factors
-        low, high = c.ci_low, c.ci_high
-        if c.metric == "throughput":  # judge on the latency orientation
-            low, high = 1.0 / high, 1.0 / low
-        plain = c.verdict
-        guarded = _cmp.classify(low, high, c.threshold, slower, faster)
-        moved = max(slower, faster)
-        limit = self.policy.drift_limit
-        speed = {"slower": round(slower, 4), "faster": round(faster, 4)}
-        decided = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-        if moved > 1.0 + limit and (plain in decided or guarded in decided):
-            way = "slower" if slower >= faster else "faster"
-            note = (
-                f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
-                f"{way} than during the baseline's measurement (reference probes), beyond "
-                f"infperf_drift_limit={limit:g}: a stored baseline cannot be trusted now"
-            )
-            return dataclasses.replace(
-                c,
-                verdict=Verdict.INCONCLUSIVE,
-                reason=Reason.DRIFT_WITHHELD,
-                note=note,
-                machine_speed=speed,
-            )
-        if guarded is not plain:
-            note = (
-                f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
-                f"x{faster:.3f} faster than at the baseline (reference probes), which "
-                "explains the change"
-            )
-            return dataclasses.replace(
-                c, verdict=guarded, reason=Reason.DRIFT_EXPLAINS, note=note, machine_speed=speed
-            )
-        return dataclasses.replace(c, machine_speed=speed)
-
     def remeasured(self, first: Comparison, last: Comparison) -> Comparison:
         """The verdict on fresh samples after a flagged first pass, which it replaces. The
         first pass only screens; the fresh samples are what is tested, and a regression
@@ -348,57 +305,10 @@ class Judge:
         generation benchmark the worst part decides (:meth:`combined`). ``head``/``base``:
         each metric's samples per side ("median": the time per call). A/B judges the median
         latency whatever ``metric`` says, or a generation's TTFT and TPOT."""
-        parts: dict[str, Comparison] = {}
-        for metric, verdict in look.verdicts.items():
-            blank = dataclasses.replace(_blank(opts, origin), metric=Metric(metric))
-            current = Observation(head.get(metric, [])).figure(metric)
-            baseline = Observation(base.get(metric, [])).figure(metric)
-            if env_diff:
-                parts[metric] = dataclasses.replace(
-                    blank,
-                    verdict=Verdict.INCOMPARABLE,
-                    reason=Reason.ENVIRONMENT,
-                    env_diff=dict(env_diff),
-                    current=current,
-                    baseline=baseline,
-                )
-                continue
-            est = look.pooled[metric]
-            reason, note = None, None
-            if verdict is Verdict.INCONCLUSIVE:
-                reason = Reason.FUTILITY if look.why == "futility" else Reason.INTERVAL_WIDE
-                if metric in look.held_back:
-                    reason = Reason.MULTIPLICITY
-                    note = f"a regression by its interval, not claimed: {look.held_back[metric]}"
-            extra = {
-                **(details or {}),
-                "samples": [len(head.get(metric, [])), len(base.get(metric, []))],
-                "tau": round(est.tau, 5),
-                "tau_data": round(est.tau_data, 5),
-                "p_no_slower": look.p_zero[metric],
-                "alpha_at_look": look.alpha,
-                "stopped": look.why,
-            }
-            parts[metric] = dataclasses.replace(
-                blank,
-                verdict=verdict,
-                ratio=math.exp(est.estimate),
-                ci_low=math.exp(est.lower(look.alpha)),
-                ci_high=math.exp(est.upper(look.alpha)),
-                ci_level=1.0 - 2.0 * look.alpha,
-                p_value=look.p_threshold[metric],
-                n=look.k,
-                n_baseline=look.k,
-                unit="process pairs",
-                reason=reason,
-                note=note,
-                current=current,
-                baseline=baseline,
-                decided_by=CompareMode.AB,
-                process_pairs=look.k,
-                detectable=_pool.detectable_effect(est.se, opts.threshold, opts.alpha),
-                details=extra,
-            )
+        parts = {
+            metric: _interleaved_part(look, metric, head, base, opts, origin, details, env_diff)
+            for metric in look.verdicts
+        }
         if len(parts) == 1 and "median" in parts:
             c = parts["median"]
             if opts.metric not in ("median",):
@@ -439,6 +349,111 @@ class Judge:
             reason=Reason.NOT_IN_BASELINE,
             note="not in the base commit",
         )
+
+
+def _drift_guarded(
+    c: Comparison, current: Observation, base: Observation, limit: float
+) -> Comparison:
+    """Raise the bar by how much slower or faster the machine itself ran than during
+    the baseline's measurement; beyond the drift limit, withhold a decided verdict."""
+    factors = speed_factors(current.reference, base.reference)
+    if factors is None or c.metric == "memory" or c.ci_low is None or c.ci_high is None:
+        return c
+    slower, faster = factors
+    low, high = c.ci_low, c.ci_high
+    if c.metric == "throughput":  # judge on the latency orientation
+        low, high = 1.0 / high, 1.0 / low
+    plain = c.verdict
+    guarded = _cmp.classify(low, high, c.threshold, slower, faster)
+    moved = max(slower, faster)
+    speed = {"slower": round(slower, 4), "faster": round(faster, 4)}
+    decided = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+    if moved > 1.0 + limit and (plain in decided or guarded in decided):
+        way = "slower" if slower >= faster else "faster"
+        note = (
+            f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
+            f"{way} than during the baseline's measurement (reference probes), beyond "
+            f"infperf_drift_limit={limit:g}: a stored baseline cannot be trusted now"
+        )
+        return dataclasses.replace(
+            c,
+            verdict=Verdict.INCONCLUSIVE,
+            reason=Reason.DRIFT_WITHHELD,
+            note=note,
+            machine_speed=speed,
+        )
+    if guarded is not plain:
+        note = (
+            f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
+            f"x{faster:.3f} faster than at the baseline (reference probes), which "
+            "explains the change"
+        )
+        return dataclasses.replace(
+            c, verdict=guarded, reason=Reason.DRIFT_EXPLAINS, note=note, machine_speed=speed
+        )
+    return dataclasses.replace(c, machine_speed=speed)
+
+
+def _interleaved_part(
+    look: Look,
+    metric: str,
+    head: Mapping[str, Sequence[float]],
+    base: Mapping[str, Sequence[float]],
+    opts: BenchOptions,
+    origin: Origin,
+    details: Mapping[str, Any] | None,
+    env_diff: Mapping[str, list[Any]] | None,
+) -> Comparison:
+    """One judged metric of an interleaved run (see :meth:`Judge.interleaved`)."""
+    verdict = look.verdicts[metric]
+    blank = dataclasses.replace(_blank(opts, origin), metric=Metric(metric))
+    current = Observation(head.get(metric, [])).figure(metric)
+    baseline = Observation(base.get(metric, [])).figure(metric)
+    if env_diff:
+        return dataclasses.replace(
+            blank,
+            verdict=Verdict.INCOMPARABLE,
+            reason=Reason.ENVIRONMENT,
+            env_diff=dict(env_diff),
+            current=current,
+            baseline=baseline,
+        )
+    est = look.pooled[metric]
+    reason, note = None, None
+    if verdict is Verdict.INCONCLUSIVE:
+        reason = Reason.FUTILITY if look.why == "futility" else Reason.INTERVAL_WIDE
+        if metric in look.held_back:
+            reason = Reason.MULTIPLICITY
+            note = f"a regression by its interval, not claimed: {look.held_back[metric]}"
+    extra = {
+        **(details or {}),
+        "samples": [len(head.get(metric, [])), len(base.get(metric, []))],
+        "tau": round(est.tau, 5),
+        "tau_data": round(est.tau_data, 5),
+        "p_no_slower": look.p_zero[metric],
+        "alpha_at_look": look.alpha,
+        "stopped": look.why,
+    }
+    return dataclasses.replace(
+        blank,
+        verdict=verdict,
+        ratio=math.exp(est.estimate),
+        ci_low=math.exp(est.lower(look.alpha)),
+        ci_high=math.exp(est.upper(look.alpha)),
+        ci_level=1.0 - 2.0 * look.alpha,
+        p_value=look.p_threshold[metric],
+        n=look.k,
+        n_baseline=look.k,
+        unit="process pairs",
+        reason=reason,
+        note=note,
+        current=current,
+        baseline=baseline,
+        decided_by=CompareMode.AB,
+        process_pairs=look.k,
+        detectable=_pool.detectable_effect(est.se, opts.threshold, opts.alpha),
+        details=extra,
+    )
 
 
 def cannot_guard(c: Comparison) -> bool:

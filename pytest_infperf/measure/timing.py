@@ -388,6 +388,33 @@ def measure(
     )
 
 
+def _stop_reason(
+    n: int, elapsed: float, rel: float, opts: BenchOptions, min_time_ns: float
+) -> str | None:
+    """Why sampling stops after ``n`` samples (None: it goes on)."""
+    if n >= opts.max_rounds:
+        return "max_rounds"
+    if n < opts.rounds:
+        return None
+    if rel <= opts.precision and elapsed >= min_time_ns:
+        return "precision"
+    if elapsed >= opts.max_time * 1e9:
+        return "max_time"
+    return None
+
+
+def _next_target(n: int, elapsed: float, rel: float, opts: BenchOptions, min_time_ns: float) -> int:
+    """The next checkpoint: grow by a quarter, but not past the time budget, and land on
+    min_time when precision is already there."""
+    rounds, max_time_ns = opts.rounds, opts.max_time * 1e9
+    per_sample = elapsed / n
+    by_time = int((max_time_ns - elapsed) / per_sample) if per_sample > 0 else n
+    step = max(1, min(max(n // 4, 5), by_time)) if n >= rounds else rounds - n
+    if n >= rounds and rel <= opts.precision and per_sample > 0:
+        step = max(1, min(step, int((min_time_ns - elapsed) / per_sample) + 1))
+    return min(opts.max_rounds, n + step)
+
+
 def _measure(
     sampler: Sampler,
     opts: BenchOptions,
@@ -404,9 +431,7 @@ def _measure(
 
     # --- timed samples ----------------------------------------------------------------
     rounds, max_rounds = opts.rounds, opts.max_rounds
-    max_time_ns = opts.max_time * 1e9
     min_time_ns = min_time * 1e9
-    precision = opts.precision
     out = [0] * max_rounds  # preallocated: the loop only stores
     n = 0
     target = rounds
@@ -434,25 +459,13 @@ def _measure(
                 probes.append(probe())
             sampler.checkpoint()
             probe_ns += pc() - t_probe
-            if n >= max_rounds:
-                reason = "max_rounds"
-                break
-            if n >= rounds:
+            if n >= rounds and n < max_rounds:
                 rel = ci_rel_halfwidth(out[:n])
-                if rel <= precision and elapsed >= min_time_ns:
-                    reason = "precision"
-                    break
-                if elapsed >= max_time_ns:
-                    reason = "max_time"
-                    break
-            # Next checkpoint: grow by a quarter, but not past the time budget, and land
-            # on min_time when precision is already there.
-            per_sample = elapsed / n
-            by_time = int((max_time_ns - elapsed) / per_sample) if per_sample > 0 else n
-            step = max(1, min(max(n // 4, 5), by_time)) if n >= rounds else rounds - n
-            if n >= rounds and rel <= precision and per_sample > 0:
-                step = max(1, min(step, int((min_time_ns - elapsed) / per_sample) + 1))
-            target = min(max_rounds, n + step)
+            stop = _stop_reason(n, elapsed, rel, opts, min_time_ns)
+            if stop is not None:
+                reason = stop
+                break
+            target = _next_target(n, elapsed, rel, opts, min_time_ns)
     wall = pc() - start
     cpu = time.process_time() - cpu_start
     elapsed = wall - probe_ns

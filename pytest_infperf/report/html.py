@@ -262,6 +262,47 @@ def _series_colors(n: int) -> list[Any]:
 REGIME_COLORS = {"framework-bound": "#e67e22", "compute-bound": "#27ae60"}
 
 
+def _throughput_panel(
+    ax2: Any, by_seq: dict[Any, list[tuple[float, float, dict[str, Any]]]], tips: dict[str, str]
+) -> None:
+    """Throughput against batch size per sequence length, the framework-tax regimes shaded
+    and the host-bound ratio written beside each point; hover texts go into ``tips``."""
+    shaded = False
+    series3 = sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0))
+    for (seq, pts3), color in zip(series3, _series_colors(len(series3)), strict=True):
+        pts3.sort(key=lambda p: p[0])
+        ax2.plot(
+            [p[0] for p in pts3],
+            [p[1] for p in pts3],
+            marker="o",
+            color=color,
+            label=f"seq {seq}" if seq is not None else "throughput",
+        )
+        for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
+            regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
+            if regime in REGIME_COLORS:
+                ax2.axvspan(b0, b1, color=REGIME_COLORS[regime], alpha=0.08)
+                shaded = True
+        for b, tp, e in pts3:
+            ratio = (e.get("extra") or {}).get("host_bound_ratio")
+            if ratio is not None:
+                ax2.annotate(f"host {ratio:.2f}", (b, tp), fontsize=6)
+            gid = f"sweep-{len(tips)}"
+            ax2.plot([b], [tp], "o", markersize=6, alpha=0, gid=gid)  # the hover target
+            tips[gid] = (
+                f"{_label(e['nodeid'])}\nmedian {fmt_time(e['stats']['median'])}, "
+                f"{tp:,.0f} items/s" + (f", host-bound ratio {ratio:.2f}" if ratio else "")
+            )
+    ax2.set_xscale("log", base=2)
+    regimes = " (shaded orange: framework-bound, green: compute-bound)" if shaded else ""
+    ax2.set_xlabel(f"batch size{regimes}")
+    ax2.set_ylabel("throughput (items/s)")
+    ax2.set_title("throughput vs batch size", fontsize=8)
+    if len(series3) > 1:
+        ax2.legend(fontsize=6)
+    ax2.grid(alpha=0.3)
+
+
 def scaling_figure(label: str, entries: list[dict[str, Any]], png: bool = False) -> Plot:
     """Latency against sequence length (or batch size), and throughput against batch size
     with the framework-tax regimes shaded: each panel only where its axis varies (a sweep
@@ -313,41 +354,7 @@ def scaling_figure(label: str, entries: list[dict[str, Any]], png: bool = False)
     ax1.set_ylabel("median latency (ms)")
     ax1.grid(alpha=0.3)
     if batches_vary:
-        ax2 = axes[-1]
-        shaded = False
-        series3 = sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0))
-        for (seq, pts3), color in zip(series3, _series_colors(len(series3)), strict=True):
-            pts3.sort(key=lambda p: p[0])
-            ax2.plot(
-                [p[0] for p in pts3],
-                [p[1] for p in pts3],
-                marker="o",
-                color=color,
-                label=f"seq {seq}" if seq is not None else "throughput",
-            )
-            for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
-                regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
-                if regime in REGIME_COLORS:
-                    ax2.axvspan(b0, b1, color=REGIME_COLORS[regime], alpha=0.08)
-                    shaded = True
-            for b, tp, e in pts3:
-                ratio = (e.get("extra") or {}).get("host_bound_ratio")
-                if ratio is not None:
-                    ax2.annotate(f"host {ratio:.2f}", (b, tp), fontsize=6)
-                gid = f"sweep-{len(tips)}"
-                ax2.plot([b], [tp], "o", markersize=6, alpha=0, gid=gid)  # the hover target
-                tips[gid] = (
-                    f"{_label(e['nodeid'])}\nmedian {fmt_time(e['stats']['median'])}, "
-                    f"{tp:,.0f} items/s" + (f", host-bound ratio {ratio:.2f}" if ratio else "")
-                )
-        ax2.set_xscale("log", base=2)
-        regimes = " (shaded orange: framework-bound, green: compute-bound)" if shaded else ""
-        ax2.set_xlabel(f"batch size{regimes}")
-        ax2.set_ylabel("throughput (items/s)")
-        ax2.set_title("throughput vs batch size", fontsize=8)
-        if len(series3) > 1:
-            ax2.legend(fontsize=6)
-        ax2.grid(alpha=0.3)
+        _throughput_panel(axes[-1], by_seq, tips)
     fig.suptitle(label, fontsize=9)
     return _render(fig, tips, png)
 
@@ -575,6 +582,35 @@ def _generation_table(results: dict[str, Any]) -> list[str]:
     return out
 
 
+def _results_table(results: dict[str, Any]) -> list[str]:
+    """The results table's HTML, from the report model's rows (report/rows.py)."""
+    parts: list[str] = []
+    # The figures a verdict was computed from (Comparison.current/baseline: a settled
+    # verdict's come from the interleaved run, not from this run's first pass).
+    parts.append(
+        "<table><tr><th>benchmark</th><th>backend</th><th>now</th><th>baseline</th>"
+        "<th>ratio [CI]</th><th>n now/base</th><th>verdict</th><th>by</th>"
+        "<th>would catch</th></tr>"
+    )
+    for key, e in sorted(iter_entries(results)):
+        raw = e.get("comparison")
+        cmp = Comparison.from_json(raw) if raw else None
+        row_ = result_row(_label(key), e["backend"], e["stats"].get("median"), cmp)
+        cells = [row_.name, row_.backend, row_.now]
+        if cmp is None:
+            cells += ["-", "-", "-", "", "-", "-"]
+        else:
+            cells += [row_.baseline, fmt_ratio(cmp), row_.n]
+            cells += [cmp.verdict.value, row_.decided_by, row_.catch]
+        cls = " class='regression'" if cmp is not None and cmp.verdict.value == "regression" else ""
+        row = "".join(
+            f"<td{cls if i == 6 else ''}>{html.escape(str(v))}</td>" for i, v in enumerate(cells)
+        )
+        parts.append(f"<tr>{row}</tr>")
+    parts.append("</table>")
+    return parts
+
+
 def _html(
     title: str,
     results: dict[str, Any] | None,
@@ -602,34 +638,7 @@ def _html(
             f"<p>Commit <code>{html.escape(str(commit)[:10])}</code>, environment "
             f"<code>{html.escape(str(env))}</code>.</p>"
         )
-        # The figures a verdict was computed from (Comparison.current/baseline: a settled
-        # verdict's come from the interleaved run, not from this run's first pass).
-        parts.append(
-            "<table><tr><th>benchmark</th><th>backend</th><th>now</th><th>baseline</th>"
-            "<th>ratio [CI]</th><th>n now/base</th><th>verdict</th><th>by</th>"
-            "<th>would catch</th></tr>"
-        )
-        for key, e in sorted(iter_entries(results)):
-            raw = e.get("comparison")
-            cmp = Comparison.from_json(raw) if raw else None
-            row_ = result_row(_label(key), e["backend"], e["stats"].get("median"), cmp)
-            cells = [row_.name, row_.backend, row_.now]
-            if cmp is None:
-                cells += ["-", "-", "-", "", "-", "-"]
-            else:
-                cells += [row_.baseline, fmt_ratio(cmp), row_.n]
-                cells += [cmp.verdict.value, row_.decided_by, row_.catch]
-            cls = (
-                " class='regression'"
-                if cmp is not None and cmp.verdict.value == "regression"
-                else ""
-            )
-            row = "".join(
-                f"<td{cls if i == 6 else ''}>{html.escape(str(v))}</td>"
-                for i, v in enumerate(cells)
-            )
-            parts.append(f"<tr>{row}</tr>")
-        parts.append("</table>")
+        parts += _results_table(results)
         parts += _generation_table(results)
     if changes:
         parts.append(

@@ -26,6 +26,7 @@ from ..core.settings import Settings
 # (about 10 ms of dataclass and regex set-up, a fifth of the 50 ms budget).
 if TYPE_CHECKING:
     from ..judge.accept import AcceptRule
+    from ..store.baselines import BaselineStore
     from ..store.git import CommitInfo
     from ..store.resolve import BaselineSource
 
@@ -175,7 +176,7 @@ class RunContext:
     def missing_cause(self) -> str:
         """Why a --perf-compare compared nothing, as precisely as the store can tell."""
         from ..measure import environment
-        from ..store.baselines import BaselineFileError, BaselineStore
+        from ..store.baselines import BaselineStore
 
         s, source = self.settings, self.source
         store = BaselineStore(s.baselines, s.max_baseline_bytes)
@@ -200,18 +201,7 @@ class RunContext:
                 f"environment: {environment.describe_diff(source.env_diff)}"
             )
         if self.env_key not in keys:
-            best, best_diff = "", dict[str, list[Any]]()
-            for key in keys:
-                commits = store.commits(key)
-                try:
-                    doc = store.load(store.path_for(key, commits[-1])) if commits else None
-                except BaselineFileError:
-                    doc = None
-                if doc is None:
-                    continue
-                diff = environment.diff(self.hard or {}, doc["environment"].get("hard", {}))
-                if not best or len(diff) < len(best_diff):
-                    best, best_diff = key, diff
+            best, best_diff = _nearest_environment(store, keys, self.hard or {})
             return (
                 f"no baseline for this machine's environment {self.env_key}; the nearest "
                 f"environment with baselines is {best} ({len(store.commits(best))} commits), "
@@ -287,3 +277,26 @@ class RunContext:
             warnings=list(data.get("warnings") or []),
             accept=[AcceptRule(**rule) for rule in data.get("accept") or []],
         )
+
+
+def _nearest_environment(
+    store: BaselineStore, keys: list[str], hard: dict[str, Any]
+) -> tuple[str, dict[str, list[Any]]]:
+    """The stored environment whose newest baseline differs from ``hard`` in the fewest
+    hard fields, and that difference."""
+    from ..measure import environment
+    from ..store.baselines import BaselineFileError
+
+    best, best_diff = "", dict[str, list[Any]]()
+    for key in keys:
+        commits = store.commits(key)
+        try:
+            doc = store.load(store.path_for(key, commits[-1])) if commits else None
+        except BaselineFileError:
+            doc = None
+        if doc is None:
+            continue
+        diff = environment.diff(hard, doc["environment"].get("hard", {}))
+        if not best or len(diff) < len(best_diff):
+            best, best_diff = key, diff
+    return best, best_diff

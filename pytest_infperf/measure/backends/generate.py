@@ -182,16 +182,8 @@ def _input_ids(inputs: Any, torch: Any) -> Any:
     )
 
 
-def prepare(
-    model: Any,
-    inputs: Any,
-    max_new_tokens: Any,
-    generate_kwargs: Mapping[str, Any] | None,
-    opts: BenchOptions,
-) -> Prepared:
-    """A generation benchmark of ``model.generate`` on ``inputs``."""
-    torch = require("torch")
-    require("transformers")
+def _check_arguments(model: Any, max_new_tokens: Any, extra: dict[str, Any], torch: Any) -> None:
+    """A clear error for what cannot be a generation benchmark."""
     if not callable(getattr(model, "generate", None)) or not isinstance(model, torch.nn.Module):
         raise BackendError(
             f"infer_bench.generate() needs a transformers model with .generate() (a "
@@ -205,7 +197,6 @@ def prepare(
             f"max_new_tokens={max_new_tokens}: at least 2 tokens are needed, since time per "
             "output token is measured between tokens"
         )
-    extra = dict(generate_kwargs or {})
     fixed = {"max_new_tokens", "min_new_tokens", "do_sample", "num_beams", "stopping_criteria"}
     clash = sorted(fixed & set(extra))
     if clash:
@@ -213,6 +204,39 @@ def prepare(
             f"generate_kwargs may not set {', '.join(clash)}: a generation benchmark is greedy "
             "with a fixed output length (max_new_tokens=) so that two runs do the same work"
         )
+
+
+def _generate_kwargs(model: Any, max_new_tokens: int, extra: dict[str, Any]) -> dict[str, Any]:
+    """Greedy decoding of exactly ``max_new_tokens``, plus the caller's own arguments (a
+    pad token is set in ``extra`` where the model has none)."""
+    kwargs: dict[str, Any] = {
+        "max_new_tokens": max_new_tokens,
+        "min_new_tokens": max_new_tokens,
+        "do_sample": False,
+        "num_beams": 1,
+    }
+    config = getattr(model, "generation_config", None)
+    if getattr(config, "pad_token_id", None) is None and "pad_token_id" not in extra:
+        # Without one, generate() warns on every call that it sets pad = eos.
+        eos = getattr(config, "eos_token_id", None)
+        eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
+        extra["pad_token_id"] = eos if isinstance(eos, int) else 0
+    kwargs.update(extra)
+    return kwargs
+
+
+def prepare(
+    model: Any,
+    inputs: Any,
+    max_new_tokens: Any,
+    generate_kwargs: Mapping[str, Any] | None,
+    opts: BenchOptions,
+) -> Prepared:
+    """A generation benchmark of ``model.generate`` on ``inputs``."""
+    torch = require("torch")
+    require("transformers")
+    extra = dict(generate_kwargs or {})
+    _check_arguments(model, max_new_tokens, extra, torch)
     ids = _input_ids(inputs, torch)
     if ids.dim() != 2:
         raise BackendError(
@@ -230,19 +254,7 @@ def prepare(
     feed = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in feed.items()}
     if "attention_mask" not in feed:
         feed["attention_mask"] = torch.ones_like(feed["input_ids"])
-    kwargs: dict[str, Any] = {
-        "max_new_tokens": max_new_tokens,
-        "min_new_tokens": max_new_tokens,
-        "do_sample": False,
-        "num_beams": 1,
-    }
-    config = getattr(model, "generation_config", None)
-    if getattr(config, "pad_token_id", None) is None and "pad_token_id" not in extra:
-        # Without one, generate() warns on every call that it sets pad = eos.
-        eos = getattr(config, "eos_token_id", None)
-        eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
-        extra["pad_token_id"] = eos if isinstance(eos, int) else 0
-    kwargs.update(extra)
+    kwargs = _generate_kwargs(model, max_new_tokens, extra)
     close = set_threads(torch, opts)
     # torch.compile(model), model.compile(), or the common model.forward = torch.compile(...)
     compiled = is_compiled(model) or is_compiled(getattr(model, "forward", None))

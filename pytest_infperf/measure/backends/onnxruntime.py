@@ -321,6 +321,55 @@ def _feeds(session: Any, inputs: Any) -> dict[str, Any]:
     return out
 
 
+def _sampler(
+    session: Any, feeds: dict[str, Any], ort: Any, io_binding: bool, device_id: int | None
+) -> _OrtSampler:
+    """The timed call: bound device buffers (IOBinding) or numpy feeds. ``device_id``: the
+    GPU the CUDA provider runs on (None: the CPU)."""
+    if io_binding:
+        device = "cuda" if device_id is not None else "cpu"
+        binding = session.io_binding()
+        # Inputs copied to the device once, here; outputs allocated on the device by ORT,
+        # on the GPU the provider runs on (device_id), not always GPU 0.
+        keep = []
+        for name, arr in feeds.items():
+            value = ort.OrtValue.ortvalue_from_numpy(arr, device, device_id or 0)
+            keep.append(value)
+            binding.bind_ortvalue_input(name, value)
+        for output in session.get_outputs():
+            binding.bind_output(output.name, device, device_id or 0)
+        run_with = session.run_with_iobinding
+
+        def fn() -> Any:
+            run_with(binding)
+            return binding
+
+        def call() -> Any:
+            run_with(binding)
+            return binding.get_outputs()
+
+        return _OrtSampler(fn, call, keep, device_id)
+    else:
+        run = session.run
+
+        def fn() -> Any:
+            return run(None, feeds)
+
+        return _OrtSampler(fn, fn, [], device_id)
+
+
+def _check_cuda_graph(on_cuda: bool, cuda_opts: dict[str, Any], io_binding: bool) -> None:
+    """cuda_graph=True is refused where the session cannot replay graphs."""
+    if on_cuda and str(cuda_opts.get("enable_cuda_graph", "0")) != "1":
+        raise BackendError(
+            "cuda_graph=True, but the CUDA execution provider reports enable_cuda_graph="
+            f"{cuda_opts.get('enable_cuda_graph')!r}: for a session you created, pass "
+            "providers=[('CUDAExecutionProvider', {'enable_cuda_graph': '1'})] yourself"
+        )
+    if not io_binding:
+        raise BackendError("ORT CUDA graphs need io_binding=True (fixed device buffers)")
+
+
 def _prepare(
     session: Any,
     inputs: Any,
@@ -351,45 +400,10 @@ def _prepare(
     cuda_opts = provider_options.get(CUDA, {}) if on_cuda else {}
     cuda_graph = str(cuda_opts.get("enable_cuda_graph", "0")) == "1"
     device_id = int(cuda_opts.get("device_id", 0) or 0)
-    if opts.cuda_graph and on_cuda and not cuda_graph:
-        raise BackendError(
-            "cuda_graph=True, but the CUDA execution provider reports enable_cuda_graph="
-            f"{cuda_opts.get('enable_cuda_graph')!r}: for a session you created, pass "
-            "providers=[('CUDAExecutionProvider', {'enable_cuda_graph': '1'})] yourself"
-        )
-    if opts.cuda_graph and not io_binding:
-        raise BackendError("ORT CUDA graphs need io_binding=True (fixed device buffers)")
+    if opts.cuda_graph:
+        _check_cuda_graph(on_cuda, cuda_opts, bool(io_binding))
 
-    if io_binding:
-        device = "cuda" if on_cuda else "cpu"
-        binding = session.io_binding()
-        # Inputs copied to the device once, here; outputs allocated on the device by ORT,
-        # on the GPU the provider runs on (device_id), not always GPU 0.
-        keep = []
-        for name, arr in feeds.items():
-            value = ort.OrtValue.ortvalue_from_numpy(arr, device, device_id)
-            keep.append(value)
-            binding.bind_ortvalue_input(name, value)
-        for output in session.get_outputs():
-            binding.bind_output(output.name, device, device_id)
-        run_with = session.run_with_iobinding
-
-        def fn() -> Any:
-            run_with(binding)
-            return binding
-
-        def call() -> Any:
-            run_with(binding)
-            return binding.get_outputs()
-
-        sampler = _OrtSampler(fn, call, keep, device_id if on_cuda else None)
-    else:
-        run = session.run
-
-        def fn() -> Any:
-            return run(None, feeds)
-
-        sampler = _OrtSampler(fn, fn, [], device_id if on_cuda else None)
+    sampler = _sampler(session, feeds, ort, bool(io_binding), device_id if on_cuda else None)
 
     so = session.get_session_options()
     info: dict[str, Any] = {

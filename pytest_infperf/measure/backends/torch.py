@@ -236,19 +236,14 @@ def _capture(model: Any, inputs: Any, torch: Any) -> Callable[[], Any]:
     return replay
 
 
-def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
-    torch = require("torch")
-    warnings: list[str] = []
-    if isinstance(model, torch.nn.Module):
-        model.eval()
-    model_device, dtype = _model_device_dtype(model, torch)
-    input_tensors = _tensors(inputs, torch)
+def _target_device(torch: Any, opts: BenchOptions, model_device: Any, tensors: list[Any]) -> Any:
+    """Where the benchmark runs: the ``device`` option, else the model's, else the inputs'."""
     if opts.device:
         device = torch.device(opts.device)
     elif model_device is not None:
         device = model_device
-    elif input_tensors:
-        device = input_tensors[0].device
+    elif tensors:
+        device = tensors[0].device
     else:
         device = torch.device("cpu")
     if device.type == "cuda":
@@ -259,6 +254,60 @@ def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
             )
         if device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def _describe(
+    torch: Any, model: Any, device: Any, dtype: Any, opts: BenchOptions, compiled: bool, moved: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The backend info recorded and the fields of it that enter the environment key."""
+    info: dict[str, Any] = {
+        "torch_version": torch.__version__,
+        "device": str(device),
+        "dtype": str(dtype).replace("torch.", "") if dtype is not None else None,
+        "num_threads": torch.get_num_threads(),
+        "num_interop_threads": torch.get_num_interop_threads(),
+        "compiled": compiled,
+        "cuda_graph": bool(opts.cuda_graph),
+        "include_copies": bool(opts.include_copies),
+        "copies": "outputs to host" if opts.include_copies else None,
+        "inputs_moved_to_device": moved,
+        "model": type(model).__qualname__,
+    }
+    env: dict[str, Any] = {
+        "backend": "torch",
+        "device_type": device.type,
+        "dtype": info["dtype"],
+        "num_threads": info["num_threads"],
+        "compiled": compiled,
+        "cuda_graph": info["cuda_graph"],
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        info.update(
+            cuda_version=torch.version.cuda,
+            cudnn_version=torch.backends.cudnn.version(),
+            gpu_name=props.name,
+            cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
+            **tf32_state(torch),
+        )
+        env.update(
+            cuda_version=info["cuda_version"],
+            cudnn_version=info["cudnn_version"],
+            allow_tf32_matmul=info["allow_tf32_matmul"],
+            allow_tf32_cudnn=info["allow_tf32_cudnn"],
+        )
+    return info, env
+
+
+def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
+    torch = require("torch")
+    warnings: list[str] = []
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    model_device, dtype = _model_device_dtype(model, torch)
+    input_tensors = _tensors(inputs, torch)
+    device = _target_device(torch, opts, model_device, input_tensors)
     restore: Callable[[], None] | None = None
     if isinstance(model, torch.nn.Module) and model_device is not None and model_device != device:
         # Modules move in place: put the caller's model back where it was afterwards (a
@@ -305,42 +354,7 @@ def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
     else:
         sampler = TorchHostSampler(fn, torch, compiled)
 
-    info: dict[str, Any] = {
-        "torch_version": torch.__version__,
-        "device": str(device),
-        "dtype": str(dtype).replace("torch.", "") if dtype is not None else None,
-        "num_threads": torch.get_num_threads(),
-        "num_interop_threads": torch.get_num_interop_threads(),
-        "compiled": compiled,
-        "cuda_graph": bool(opts.cuda_graph),
-        "include_copies": bool(opts.include_copies),
-        "copies": "outputs to host" if opts.include_copies else None,
-        "inputs_moved_to_device": bool(moved),
-        "model": type(model).__qualname__,
-    }
-    env: dict[str, Any] = {
-        "backend": "torch",
-        "device_type": device.type,
-        "dtype": info["dtype"],
-        "num_threads": info["num_threads"],
-        "compiled": compiled,
-        "cuda_graph": info["cuda_graph"],
-    }
-    if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        info.update(
-            cuda_version=torch.version.cuda,
-            cudnn_version=torch.backends.cudnn.version(),
-            gpu_name=props.name,
-            cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
-            **tf32_state(torch),
-        )
-        env.update(
-            cuda_version=info["cuda_version"],
-            cudnn_version=info["cudnn_version"],
-            allow_tf32_matmul=info["allow_tf32_matmul"],
-            allow_tf32_cudnn=info["allow_tf32_cudnn"],
-        )
+    info, env = _describe(torch, model, device, dtype, opts, compiled, bool(moved))
     return Prepared(
         sampler=sampler,
         backend="torch",
