@@ -61,8 +61,15 @@ def test_ort_cuda(infer_bench, infperf_hf, feeds):
         pytest.skip("onnxruntime without CUDA (onnxruntime-gpu is not installed)")
     path = infperf_hf.onnx("bert-base-uncased")
     inputs = infperf_hf.inputs("bert-base-uncased", 1, 128, framework="np")
-    infer_bench(path, inputs, providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
-                io_binding=(feeds != "numpy"), cuda_graph=(feeds == "iobinding+graph"))
+    try:
+        infer_bench(path, inputs, providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
+                    io_binding=(feeds != "numpy"), cuda_graph=(feeds == "iobinding+graph"))
+    except Exception as exc:
+        # ORT captures a graph only when every node runs on CUDA; the exported BERT's shape
+        # arithmetic runs on the CPU (Memcpy nodes), seen on an H100 with ORT 1.31.
+        if "graph capture" not in str(exc):
+            raise
+        pytest.skip(f"ORT cannot capture this model in a CUDA graph: {exc}")
 """
 
 

@@ -159,6 +159,17 @@ SESSION_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--perf-gpu-throttle",
+        {
+            "default": None,
+            "choices": _settings.GPU_THROTTLE_CHOICES,
+            "help": "GPU blocks that ran throttled or beside another process on the GPU: "
+            "exclude: set aside, the verdict withheld past a quarter of a side's blocks; "
+            "keep: counted only; fail: any fails the test (default: ini "
+            "infperf_gpu_throttle, else exclude)",
+        },
+    ),
+    (
         "--perf-accept",
         {
             "metavar": "PATTERN",

@@ -580,3 +580,39 @@ def test_region_watch_energy_tenants_and_throttling(monkeypatch: pytest.MonkeyPa
     assert region["power_violation_s"] == 0.25
     monkeypatch.setattr(gpu, "_init", lambda: None)
     assert gpu.RegionWatch(0).result(10) == {}  # no NVML: nothing, and no error
+
+
+@needs_cuda
+def test_block_watch_sees_a_gpu_tenant_on_the_real_nvml() -> None:
+    """The real NVML path of the per-block readings: a second process computing on the GPU
+    (started here) flags the quad's last block as ``other_process``; a reading costs well
+    under a millisecond."""
+    import subprocess
+    import time
+
+    if gpu.snapshot() is None or gpu.snapshot()["source"] != "nvml":  # type: ignore[index]
+        pytest.skip("needs nvidia-ml-py")
+    import torch
+
+    torch.zeros(1, device="cuda")  # this process computes on the GPU too: not a tenant
+    watch = gpu.BlockWatch(0, set(), "exclude")
+    watch.start()
+    assert gpu.OTHER_PROCESS not in watch.block_done("head", quad_end=True)
+    code = (
+        "import torch,sys\na=torch.randn(4096,4096,device='cuda')\nprint('up',flush=True)\n"
+        "while True: a@a"
+    )
+    tenant = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert tenant.stdout is not None and tenant.stdout.readline().strip() == "up"
+        time.sleep(0.5)
+        flags = watch.block_done("base", quad_end=True)
+    finally:
+        tenant.kill()
+        tenant.wait()
+        if tenant.stdout is not None:
+            tenant.stdout.close()
+    assert gpu.OTHER_PROCESS in flags
+    record = watch.tally.to_json()
+    assert tenant.pid in record["other_processes"]
+    assert record["read_us_per_block"] < 1000

@@ -104,6 +104,10 @@ def test_class_marker_and_function_marker_merge(pytester: pytest.Pytester) -> No
         ("infperf_alpha = 0.7", "*infperf_alpha='0.7': must be a number in (0, 0.5)*"),
         ("infperf_metric = p42", "*infperf_metric='p42': unknown metric; expected one of*"),
         ("infperf_search_depth = x", "*infperf_search_depth = 'x': expected an integer*"),
+        (
+            "infperf_gpu_throttle = ignore",
+            "*infperf_gpu_throttle = 'ignore': expected one of exclude, keep, fail*",
+        ),
         ("infperf_rounds = 50\ninfperf_max_rounds = 10", "*max_rounds=10 is below rounds=50*"),
     ],
 )

@@ -77,6 +77,9 @@ class Reason(str, enum.Enum):
     NOT_IN_BASELINE = "not-in-baseline"
     BASE_ERROR = "base-error"
     ENVIRONMENT = "environment-differs"
+    #: Too many of the benchmark's GPU blocks ran throttled or beside another process on
+    #: the GPU (or, with --perf-gpu-throttle=fail, any of them did).
+    GPU_THROTTLED = "gpu-throttled"
 
     def __str__(self) -> str:
         return self.value
@@ -158,6 +161,9 @@ class Comparison:
     accepted_by: dict[str, Any] | None = None
     #: Figures particular to how it was measured (samples per side, A/B pairs and looks...).
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: A GPU benchmark's interleaved run: its blocks per side, those flagged (throttled, or
+    #: beside another process on the GPU) and set aside, and why (``BlockTally.to_json``).
+    gpu_blocks: dict[str, Any] | None = None
     #: The failure message, when the verdict fails the test.
     message: str | None = None
     #: A generation benchmark: the verdict of each judged metric ("ttft", "tpot"); the

@@ -53,6 +53,13 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "the stored verdict stands",
         "auto",
     ),
+    "infperf_gpu_throttle": (
+        "GPU blocks that ran throttled (power, thermal, sync boost, HW slowdown) or beside "
+        "another process on the GPU: exclude (default): set aside, and the verdict withheld "
+        "when more than a quarter of a side's blocks were; keep: counted only; fail: any such "
+        "block fails the benchmark's test",
+        "exclude",
+    ),
     "infperf_drift_guard": (
         "adjust (default): probe machine speed while sampling and raise "
         "the bar for a verdict by how much slower/faster the machine ran "
@@ -63,6 +70,8 @@ SESSION_INI: dict[str, tuple[str, str]] = {
 
 #: What --perf-settle / infperf_settle accept.
 SETTLE_CHOICES = ("auto", "stored-first", "off")
+#: What --perf-gpu-throttle / infperf_gpu_throttle accept.
+GPU_THROTTLE_CHOICES = ("exclude", "keep", "fail")
 
 #: Switches, declared with pytest's own ``type="bool"`` (true/false, yes/no, 1/0).
 BOOL_INI: dict[str, str] = {
@@ -95,6 +104,8 @@ class Settings:
     ab_pythonpath: tuple[str, ...]
     drift_guard: str
     settle: str
+    #: What a throttled or shared GPU block does (GPU_THROTTLE_CHOICES).
+    gpu_throttle: str
     #: --perf-accept patterns (each maybe followed by a reason).
     accept: tuple[str, ...]
     allow_missing: bool
@@ -219,6 +230,17 @@ def _numbers(config: pytest.Config) -> tuple[float, float]:
     return drift_limit, run_alpha
 
 
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
+    """A setting with a fixed set of values: ``--perf-NAME``, else ini ``infperf_NAME``,
+    else its default (``SESSION_INI``)."""
+    ini = f"infperf_{name}"
+    value = config.getoption(f"perf_{name}") or _ini(config, ini).lower() or SESSION_INI[ini][1]
+    if value not in choices:
+        flag = "--perf-" + name.replace("_", "-")
+        raise pytest.UsageError(f"{flag} / {ini} = {value!r}: expected one of {', '.join(choices)}")
+    return value
+
+
 def from_config(config: pytest.Config) -> Settings:
     """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``."""
     layer = _bench_layer(config)
@@ -231,11 +253,8 @@ def from_config(config: pytest.Config) -> Settings:
         raise pytest.UsageError(
             f"infperf_drift_guard = {drift_guard!r}: expected one of adjust, warn, off"
         )
-    settle = config.getoption("perf_settle") or _ini(config, "infperf_settle").lower() or "auto"
-    if settle not in SETTLE_CHOICES:
-        raise pytest.UsageError(
-            f"infperf_settle = {settle!r}: expected one of {', '.join(SETTLE_CHOICES)}"
-        )
+    settle = _choice(config, "settle", SETTLE_CHOICES)
+    gpu_throttle = _choice(config, "gpu_throttle", GPU_THROTTLE_CHOICES)
     drift_limit, run_alpha = _numbers(config)
     compare = config.getoption("perf_compare")
     ab = config.getoption("perf_ab")
@@ -264,6 +283,7 @@ def from_config(config: pytest.Config) -> Settings:
         ab_pythonpath=tuple(_ini(config, "infperf_ab_pythonpath").replace(",", " ").split()),
         drift_guard=drift_guard,
         settle=settle,
+        gpu_throttle=gpu_throttle,
         accept=tuple(config.getoption("perf_accept") or ()),
         allow_missing=_switch(config, "perf_allow_missing", "infperf_allow_missing"),
         require_baseline=_switch(config, "perf_require_baseline", "infperf_require_baseline"),

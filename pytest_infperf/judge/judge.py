@@ -35,7 +35,7 @@ from ..stats import pooled as _pool
 from ..stats import ranks as _cmp
 from ..store.compact import summary_note
 from .accept import AcceptRule
-from .plan import Look, PairedPlan, _holm_rejected
+from .plan import GPU_SHARE_LIMIT, Look, PairedPlan, _holm_rejected
 
 #: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
 #: it ("warn"), or take no probes ("off").
@@ -55,6 +55,8 @@ class Policy:
     accept: tuple[AcceptRule, ...] = ()
     #: The chance that a run in which nothing changed fails at all (--perf-run-alpha).
     run_alpha: float = 0.01
+    #: What a throttled or shared GPU block does (--perf-gpu-throttle).
+    gpu_throttle: str = "exclude"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,6 +196,7 @@ class Judge:
         ``fresh`` / ``fresh_metrics``: new samples of the same benchmark (a re-measurement)
         instead of the result's own."""
         c = self._stored(result, entry, opts, origin, env_diff, fresh, fresh_metrics)
+        c = _gpu_stored(c, result.extra, (entry or {}).get("extra"), self.policy.gpu_throttle)
         summary = None if entry is None else summary_note(dict(entry))
         if summary is None:
             return c
@@ -319,6 +322,17 @@ class Judge:
                 c = dataclasses.replace(c, note=note)
             return c
         return self.combined(parts, opts)
+
+    def gpu_checked(self, c: Comparison, blocks: Mapping[str, Any]) -> Comparison:
+        """An interleaved GPU verdict with the state of its blocks: withheld when too many
+        of a side's blocks ran throttled or shared (:func:`gpu_withholds`)."""
+        c = dataclasses.replace(c, gpu_blocks=dict(blocks))
+        why = gpu_withholds(blocks, self.policy.gpu_throttle)
+        if why is None or c.verdict in (Verdict.NO_BASELINE, Verdict.INCOMPARABLE):
+            return c
+        return dataclasses.replace(
+            c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=why
+        )
 
     def settled(self, stored: Comparison, ab: Comparison) -> Comparison:
         """A stored verdict that was not decisive, settled in this job by an interleaved
@@ -453,6 +467,90 @@ def _interleaved_part(
         process_pairs=look.k,
         detectable=_pool.detectable_effect(est.se, opts.threshold, opts.alpha),
         details=extra,
+    )
+
+
+def no_clean_blocks(opts: BenchOptions, origin: Origin, details: Mapping[str, Any]) -> Comparison:
+    """An interleaved run on a GPU whose every quad was set aside."""
+    return dataclasses.replace(
+        _blank(opts, origin),
+        metric=Metric.MEDIAN,
+        verdict=Verdict.INCONCLUSIVE,
+        reason=Reason.GPU_THROTTLED,
+        decided_by=CompareMode.AB,
+        note="every quad of the interleaved run had a block that ran throttled or beside "
+        "another process on the GPU",
+        details=dict(details),
+    )
+
+
+def gpu_withholds(blocks: Mapping[str, Any], policy: str) -> str | None:
+    """Why an interleaved GPU verdict is withheld (None: it stands). ``exclude``: flagged
+    blocks were set aside, which is fair until more than ``GPU_SHARE_LIMIT`` of a side's
+    blocks were flagged (then what is left is not the GPU's usual state); ``fail``: any
+    flagged block; ``keep``: never."""
+    total = dict(blocks.get("blocks") or {})
+    flagged = dict(blocks.get("flagged") or {})
+    if policy == "keep" or not any(flagged.values()):
+        return None
+    reasons = ", ".join(f"{k} x{v}" for k, v in sorted((blocks.get("reasons") or {}).items()))
+    others = blocks.get("other_processes") or []
+    seen = f"({reasons}" + (f"; other PIDs {', '.join(map(str, others[:5]))}" if others else "")
+    seen += ")"
+    if policy == "fail":
+        n = sum(flagged.values())
+        return (
+            f"{n} of {sum(total.values())} GPU blocks ran throttled or beside another "
+            f"process {seen}, and --perf-gpu-throttle=fail fails the test: fix the runner "
+            "(cooling, power limit, locked clocks, the GPU to this job alone)"
+        )
+    side, share = max(
+        ((s, flagged.get(s, 0) / n) for s, n in total.items() if n), key=lambda x: x[1]
+    )
+    if share <= GPU_SHARE_LIMIT:
+        return None
+    return (
+        f"{share:.0%} of the {side} side's GPU blocks ran throttled or beside another "
+        f"process {seen}, more than the {GPU_SHARE_LIMIT:.0%} that may be set aside: the "
+        "rest is not the GPU's usual state. Rerun on a GPU that is cool, at its clocks and "
+        "not shared (or --perf-gpu-throttle=keep to judge them anyway)"
+    )
+
+
+def _region_flags(extra: Mapping[str, Any] | None) -> list[str]:
+    """What the stored pass's NVML readings saw across a timed region (``gpu_region``)."""
+    region = (extra or {}).get("gpu_region") or {}
+    flags = list(region.get("throttle_reasons") or [])
+    return flags + (["other_process"] if region.get("other_processes") else [])
+
+
+def _gpu_stored(
+    c: Comparison,
+    current: Mapping[str, Any] | None,
+    baseline: Mapping[str, Any] | None,
+    policy: str,
+) -> Comparison:
+    """A stored verdict of a GPU benchmark whose run (or baseline's run) was throttled or
+    shared: not a verdict on the code. A decided one is withheld (settling then interleaves
+    both sides with the flagged blocks set aside); with ``fail``, any is."""
+    decided = c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+    if policy == "keep" or not (decided or policy == "fail"):
+        return c
+    sides = [
+        f"{name} ({', '.join(flags)})"
+        for name, flags in (
+            ("this run", _region_flags(current)),
+            ("the baseline's run", _region_flags(baseline)),
+        )
+        if flags
+    ]
+    if not sides:
+        return c
+    note = f"{c.verdict} withheld: the GPU ran throttled or shared during {' and '.join(sides)}" + (
+        " (--perf-gpu-throttle=fail fails the test)" if policy == "fail" else ""
+    )
+    return dataclasses.replace(
+        c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=note
     )
 
 

@@ -16,6 +16,13 @@ from ..stats import pooled as _pool
 
 _NORMAL = NormalDist()
 
+#: The largest share of a side's GPU blocks that may be set aside (throttled, or beside
+#: another process on the GPU) before an interleaved verdict is withheld: past it, what is
+#: left measures a GPU that was rarely in its usual state.
+GPU_SHARE_LIMIT = 0.25
+#: GPU blocks seen before that share is trusted enough to stop a pair early (4 quads).
+GPU_MIN_BLOCKS = 16
+
 
 @dataclasses.dataclass(frozen=True)
 class Design:
@@ -107,10 +114,24 @@ class PairedPlan:
         self.run_alpha = run_alpha
         self.design = design or Design()
 
-    def more_quads(self, quads: Mapping[str, Sequence[float]], seconds: float) -> bool:
-        """Whether the current process pair should take another quad."""
+    def more_quads(
+        self,
+        quads: Mapping[str, Sequence[float]],
+        seconds: float,
+        gpu: tuple[int, float] | None = None,
+    ) -> bool:
+        """Whether the current process pair should take another quad. ``gpu``: the pair's
+        GPU blocks so far and the larger side's share of them set aside: a pair past the
+        share limit stops (its verdict is withheld), and quads set aside count towards the
+        pair's time but not its quads, so a pair on a shared GPU ends by its time."""
         d = self.design
         n = min(len(quads[m]) for m in self.metrics)
+        if gpu is not None:
+            blocks, share = gpu
+            if blocks >= GPU_MIN_BLOCKS and share > GPU_SHARE_LIMIT:
+                return False
+            if n < d.min_quads and seconds >= 2 * d.pair_seconds:
+                return False
         if n < d.min_quads:
             return True
         if n >= d.max_quads or seconds >= d.pair_seconds:

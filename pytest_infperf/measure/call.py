@@ -214,17 +214,45 @@ def timing_lock(domain: str, on_timeout: Callable[[str], None]) -> Iterator[None
         lock.release()
 
 
+def gpu_index(prepared: Prepared) -> int | None:
+    """The NVML index of the GPU a benchmark runs on (None: not on a GPU). torch names its
+    device (``cuda:1``), ONNX Runtime's CUDA provider its ``device_id``."""
+    if not runs_on_gpu(prepared.env):
+        return None
+    device = str(prepared.info.get("device") or "")
+    if device.startswith("cuda:") and device[5:].isdigit():
+        index = int(device[5:])
+    else:
+        index = int(prepared.info.get("device_id") or 0)
+    return gpu.nvml_index(index)
+
+
 def gpu_state(prepared: Prepared) -> dict[str, Any] | None:
     """NVML state of the GPU a benchmark runs on (clocks, temperature, throttling, memory)."""
-    device = str(prepared.info.get("device") or "cuda:0")
-    index = int(device.split(":")[1]) if ":" in device else 0
-    return gpu.device_state(gpu.nvml_index(index))
+    index = gpu_index(prepared)
+    return gpu.device_state(index if index is not None else 0)
+
+
+def gpu_clocks(prepared: Prepared) -> dict[str, Any] | None:
+    """The clock state of the benchmark's GPU (locked or not, persistence, compute mode)."""
+    index = gpu_index(prepared)
+    return gpu.clock_state(index) if index is not None else None
 
 
 def record_gpu_state(
-    result: BenchmarkResult, before: dict[str, Any], after: dict[str, Any] | None
-) -> None:
+    result: BenchmarkResult,
+    before: dict[str, Any],
+    after: dict[str, Any] | None,
+    clocks: dict[str, Any] | None = None,
+) -> list[str]:
+    """Record the GPU's state around the timed region and its clock state on ``result``;
+    returns the run's warnings about the GPU (say once per run, not per benchmark)."""
     result.extra["gpu_state"] = {"before": before, "after": after}
+    run_warnings = []
+    if clocks is not None:
+        result.extra["gpu_clocks"] = clocks
+        if not clocks.get("locked"):
+            run_warnings.append(gpu.UNLOCKED_CLOCKS)
     if (
         after is not None
         and before.get("memory_used_bytes") is not None
@@ -253,6 +281,7 @@ def record_gpu_state(
             "clocks were below their maximum, so latency is higher than the GPU can do; "
             "check cooling, power limits and other jobs on the GPU"
         )
+    return run_warnings
 
 
 class Mode(Protocol):

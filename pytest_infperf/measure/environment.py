@@ -101,6 +101,9 @@ def hard_fields(gpu: dict[str, Any] | None) -> dict[str, Any]:
         fields["gpu_driver_major"] = gpu["driver_major"]
         fields["cuda_driver"] = gpu["cuda_driver_version"]
         fields["gpu_mig"] = sorted({str(d.get("mig_mode")) for d in gpu["devices"]})
+        profiles = _gpu.mig_profiles(gpu, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if profiles:  # only then: the keys of machines without MIG stay as they were
+            fields["gpu_mig_profiles"] = profiles
     else:
         fields["gpu_models"] = None
     return fields
@@ -134,6 +137,8 @@ def collect(with_gpu: bool = True) -> dict[str, Any]:
         "cpu_physical": _physical_cores(),
         "loadavg_1m": round(load[0], 2) if load else None,
         "gpu_count": len(gpu["devices"]) if gpu else 0,
+        # Soft: a locked-clock baseline and an unlocked run compare, flagged.
+        "gpu_clocks_locked": _gpu.clocks_locked(gpu),
     }
     for name in SOFT_PACKAGES:
         soft[f"pkg:{name}"] = package_version(name)

@@ -7,21 +7,26 @@ ignores ``CUDA_VISIBLE_DEVICES``; :func:`visible_indices` maps the visible ones 
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Collection, Sequence
 from typing import Any
 
 _nvml: Any = None
 _failed = False
 
 #: Clock-event (throttle) reasons that mean the GPU ran slower than it could. Idle and
-#: application-clock settings are not slowdowns.
+#: application-clock settings are not slowdowns; sync boost is (a GPU held to the clock of
+#: the slowest in its sync-boost group).
 _THROTTLE_BITS = {
     0x0000000000000004: "sw_power_cap",
     0x0000000000000008: "hw_slowdown",
+    0x0000000000000010: "sync_boost",
     0x0000000000000020: "sw_thermal",
     0x0000000000000040: "hw_thermal",
     0x0000000000000080: "hw_power_brake",
@@ -161,6 +166,284 @@ class RegionWatch:
         return out
 
 
+#: The "applications clocks setting" event reason, which NVML also names "user-defined
+#: clocks": active while clocks set with ``nvidia-smi -ac`` or locked with ``-lgc`` cap the
+#: clock. NVML has no getter for ``-lgc`` locks; this bit is how they show.
+_USER_CLOCKS_BIT = 0x0000000000000002
+#: Why a block is set aside when another process computes on the GPU beside it.
+OTHER_PROCESS = "other_process"
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuRead:
+    """One reading of a GPU, taken between two blocks (never inside one)."""
+
+    #: The clock-event reason bitmask (None: NVML did not answer: unknown, not "none").
+    reasons: int | None
+    sm_clock_mhz: int | None
+    #: The PIDs computing on the GPU.
+    pids: frozenset[int]
+
+
+def block_flags(before: GpuRead, after: GpuRead, ours: Collection[int]) -> tuple[str, ...]:
+    """Why the block between two readings is not a fair measurement of its code: each
+    slowdown reason active at either reading, and another process computing on the GPU at
+    either reading. Empty: a clean block. (The power/thermal violation counters would also
+    catch a slowdown that came and went between readings, but reading them cost ~1.4 ms
+    on an H100, 5% of a block: benchmarks/gpu_noise.py; they stay in the region record.)"""
+    flags = []
+    for reading in (before, after):
+        for bit, name in _THROTTLE_BITS.items():
+            if reading.reasons is not None and reading.reasons & bit and name not in flags:
+                flags.append(name)
+    if (before.pids | after.pids) - set(ours):
+        flags.append(OTHER_PROCESS)
+    return tuple(flags)
+
+
+@dataclasses.dataclass
+class BlockTally:
+    """The GPU state of every block of one benchmark's interleaved run, per side: how many
+    blocks, how many flagged (and why), how many set aside, the SM clocks seen, the other
+    processes, and what the readings cost."""
+
+    policy: str
+    blocks: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    flagged: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    set_aside: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    reasons: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
+    others: set[int] = dataclasses.field(default_factory=set)
+    sm_clocks: list[int] = dataclasses.field(default_factory=list)
+    read_ns: list[int] = dataclasses.field(default_factory=list)
+    user_clocks: bool = False
+    #: Other processes that held a context on the GPU when the run began.
+    present_at_start: set[int] = dataclasses.field(default_factory=set)
+
+    def add(self, side: str, flags: Sequence[str], reading: GpuRead, ours: Collection[int]) -> None:
+        self.blocks[side] += 1
+        if flags:
+            self.flagged[side] += 1
+            self.reasons.update(flags)
+        self.others |= set(reading.pids) - set(ours)
+        if reading.sm_clock_mhz is not None:
+            self.sm_clocks.append(reading.sm_clock_mhz)
+        if reading.reasons is not None and reading.reasons & _USER_CLOCKS_BIT:
+            self.user_clocks = True
+
+    def share(self) -> float:
+        """The larger side's share of flagged blocks."""
+        return max((self.flagged[s] / n for s, n in self.blocks.items() if n), default=0.0)
+
+    def merge(self, other: BlockTally) -> None:
+        for mine, theirs in (
+            (self.blocks, other.blocks),
+            (self.flagged, other.flagged),
+            (self.set_aside, other.set_aside),
+            (self.reasons, other.reasons),
+        ):
+            mine.update(theirs)
+        self.others |= other.others
+        self.present_at_start |= other.present_at_start
+        self.sm_clocks += other.sm_clocks
+        self.read_ns += other.read_ns
+        self.user_clocks = self.user_clocks or other.user_clocks
+
+    def to_json(self) -> dict[str, Any]:
+        reads = self.read_ns
+        return {
+            "policy": self.policy,
+            "blocks": dict(self.blocks),
+            "flagged": dict(self.flagged),
+            "set_aside": dict(self.set_aside),
+            "reasons": dict(self.reasons),
+            "other_processes": sorted(self.others),
+            "processes_at_start": sorted(self.present_at_start - self.others),
+            "sm_clock_mhz": (
+                {"min": min(self.sm_clocks), "max": max(self.sm_clocks)} if self.sm_clocks else None
+            ),
+            # What the readings cost a block, on average (the quad's last reads more).
+            "read_us_per_block": round(sum(reads) / len(reads) / 1e3, 2) if reads else None,
+            "user_defined_clocks": self.user_clocks,
+        }
+
+
+class BlockWatch:
+    """Readings of one GPU between the blocks of an interleaved run. ``ours``: the PIDs of
+    this run's own processes (this one and its workers).
+
+    Every block: the clock-event reasons and the SM clock (3.4 us on an H100). At each
+    quad's end (the unit set aside), the processes holding a context on the GPU (9 us): a
+    *tenant* is one that opened its context after ``before`` was taken (at the session's
+    start: :func:`context_pids`). One that held a context from before (a notebook, the
+    job's own harness) is recorded, not flagged: holding a context
+    is not computing, and NVML's per-process utilisation, which would tell, cost 2.2 ms a
+    reading there (benchmarks/gpu_noise.py)."""
+
+    def __init__(
+        self,
+        index: int,
+        ours: Collection[int],
+        policy: str,
+        before: Collection[int] | None = None,
+    ) -> None:
+        self.nv = _init()
+        self.handle = _try(self.nv.nvmlDeviceGetHandleByIndex, index) if self.nv else None
+        self.ours = frozenset(ours) | {os.getpid()}
+        self.tally = BlockTally(policy)
+        self.last: GpuRead | None = None
+        #: The processes on the GPU before the session began (None: at :meth:`start`).
+        self.given_before = None if before is None else frozenset(before)
+        self.before: frozenset[int] = frozenset()
+
+    @property
+    def active(self) -> bool:
+        return self.handle is not None
+
+    def _contexts(self) -> frozenset[int]:
+        procs = _try(self.nv.nvmlDeviceGetComputeRunningProcesses, self.handle) or []
+        return frozenset(int(p.pid) for p in procs)
+
+    def read(self, processes: bool = True) -> GpuRead:
+        nv, h = self.nv, self.handle
+        t0 = time.perf_counter_ns()
+        read = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+        reasons = _try(read, h) if read is not None else None
+        clock = _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)
+        tenants: frozenset[int] = frozenset()
+        if processes:
+            tenants = self._contexts() - self.before
+        out = GpuRead(
+            None if reasons is None else int(reasons),
+            None if clock is None else int(clock),
+            tenants,
+        )
+        self.tally.read_ns.append(time.perf_counter_ns() - t0)
+        return out
+
+    def start(self) -> None:
+        self.before = self.given_before if self.given_before is not None else self._contexts()
+        self.tally.present_at_start |= set(self.before) - self.ours
+        self.last = self.read(processes=False)
+
+    def block_done(self, side: str, quad_end: bool = False) -> tuple[str, ...]:
+        """Read after a block of ``side``; its flags (the reading before is the last one).
+        ``quad_end``: also read the other processes."""
+        now = self.read(processes=quad_end)
+        before = self.last if self.last is not None else now
+        flags = block_flags(before, now, self.ours)
+        self.tally.add(side, flags, now, self.ours)
+        self.last = now
+        return flags
+
+
+def context_pids() -> frozenset[int]:
+    """The processes holding a context on any GPU now (empty without NVML)."""
+    nv = _init()
+    if nv is None:
+        return frozenset()
+    pids: set[int] = set()
+    for i in range(int(_try(nv.nvmlDeviceGetCount) or 0)):
+        h = _try(nv.nvmlDeviceGetHandleByIndex, i)
+        procs = _try(nv.nvmlDeviceGetComputeRunningProcesses, h) if h is not None else None
+        pids.update(int(p.pid) for p in procs or [])
+    return frozenset(pids)
+
+
+#: Said once per run on a GPU whose clocks are not locked.
+UNLOCKED_CLOCKS = (
+    "the GPU's clocks are not locked: GPU Boost moves them with temperature and power, and "
+    "latency with them. On a dedicated benchmark runner lock them (as root, once per boot): "
+    "`nvidia-smi -pm 1 && nvidia-smi -lgc <base clock> && nvidia-smi -lmc <max memory "
+    "clock>` (the base clock from `nvidia-smi -q -d CLOCK`); `nvidia-smi -rgc -rmc` undoes "
+    "it. Baselines from locked and unlocked runs still compare, flagged"
+)
+
+
+def clock_state(index: int) -> dict[str, Any] | None:
+    """What the clocks are allowed to do: application clocks against their defaults and the
+    maximum, persistence mode and compute mode (``None`` without NVML)."""
+    nv = _init()
+    if nv is None:
+        return None
+    h = _try(nv.nvmlDeviceGetHandleByIndex, index)
+    if h is None:
+        return None
+    app = _try(nv.nvmlDeviceGetApplicationsClock, h, nv.NVML_CLOCK_SM)
+    default = _try(nv.nvmlDeviceGetDefaultApplicationsClock, h, nv.NVML_CLOCK_SM)
+    reasons = _try(nv.nvmlDeviceGetCurrentClocksEventReasons, h)
+    return {
+        "application_sm_mhz": app,
+        "default_application_sm_mhz": default,
+        # Set below the default with -ac, or capping the clock now (-lgc shows only so).
+        "locked": bool(
+            (app is not None and default is not None and app != default)
+            or (reasons is not None and reasons & _USER_CLOCKS_BIT)
+        ),
+        "persistence_mode": _try(nv.nvmlDeviceGetPersistenceMode, h),
+        "compute_mode": _try(nv.nvmlDeviceGetComputeMode, h),
+    }
+
+
+def mig_profile(name: str | None) -> str | None:
+    """The MIG profile in a MIG device's name (``NVIDIA A100-SXM4-40GB MIG 1g.5gb``:
+    ``1g.5gb``), else None."""
+    if not name or " MIG " not in f" {name} ":
+        return None
+    return name.split("MIG", 1)[1].strip() or None
+
+
+def _mig_devices(nv: Any, handle: Any) -> list[dict[str, Any]]:
+    """The MIG instances of a GPU in MIG mode: UUID, name and profile (empty otherwise)."""
+    count = _try(nv.nvmlDeviceGetMaxMigDeviceCount, handle) or 0
+    out = []
+    for i in range(int(count)):
+        mig = _try(nv.nvmlDeviceGetMigDeviceHandleByIndex, handle, i)
+        if mig is None:
+            continue
+        name = _text(_try(nv.nvmlDeviceGetName, mig))
+        out.append(
+            {
+                "uuid": _text(_try(nv.nvmlDeviceGetUUID, mig)),
+                "name": name,
+                "profile": mig_profile(name),
+            }
+        )
+    return out
+
+
+def mig_profiles(snap: dict[str, Any] | None, visible: str | None) -> list[str]:
+    """The MIG profiles this process computes on: those of the MIG instances
+    CUDA_VISIBLE_DEVICES names (``MIG-<uuid>``), else of every instance there is. A MIG
+    instance is its own benchmark machine (a ``1g.10gb`` slice is not the whole GPU)."""
+    instances = [m for d in (snap or {}).get("devices") or [] for m in d.get("mig_devices") or []]
+    named = [e.strip() for e in (visible or "").split(",") if e.strip().startswith("MIG-")]
+    if named:
+        instances = [m for m in instances if any(m["uuid"].startswith(e) for e in named)]
+    return sorted({m["profile"] for m in instances if m.get("profile")})
+
+
+def clocks_locked(snap: dict[str, Any] | None) -> bool | None:
+    """Whether every GPU's clocks are locked (None: unknown, or no GPU)."""
+    states = [d.get("clocks") for d in (snap or {}).get("devices") or []]
+    if not states or any(s is None for s in states):
+        return None
+    return all(bool(s["locked"]) for s in states)
+
+
+def clock_lock_changed(baseline_locked: Any, locked: bool | None) -> str | None:
+    """The soft difference of a baseline measured on locked clocks and a run on unlocked
+    ones (or the reverse): they compare, but the verdicts carry the difference."""
+    if baseline_locked is None or locked is None or bool(baseline_locked) == locked:
+        return None
+    then, now = ("locked", "unlocked") if baseline_locked else ("unlocked", "locked")
+    return (
+        f"the baseline was measured with the GPU's clocks {then}, this run with them {now}: "
+        "the two compare (same GPU), but a difference may be the clocks' and not the code's"
+    )
+
+
 def device_state(index: int) -> dict[str, Any] | None:
     """Clocks, temperature, power and throttle reasons of one device, now."""
     nv = _init()
@@ -214,6 +497,8 @@ def snapshot() -> dict[str, Any] | None:
                 or None,
                 "persistence_mode": _try(nv.nvmlDeviceGetPersistenceMode, h),
                 "mig_mode": mig[0] if isinstance(mig, (tuple, list)) else mig,
+                "mig_devices": _mig_devices(nv, h),
+                "clocks": clock_state(i),
                 "state": device_state(i),
             }
         )

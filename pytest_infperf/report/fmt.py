@@ -102,6 +102,7 @@ WHY = {
     "not-in-baseline": "not in the baseline",
     "base-error": "the base side's test failed",
     "environment-differs": "environment differs",
+    "gpu-throttled": "GPU throttled or shared",
     "regression": "first-pass regression",
     "improvement": "first-pass improvement",
     "inconclusive": "first-pass undecided",

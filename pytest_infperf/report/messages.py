@@ -157,6 +157,11 @@ def unjudged_failure(key: str, c: Comparison) -> str:
     )
 
 
+def gpu_failure(key: str, c: Comparison) -> str:
+    """A GPU benchmark that ran throttled or shared, under ``--perf-gpu-throttle=fail``."""
+    return f"{key}: {c.note or 'the GPU ran throttled or shared'}"
+
+
 def accepted_warning(c: Comparison, where: str, pattern: str, reason: str) -> str:
     return f"accepted regression at ratio {fmt_ratio(c)}, by {where} ({pattern}): {reason}"
 
@@ -170,4 +175,23 @@ def warnings_of(c: Comparison) -> list[str]:
         out.append(inconclusive_warning(c))
     elif c.reason is Reason.BASE_ERROR and c.note:
         out.append(c.note)
+    if c.reason is Reason.GPU_THROTTLED and c.note:
+        out.append(c.note)
+    elif (aside := gpu_set_aside(c)) is not None:
+        out.append(aside)
     return out
+
+
+def gpu_set_aside(c: Comparison) -> str | None:
+    """How many GPU blocks an interleaved verdict left out, and why (None: none)."""
+    blocks = c.gpu_blocks or {}
+    aside = blocks.get("set_aside") or {}
+    if not any(aside.values()):
+        return None
+    total = sum((blocks.get("blocks") or {}).values())
+    reasons = ", ".join(f"{k} x{v}" for k, v in sorted((blocks.get("reasons") or {}).items()))
+    return (
+        f"{sum(aside.values())} of {total} GPU blocks set aside (whole quads with a block "
+        f"that ran throttled or beside another process: {reasons}); the verdict is the "
+        "other blocks'"
+    )

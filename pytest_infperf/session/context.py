@@ -147,6 +147,9 @@ class RunContext:
                 raise pytest.UsageError(str(exc)) from None
             if self.source.origin == "none" and self.source.note:
                 self.warn(self.source.note)
+            locked = self.source.soft.get("gpu_clocks_locked")
+            if changed := _gpu.clock_lock_changed(locked, _gpu.clocks_locked(snapshot)):
+                self.warn(changed)
             if self.source.env_diff:
                 fields = ", ".join(sorted(self.source.env_diff))
                 self.warn(

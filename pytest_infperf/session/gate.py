@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..core.results import BenchmarkResult, Comparison, Verdict
+from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
 from ..judge.accept import first_match
 from ..judge.judge import Policy, cannot_guard
 from ..report import messages
@@ -58,6 +58,8 @@ class Gate:
             self.policy.require_baseline
         ):
             failures.append(messages.unjudged_failure(result.key, c))
+        if c.reason is Reason.GPU_THROTTLED and self.policy.gpu_throttle == "fail":
+            failures.append(messages.gpu_failure(result.key, c))
         if c.verdict is Verdict.REGRESSION:
             c = dataclasses.replace(c, message=messages.failure_message(result.key, c))
             rule = first_match(self.policy.accept, result.key)

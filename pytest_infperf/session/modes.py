@@ -30,7 +30,7 @@ from ..core.settings import Settings
 from .context import RunContext
 
 if TYPE_CHECKING:
-    from ..ab.interleave import ABController, Selection
+    from ..ab.workers import ABController, Selection
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
     from ..measure.call import BenchCall, Mode
@@ -76,6 +76,7 @@ class Plain:
             require_baseline=s.require_baseline,
             accept=tuple(self.context.accept),
             run_alpha=s.run_alpha,
+            gpu_throttle=s.gpu_throttle,
         )
         return Judge(policy, family=self.family)
 
@@ -87,7 +88,7 @@ class Plain:
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         __tracebackhide__ = True
-        from ..measure.call import gpu_state, record_gpu_state, timing_lock
+        from ..measure.call import gpu_clocks, gpu_state, record_gpu_state, timing_lock
 
         domain = call.domain
         with timing_lock(domain, self.context.warn):
@@ -95,7 +96,9 @@ class Plain:
             m = call.measure(probe=self.context.probe())
             result = call.result(m)
             if before is not None:
-                record_gpu_state(result, before, gpu_state(call.prepared))
+                after, clocks = gpu_state(call.prepared), gpu_clocks(call.prepared)
+                for warning in record_gpu_state(result, before, after, clocks):
+                    self.context.warn(warning)
             result.comparison = self.compare(call, result)
         for failure in self.gate.apply(result):
             call.fail(failure)
@@ -169,7 +172,8 @@ class Stored(Plain):
     def _interleave_at_once(self, call: BenchCall) -> BenchmarkResult | None:
         """The benchmark measured only interleaved with the baseline commit's code; None
         when that cannot happen for it (then the stored pass runs as usual)."""
-        from ..ab.interleave import ABError, BaseCall, run_paired
+        from ..ab.interleave import run_paired
+        from ..ab.workers import ABError, BaseCall
         from ..measure.call import from_warm
 
         controller = self._controller_or_none()
@@ -245,7 +249,8 @@ class Stored(Plain):
         self, call: BenchCall, result: BenchmarkResult, stored: Comparison
     ) -> Comparison | str:
         """The interleaved verdict, or why there is none."""
-        from ..ab.interleave import ABError, BaseCall, run_paired
+        from ..ab.interleave import run_paired
+        from ..ab.workers import ABError, BaseCall
         from ..measure import environment
 
         controller = self._controller_or_none()
@@ -277,7 +282,7 @@ class Stored(Plain):
         """The baseline commit's worktree and worker, set up on first need and reused."""
         if self._controller is not None or self._broken is not None:
             return self._controller
-        from ..ab.interleave import ABController
+        from ..ab.workers import ABController
         from ..store import git as gitinfo
 
         source = self.context.source
@@ -342,7 +347,7 @@ class ABHead(Plain):
         self.controller = controller
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from ..ab.interleave import ABError
+        from ..ab.workers import ABError
 
         super().pytest_collection_finish(session)
         head = {i.nodeid for i in session.items if _is_perf(i)}
@@ -357,7 +362,7 @@ class ABHead(Plain):
             self.context.warn(f"{len(removed)} perf test(s) of the base are gone in HEAD: {shown}")
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        from ..ab.interleave import ABError
+        from ..ab.workers import ABError
 
         try:
             self.controller.end_test(nodeid)
@@ -381,7 +386,8 @@ class ABHead(Plain):
         """The base is brought to the same call in its own process, both sides warm up,
         then blocks alternate (ABBA) in as many process pairs as the judge's plan asks."""
         __tracebackhide__ = True
-        from ..ab.interleave import ABError, BaseCall, run_paired
+        from ..ab.interleave import run_paired
+        from ..ab.workers import ABError, BaseCall
         from ..measure.call import BenchmarkError, from_warm
 
         source = self.context.source
@@ -411,7 +417,7 @@ def _is_perf(item: pytest.Item) -> bool:
 
 def selection(config: pytest.Config, settings: Settings) -> Selection:
     """The tests an interleaving worker collects: this session's own selection."""
-    from ..ab.interleave import Selection
+    from ..ab.workers import Selection
 
     return Selection(
         rootdir=settings.rootdir,
@@ -439,7 +445,7 @@ def choose(config: pytest.Config, context: RunContext) -> Mode:
 
 
 def _ab_head(config: pytest.Config, context: RunContext) -> ABHead:
-    from ..ab.interleave import ABController
+    from ..ab.workers import ABController
     from ..store.git import GitError
 
     s = context.settings

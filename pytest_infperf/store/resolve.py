@@ -35,6 +35,8 @@ class BaselineSource:
     merge_base: str | None = None
     env_key: str | None = None
     env_diff: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+    #: The baseline's soft environment fields (they differ without making it incomparable).
+    soft: dict[str, Any] = dataclasses.field(default_factory=dict)
     note: str | None = None
     reference: dict[str, Any] | None = None
     entries: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
@@ -230,4 +232,5 @@ def _load_into(
 def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> None:
     source.entries = dict(iter_entries(doc))
     source.env_diff = environment.diff(hard, doc["environment"].get("hard", {}))
+    source.soft = dict(doc["environment"].get("soft") or {})
     source.reference = doc.get("reference")

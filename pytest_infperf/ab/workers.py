@@ -1,0 +1,418 @@
+"""The A/B worker processes and checkouts: the base commit checked out as a git worktree,
+``python -m pytest_infperf.abworker`` processes running pytest in a checkout on demand, and
+the controller that starts them once per session and reuses them (see
+:mod:`pytest_infperf.ab.interleave` for what they measure and how).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import itertools
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing.connection import Client
+from pathlib import Path
+from typing import Any
+
+from ..measure import gpu as _gpu
+from ..store.git import GitError
+from . import protocol
+
+#: One block from a side: seconds per call of each sample, and the per-sample figures the
+#: sampler recorded besides (a generation's TTFT and TPOT; empty otherwise).
+Block = tuple[list[float], dict[str, list[float]]]
+CONNECT_TIMEOUT_S = 120.0
+_SERIAL = itertools.count(1)
+
+
+class ABError(Exception):
+    """A worker side failed; the message carries its error."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BaseCall:
+    """What a worker side said when asked for a test's call: ``ready`` (warmed up and
+    waiting, with its environment), or why not (``missing``, or ``failed`` with the error)."""
+
+    status: str  # "ready" | "missing" | "failed"
+    env: dict[str, Any] = dataclasses.field(default_factory=dict)
+    block: int = 1
+    error: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "ready"
+
+
+class Checkout:
+    """A commit checked out as a detached worktree (``sha``), or the head's working tree
+    as it is (``sha=None``); paths of the head's checkout map onto it."""
+
+    def __init__(self, toplevel: Path, sha: str | None, tmp: Path, title: str = "") -> None:
+        self.toplevel = toplevel
+        self.sha = sha
+        self.tmp = tmp
+        #: For messages: "merge-base 1a2b3c4d5e", "the working tree".
+        self.title = title or (f"commit {sha[:10]}" if sha else "the working tree")
+        self.root = toplevel if sha is None else tmp / f"tree-{sha[:10]}"
+        self._added = False
+
+    def add(self) -> None:
+        if self.sha is None or self._added:
+            return
+        import git  # noqa: PLC0415 (gitpython: ~0.3 s, only when git is asked)
+
+        repo = git.Repo(self.toplevel)
+        try:
+            repo.git.worktree("prune")
+            repo.git.worktree("add", "--detach", "--force", str(self.root), self.sha)
+        except git.GitCommandError as exc:
+            raise GitError(
+                f"cannot check out {self.sha[:10]} as a worktree: {exc.stderr.strip()}"
+            ) from None
+        self._added = True
+
+    def map(self, path: Path) -> Path:
+        """A path in the head checkout -> the same path in this checkout."""
+        try:
+            return self.root / path.resolve().relative_to(self.toplevel)
+        except ValueError:
+            return path
+
+    def remove(self) -> None:
+        if not self._added:
+            return
+        self._added = False
+        for args in (["worktree", "remove", "--force", str(self.root)], ["worktree", "prune"]):
+            subprocess.run(["git", *args], cwd=self.toplevel, capture_output=True, check=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The tests a worker collects: the controller's own selection, mapped."""
+
+    rootdir: Path
+    args: tuple[str, ...]
+    pythonpath: tuple[str, ...]
+    keyword: str = ""
+    markexpr: str = ""
+
+
+class WorkerSide:
+    """One worker process serving measurements of one checkout."""
+
+    def __init__(
+        self, checkout: Checkout, selection: Selection, label: str, hash_seed: int | None = None
+    ) -> None:
+        self.checkout = checkout
+        self.selection = selection
+        self.label = label
+        #: PYTHONHASHSEED of the process: both workers of a process pair get the same one
+        #: (same dict and set orders on both sides), each pair another.
+        self.hash_seed = hash_seed
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.conn: Any = None
+        self.nodeids: set[str] = set()
+        self.current: str | None = None
+        self.starts = 0
+        self.serial = next(_SERIAL)
+        self.log = checkout.tmp / f"{label}-{self.serial}-worker.log"
+
+    def _args(self) -> list[str]:
+        out: list[str] = []
+        for arg in self.selection.args:
+            path_part, sep, rest = arg.partition("::")
+            p = Path(path_part)
+            if p.exists():
+                out.append(str(self.checkout.map(p)) + sep + rest)
+        if self.selection.keyword:
+            out += ["-k", self.selection.keyword]
+        if self.selection.markexpr:
+            out += ["-m", self.selection.markexpr]
+        return out
+
+    def start(self) -> None:
+
+        self.checkout.add()
+        authkey = secrets.token_bytes(32)
+        self.starts += 1
+        address = str(self.checkout.tmp / f"{self.label}-{self.serial}-{self.starts}.sock")
+        env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
+        env.pop("PYTEST_ADDOPTS", None)
+        env.pop("PYTEST_XDIST_WORKER", None)
+        if self.hash_seed is not None:
+            env["PYTHONHASHSEED"] = str(self.hash_seed)
+        rootdir = self.checkout.map(self.selection.rootdir)
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest_infperf.abworker",
+            address,
+            str(self.checkout.root),
+            str(rootdir),
+            os.pathsep.join(self.selection.pythonpath),
+            "--",
+            *self._args(),
+            # A repository that holds pytest_infperf itself (this project's main job) has
+            # the worker import the base's copy before pytest loads it as a plugin; pytest
+            # then warns that it cannot rewrite its asserts, and `filterwarnings = error`
+            # ended the worker before any test ran. Passed from here, so that a base
+            # commit's older worker gets it too.
+            "-W",
+            "ignore::pytest.PytestAssertRewriteWarning",
+        ]
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=log, stderr=log)
+        # The worker listens; connect once it is up, unless it died first.
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        while True:
+            try:
+                self.conn = Client(address, family="AF_UNIX", authkey=authkey)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.proc = None
+                    raise ABError(
+                        f"the A/B {self.label} worker ({self.checkout.title}) did not start: "
+                        f"{self.log_tail()}"
+                    ) from None
+                time.sleep(0.05)
+        first = self._recv()
+        if first.get("ev") != protocol.COLLECTED:
+            raise ABError(
+                f"the A/B {self.label} worker ({self.checkout.title}) failed while collecting: "
+                f"{self.log_tail()}"
+            )
+        self.nodeids = set(first["nodeids"])
+
+    def ensure(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+
+    def tests(self) -> set[str]:
+        self.ensure()
+        return set(self.nodeids)
+
+    def log_tail(self, limit: int = 3000) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return text[-limit:].strip() or "(no output)"
+
+    # --- messages ----------------------------------------------------------------------
+    def _recv(self) -> dict[str, Any]:
+        try:
+            message = dict(self.conn.recv())
+        except (EOFError, OSError):
+            self._crashed()
+        if message.get("ev") == protocol.ERROR:
+            self._crashed(str(message.get("traceback", "")))
+        return message
+
+    def _send(self, **message: Any) -> None:
+        try:
+            self.conn.send(message)
+        except OSError:
+            self._crashed()
+
+    def _crashed(self, detail: str = "") -> Any:
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        code = proc.returncode if proc is not None else None
+        self.current = None
+        self.proc = None
+        raise ABError(
+            f"the A/B {self.label} worker ({self.checkout.title}) crashed (exit code {code}): "
+            f"{detail or self.log_tail()}"
+        )
+
+    # --- one test ------------------------------------------------------------------------
+    def begin(self, nodeid: str, name: str | None) -> BaseCall:
+        """Get ``nodeid``'s call ``name`` ready on this side."""
+        if not self.request(nodeid):
+            return BaseCall("missing")
+        return self.await_ready(name)
+
+    def request(self, nodeid: str) -> bool:
+        """Ask for ``nodeid`` to run up to its calls (False: this side has no such test).
+        Returns at once, so two sides can get ready at the same time."""
+        self.ensure()
+        if nodeid not in self.nodeids:
+            return False
+        if self.current != nodeid:
+            self.end_test()
+            self._send(op=protocol.RUN, nodeid=nodeid)
+            self.current = nodeid
+        return True
+
+    def await_ready(self, name: str | None) -> BaseCall:
+        """Wait until the requested test reaches its call ``name``, warmed up."""
+        while True:
+            message = self._recv()
+            if message.get("ev") == protocol.READY:
+                if message.get("name") == name:
+                    return BaseCall("ready", dict(message.get("env") or {}), int(message["block"]))
+                self._send(op=protocol.SKIP)  # a call the other side does not make
+                continue
+            if message.get("ev") == protocol.DONE:
+                self.current = None
+                if message.get("outcome") in ("failed", "error"):
+                    return BaseCall("failed", error=str(message.get("longrepr") or "").strip())
+                return BaseCall("missing")
+
+    def block(self, count: int, calls: int) -> Block:
+        self._send(op=protocol.BLOCK, n=count, calls=calls)
+        message = self._recv()
+        metrics = {
+            str(k): [float(v) for v in values]
+            for k, values in dict(message.get("metrics") or {}).items()
+        }
+        return [float(v) for v in message["values"]], metrics
+
+    def finish_call(self) -> dict[str, Any]:
+        self._send(op=protocol.FINISH)
+        return self._recv()
+
+    def end_test(self) -> None:
+        """Let the current test run to its end (later calls are skipped)."""
+        if self.current is None or self.proc is None:
+            return
+        self._send(op=protocol.END)
+        while True:
+            message = self._recv()
+            if message.get("ev") == protocol.DONE:
+                break
+            if message.get("ev") == protocol.READY:
+                self._send(op=protocol.END)
+        self.current = None
+
+    def close(self) -> None:
+        if self.proc is not None and self.current is not None:
+            with contextlib.suppress(ABError, OSError):
+                self.end_test()
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.conn.send({"op": protocol.QUIT})
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+class ABController:
+    """The base side of one pytest session: the base commit's worktree and its worker."""
+
+    def __init__(
+        self, base_sha: str, toplevel: Path, selection: Selection, title: str = "merge-base"
+    ) -> None:
+        self.base_sha = base_sha
+        self.toplevel = toplevel
+        self.selection = selection
+        self.tmp = Path(tempfile.mkdtemp(prefix="infperf-ab-"))
+        self.checkout = Checkout(toplevel, base_sha, self.tmp, f"{title} {base_sha[:10]}")
+        self.base = WorkerSide(self.checkout, selection, "base")
+        self.pairs: list[ProcessPair] = []
+        self.gpu_before: frozenset[int] | None = None
+        self._closed = False
+        atexit.register(self.close)
+
+    def setup(self) -> None:
+        """Check the base commit out (GitError: a usage error for the caller), and note who
+        was on the GPUs before the session measured anything: a process that comes later
+        is a tenant of the blocks it shares (measure/gpu.BlockWatch)."""
+        self.gpu_before = _gpu.context_pids()
+        try:
+            self.checkout.add()
+        except GitError:
+            self.close()
+            raise
+
+    def base_tests(self) -> set[str]:
+        return self.base.tests()
+
+    def process_pair(self, k: int) -> ProcessPair:
+        """The ``k``-th extra process pair (k >= 1), started on first use and kept for
+        the session's later benchmarks: a base worker in the base checkout and a head
+        worker in the working tree, with the same hash seed."""
+        while len(self.pairs) < k:
+            seed = len(self.pairs) + 1
+            head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
+            self.pairs.append(
+                ProcessPair(
+                    WorkerSide(self.checkout, self.selection, f"base{seed}", seed),
+                    WorkerSide(head_tree, self.selection, f"head{seed}", seed),
+                )
+            )
+        return self.pairs[k - 1]
+
+    def pids(self) -> set[int]:
+        """This session's worker processes: on a GPU they are not its tenants."""
+        sides = [self.base] + [s for pair in self.pairs for s in (pair.base, pair.head)]
+        return {side.proc.pid for side in sides if side.proc is not None}
+
+    def end_test(self, nodeid: str) -> None:
+        if self.base.current == nodeid:
+            self.base.end_test()
+        for pair in self.pairs:
+            pair.end_test(nodeid)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.base.close()
+        for pair in self.pairs:
+            pair.close()
+        self.checkout.remove()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.close)
+
+
+@dataclasses.dataclass
+class ProcessPair:
+    """Two worker processes, base and head, that measure together."""
+
+    base: WorkerSide
+    head: WorkerSide
+
+    def begin(self, nodeid: str, name: str | None) -> None:
+        """Both sides to ``nodeid``'s call ``name``, getting ready at the same time (model
+        building and warmup are not timed, so they may overlap)."""
+        asked = [side for side in (self.base, self.head) if side.request(nodeid)]
+        if len(asked) < 2:
+            raise ABError(f"a worker process pair does not collect {nodeid}")
+        for side in asked:
+            ready = side.await_ready(name)
+            if not ready.ready:
+                detail = f": {ready.error}" if ready.error else ""
+                raise ABError(
+                    f"the {side.label} worker ({side.checkout.title}) did not reach {nodeid} "
+                    f"call {name!r} ({ready.status}{detail})"
+                )
+
+    def finish(self) -> None:
+        for side in (self.base, self.head):
+            if side.current is not None and side.proc is not None:
+                side.finish_call()
+
+    def end_test(self, nodeid: str) -> None:
+        for side in (self.base, self.head):
+            if side.current == nodeid:
+                side.end_test()
+
+    def close(self) -> None:
+        self.base.close()
+        self.head.close()
