@@ -355,6 +355,38 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _merge(args: argparse.Namespace) -> int:
+    """One results document from the shards of a split run; nothing is written unless
+    every shard reads and they merge."""
+    from ..core.fsutil import atomic_write_text
+    from ..core.results import BenchmarkResult, dumps
+    from ..report.markdown import render
+    from ..store.baselines import read_document
+    from ..store.merge import MergeError, merge
+
+    shards = [(str(path), read_document(Path(path))) for path in args.shards]
+    try:
+        doc = merge(shards)
+    except MergeError as exc:
+        raise CLIError(str(exc)) from None
+    text = None
+    if args.markdown:
+        text = render(
+            [BenchmarkResult.from_json(b) for b in doc["benchmarks"]],
+            source=doc.get("comparison"),
+            warnings=doc.get("warnings") or (),
+            environment=doc["environment"],
+            mode=doc.get("mode") or "stored",
+            gate=doc.get("compared_nothing"),
+        )
+    atomic_write_text(Path(args.output), dumps(doc))
+    if text is not None:
+        atomic_write_text(Path(args.markdown), text)
+    n = len(doc["benchmarks"])
+    print(f"merged {len(shards)} shards, {n} benchmark{'s' * (n != 1)}, into {args.output}")
+    return 0
+
+
 def _comment(args: argparse.Namespace) -> int:
     """The pull-request comment body for a results JSON (see .github/workflows/perf.yml)."""
     import os
@@ -532,7 +564,14 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _add_upkeep(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """infperf prune, comment and export."""
+    """infperf prune, merge, comment and export."""
+    merge = sub.add_parser(
+        "merge", help="one results document from the --perf-json files of a split run's shards"
+    )
+    merge.add_argument("shards", nargs="+", help="the shards' --perf-json files")
+    merge.add_argument("-o", "--output", required=True, help="the merged results JSON")
+    merge.add_argument("--markdown", default=None, help="also write the run's Markdown here")
+    merge.set_defaults(func=_merge)
     prune = _common(sub.add_parser("prune", help="remove old baselines safely"))
     prune.add_argument(
         "--keep", type=int, default=None, help="newest commits to keep per environment"

@@ -37,15 +37,14 @@ class ArtifactWriter:
     def finish(self, exitstatus: int) -> int | None:
         """Write everything; returns a new exit status when saving failed."""
         if not self.collector.results:
+            # A shard of a split run that holds no benchmark still writes its (empty)
+            # results, so that `infperf merge` of every shard's file needs no exceptions.
+            if self.settings.json_path is not None and not self.settings.disable:
+                self._collect_environment()
+                self.write_json(self.settings.json_path)
             return None
-        from ..measure import environment
-
         context = self.context
-        self.environment = environment.collect()
-        if context.hard is not None:
-            # The key was fixed at configure time; store the hard fields it was made from.
-            self.environment["hard"] = context.hard
-            self.environment["key"] = context.env_key
+        self._collect_environment()
         self.drift = context.drift()
         new_status = self._check_gate()
         self._unmatched_accepts()
@@ -56,6 +55,16 @@ class ArtifactWriter:
             self.write_json(self.settings.json_path)
         self._write_markdown()
         return new_status
+
+    def _collect_environment(self) -> None:
+        from ..measure import environment
+
+        context = self.context
+        self.environment = environment.collect()
+        if context.hard is not None:
+            # The key was fixed at configure time; store the hard fields it was made from.
+            self.environment["hard"] = context.hard
+            self.environment["key"] = context.env_key
 
     def _check_gate(self) -> int | None:
         from ..judge.judge import compared_nothing

@@ -1,0 +1,90 @@
+"""Split a suite over runners by what its benchmarks cost (pytest-split + the plugin).
+
+    python benchmarks/split_balance.py [--groups 3]
+
+A suite of 24 benchmarks whose costs differ 10x (time budgets of 0.05 s to 0.5 s) runs in
+a temporary git repository: once whole with ``--perf-save --store-durations`` (the
+durations pytest-split reads: each test's wall time, the benchmark's included), then as
+``--groups`` pytest-split groups, each in its own process as a runner would: split by
+count (no durations file) and split by the recorded durations. Prints each group's wall
+time and the spread (slowest / fastest - 1); the target is within 25% with durations. The
+groups' results are then merged with ``infperf merge`` and checked against the whole run's
+benchmark set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from decision_quality import git
+
+BUDGETS = [0.05, 0.1, 0.2, 0.5] * 6
+
+SUITE = "import pytest\n\n" + "\n".join(
+    f"@pytest.mark.infperf(max_time={b}, min_time={b})\n"
+    f"def test_b{i:02d}(infer_bench):\n    infer_bench(lambda: sum(range(500)))\n"
+    for i, b in enumerate(BUDGETS)
+)
+
+
+def pytest(repo: Path, *args: str) -> float:
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
+    if proc.returncode not in (0, 5):
+        raise SystemExit(proc.stdout[-3000:] + proc.stderr[-2000:])
+    return time.perf_counter() - t0
+
+
+def groups(repo: Path, n: int, label: str, durations: bool) -> list[float]:
+    walls = []
+    for i in range(1, n + 1):
+        args = [f"--splits={n}", f"--group={i}", f"--perf-json={label}-{i}.json"]
+        if not durations:
+            args.append("--durations-path=none.json")  # no file: pytest-split splits by count
+        walls.append(pytest(repo, *args))
+    spread = max(walls) / min(walls) - 1
+    print(
+        f"{label:13} groups: " + ", ".join(f"{w:.1f} s" for w in walls) + f"; spread {spread:.0%}"
+    )
+    return walls
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        git(repo, "init", "-q", "-b", "main")
+        (repo / "test_suite.py").write_text(SUITE)
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", "suite")
+        whole = pytest(repo, "--perf-save", "--store-durations", "--perf-json=whole.json")
+        print(f"whole suite with --perf-save --store-durations: {whole:.1f} s")
+        groups(repo, args.groups, "by-count", durations=False)
+        groups(repo, args.groups, "by-durations", durations=True)
+        shards = [f"by-durations-{i}.json" for i in range(1, args.groups + 1)]
+        merge = [sys.executable, "-m", "pytest_infperf", "merge", *shards, "-o", "merged.json"]
+        subprocess.run(merge, cwd=repo, check=True, capture_output=True)
+        merged = json.loads((repo / "merged.json").read_text())
+        whole_doc = json.loads((repo / "whole.json").read_text())
+        same = [b["key"] for b in merged["benchmarks"]] == [
+            b["key"] for b in whole_doc["benchmarks"]
+        ]
+        print(
+            f"merged groups hold the whole run's {len(whole_doc['benchmarks'])} benchmarks: {same}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
