@@ -2,11 +2,13 @@
 
     python benchmarks/split_balance.py [--groups 3]
 
-A suite of 24 benchmarks whose costs differ 10x (time budgets of 0.05 s to 0.5 s) runs in
+A suite of 24 benchmarks whose costs differ 10x (12 with a 0.05 s budget, then 12 with
+0.5 s; the order a suite often has: cheap micro-benchmarks, then models) runs in
 a temporary git repository: once whole with ``--perf-save --store-durations`` (the
 durations pytest-split reads: each test's wall time, the benchmark's included), then as
 ``--groups`` pytest-split groups, each in its own process as a runner would: split by
-count (no durations file) and split by the recorded durations. Prints each group's wall
+count (no durations file) and split by the recorded durations (pytest-split's
+``least_duration`` algorithm). Prints each group's wall
 time and the spread (slowest / fastest - 1); the target is within 25% with durations. The
 groups' results are then merged with ``infperf merge`` and checked against the whole run's
 benchmark set.
@@ -25,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from decision_quality import git
 
-BUDGETS = [0.05, 0.1, 0.2, 0.5] * 6
+BUDGETS = [0.05] * 12 + [0.5] * 12
 
 SUITE = "import pytest\n\n" + "\n".join(
     f"@pytest.mark.infperf(max_time={b}, min_time={b})\n"
@@ -47,7 +49,11 @@ def groups(repo: Path, n: int, label: str, durations: bool) -> list[float]:
     walls = []
     for i in range(1, n + 1):
         args = [f"--splits={n}", f"--group={i}", f"--perf-json={label}-{i}.json"]
-        if not durations:
+        if durations:
+            # Not pytest-split's default (contiguous chunks in file order): least_duration
+            # gives each next-costliest test to the group with the least so far.
+            args.append("--splitting-algorithm=least_duration")
+        else:
             args.append("--durations-path=none.json")  # no file: pytest-split splits by count
         walls.append(pytest(repo, *args))
     spread = max(walls) / min(walls) - 1
