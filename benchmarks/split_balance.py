@@ -63,6 +63,58 @@ def groups(repo: Path, n: int, label: str, durations: bool) -> list[float]:
     return walls
 
 
+def _merged(repo: Path, files: list[str], out: str) -> dict:  # type: ignore[type-arg]
+    cmd = [sys.executable, "-m", "pytest_infperf", "merge", *files, "-o", out]
+    subprocess.run(cmd, cwd=repo, check=False, capture_output=True)
+    return json.loads((repo / out).read_text())
+
+
+def same_verdicts(repo: Path, n: int) -> None:
+    """The split comparing run against the unsplit one: verdicts and failing tests."""
+    pytest(repo, "--perf-compare=HEAD", "--perf-json=cmp-whole.json")
+    for i in range(1, n + 1):
+        pytest(
+            repo,
+            "--perf-compare=HEAD",
+            f"--splits={n}",
+            f"--group={i}",
+            "--splitting-algorithm=least_duration",
+            f"--perf-json=cmp-{i}.json",
+        )
+    whole = json.loads((repo / "cmp-whole.json").read_text())
+    merged = _merged(repo, [f"cmp-{i}.json" for i in range(1, n + 1)], "cmp-merged.json")
+
+    def verdicts(doc: dict) -> dict[str, str]:  # type: ignore[type-arg]
+        return {b["key"]: (b.get("comparison") or {}).get("verdict") for b in doc["benchmarks"]}
+
+    a, b = verdicts(whole), verdicts(merged)
+    differ = sorted(k for k in a if a[k] != b.get(k))
+    tally = {v: list(a.values()).count(v) for v in sorted(set(a.values()), key=str)}
+    print(
+        f"--perf-compare=HEAD whole vs {n} merged groups: verdicts whole {tally}; "
+        f"{len(differ)} of {len(a)} differ"
+        + (f" ({', '.join(differ[:5])})" if differ else "")
+        + f"; regressions whole {sum(v == 'regression' for v in a.values())}, "
+        f"split {sum(v == 'regression' for v in b.values())}"
+    )
+
+
+def shards_save(repo: Path, n: int) -> None:
+    """Each group saves into one baselines folder: the commit's file ends with every one."""
+    for i in range(1, n + 1):
+        pytest(
+            repo,
+            "--perf-save",
+            f"--splits={n}",
+            f"--group={i}",
+            "--splitting-algorithm=least_duration",
+            "--perf-baselines=split-baselines",
+        )
+    (saved,) = (repo / "split-baselines").glob("*/*.json")
+    keys = {b["key"] for b in json.loads(saved.read_text())["benchmarks"]}
+    print(f"{n} groups saved one baseline file holding {len(keys)} of {len(BUDGETS)} benchmarks")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--groups", type=int, default=3)
@@ -78,6 +130,8 @@ def main() -> int:
         print(f"whole suite with --perf-save --store-durations: {whole:.1f} s")
         groups(repo, args.groups, "by-count", durations=False)
         groups(repo, args.groups, "by-durations", durations=True)
+        same_verdicts(repo, args.groups)
+        shards_save(repo, args.groups)
         shards = [f"by-durations-{i}.json" for i in range(1, args.groups + 1)]
         merge = [sys.executable, "-m", "pytest_infperf", "merge", *shards, "-o", "merged.json"]
         subprocess.run(merge, cwd=repo, check=True, capture_output=True)

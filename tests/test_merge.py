@@ -104,3 +104,23 @@ def test_shards_that_cannot_merge_get_a_clear_error_and_nothing_is_written(
     assert expected in out.stderr
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "merged.json").exists()
+
+
+def test_the_merged_run_fails_once_for_any_shard_that_regressed(
+    shards: Path, tmp_path: Path
+) -> None:
+    one = json.loads((shards / "shard1.json").read_text())
+    two = json.loads((shards / "shard2.json").read_text())
+    (tmp_path / "a.json").write_text(json.dumps(one))
+    assert (
+        _infperf("merge", "a.json", "-o", "m.json", "--fail-on-regression", cwd=tmp_path).returncode
+        == 0
+    )
+    # A shard whose benchmark regressed (the verdict a comparing shard writes).
+    two["benchmarks"][0]["comparison"] = {"verdict": "regression", "ratio": 1.3}
+    (tmp_path / "b.json").write_text(json.dumps(two))
+    out = _infperf(
+        "merge", "a.json", "b.json", "-o", "m.json", "--fail-on-regression", cwd=tmp_path
+    )
+    assert out.returncode == 1
+    assert f"regression: {two['benchmarks'][0]['key']}" in out.stdout

@@ -384,7 +384,15 @@ def _merge(args: argparse.Namespace) -> int:
         atomic_write_text(Path(args.markdown), text)
     n = len(doc["benchmarks"])
     print(f"merged {len(shards)} shards, {n} benchmark{'s' * (n != 1)}, into {args.output}")
-    return 0
+    regressed = [
+        b["key"]
+        for b in doc["benchmarks"]
+        if (b.get("comparison") or {}).get("verdict") == "regression"
+    ]
+    for key in regressed:
+        print(f"regression: {key}")
+    # The run's one verdict, as one unsplit run's exit status would have said it.
+    return 1 if args.fail_on_regression and (regressed or doc.get("compared_nothing")) else 0
 
 
 def _comment(args: argparse.Namespace) -> int:
@@ -571,6 +579,12 @@ def _add_upkeep(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     merge.add_argument("shards", nargs="+", help="the shards' --perf-json files")
     merge.add_argument("-o", "--output", required=True, help="the merged results JSON")
     merge.add_argument("--markdown", default=None, help="also write the run's Markdown here")
+    merge.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a benchmark regressed or a comparing run compared nothing (the "
+        "fan-in job's one verdict for a split run)",
+    )
     merge.set_defaults(func=_merge)
     prune = _common(sub.add_parser("prune", help="remove old baselines safely"))
     prune.add_argument(
