@@ -93,7 +93,7 @@ def same_verdicts(repo: Path, n: int) -> None:
     print(
         f"--perf-compare=HEAD whole vs {n} merged groups: verdicts whole {tally}; "
         f"{len(differ)} of {len(a)} differ"
-        + (f" ({', '.join(differ[:5])})" if differ else "")
+        + (f" ({', '.join(f'{k}: {a[k]} -> {b.get(k)}' for k in differ[:5])})" if differ else "")
         + f"; regressions whole {sum(v == 'regression' for v in a.values())}, "
         f"split {sum(v == 'regression' for v in b.values())}"
     )
