@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +182,28 @@ def test_markdown_report(repo: pytest.Pytester) -> None:
     assert "### Regressions" in text and "confirmed on fresh samples" not in rows[0]
     html = markdown.markdown(text, extensions=["tables"])
     assert html.count("<tr>") == 3 and "<table>" in html
+    # Every regression carries its repro command (failure message, Markdown, hence the
+    # comment), and that command, pasted as is, measures the same regression again.
+    repro = text.split("reproduce: `", 1)[1].split("`", 1)[0]
+    assert repro.startswith("pytest test_suite.py::test_slowed --perf-ab=")
+    result.stdout.fnmatch_lines([f"*reproduce (interleaved on this machine*: {repro}"])
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    again = subprocess.run(
+        repro + " --perf-json=again.json",
+        shell=True,
+        cwd=repo.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 1, again.stdout[-2000:]
+    (slowed,) = [
+        b
+        for b in load_json(repo.path / "again.json")["benchmarks"]
+        if b["nodeid"] == "test_suite.py::test_slowed"
+    ]
+    assert slowed["comparison"]["verdict"] == "regression"
     result.stdout.fnmatch_lines(["infperf: wrote Markdown report: */report/perf.md"])
 
 

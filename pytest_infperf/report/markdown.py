@@ -14,6 +14,7 @@ from typing import Any
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
 from .fmt import fmt_figure, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
+from .messages import repro_command
 from .rows import generation_row, result_row
 from .text import settle_summary
 
@@ -268,6 +269,9 @@ def _regression_detail(r: BenchmarkResult) -> str:
         bits.append("tested on fresh samples")
     if r.path:
         bits.append(f"`{r.path}:{r.lineno}`")
+    repro = repro_command(r.nodeid, c)
+    if repro:
+        bits.append(f"reproduce: `{repro}`")
     return "; ".join(bits)
 
 

@@ -5,6 +5,8 @@ and the warnings other verdicts deserve. Pure functions of the typed records; th
 
 from __future__ import annotations
 
+import shlex
+
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict
 from ..measure import environment
 from ..stats.ranks import MEMORY_FLOOR_BYTES
@@ -51,9 +53,19 @@ def parts_lines(c: Comparison) -> list[str]:
     return lines
 
 
-def failure_message(key: str, c: Comparison) -> str:
+def repro_command(nodeid: str, c: Comparison) -> str | None:
+    """The command that measures this benchmark again, interleaved against the baseline's
+    commit on this machine (run from the rootdir; None: the baseline has no commit)."""
+    sha = c.baseline_commit
+    if not sha:
+        return None
+    return f"pytest {shlex.quote(nodeid)} --perf-ab={sha[:12]}"
+
+
+def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
     """What a reviewer reads when a benchmark regressed: the numbers and where they come
-    from, each labelled with what it is (the metric's figure, the bound's own level)."""
+    from, each labelled with what it is (the metric's figure, the bound's own level), and
+    the command that reproduces it."""
     metric = c.metric
     lines = [f"PERFORMANCE REGRESSION in {key}"]
     if c.parts:
@@ -119,6 +131,9 @@ def failure_message(key: str, c: Comparison) -> str:
     elif c.not_settled:
         lines.append(f"  not settled in this job: {c.not_settled}")
     lines.append(f"  baseline: {c.source}")
+    repro = repro_command(nodeid, c) if nodeid else None
+    if repro:
+        lines.append(f"  reproduce (interleaved on this machine, from the rootdir): {repro}")
     return "\n".join(lines)
 
 

@@ -61,7 +61,9 @@ class Gate:
         if c.reason is Reason.GPU_THROTTLED and self.policy.gpu_throttle == "fail":
             failures.append(messages.gpu_failure(result.key, c))
         if c.verdict is Verdict.REGRESSION:
-            c = dataclasses.replace(c, message=messages.failure_message(result.key, c))
+            c = dataclasses.replace(
+                c, message=messages.failure_message(result.key, c, result.nodeid)
+            )
             rule = first_match(self.policy.accept, result.key)
             if rule is None:
                 failures.append(c.message or "")
