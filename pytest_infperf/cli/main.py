@@ -545,18 +545,22 @@ def _add_reading(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """infperf history and report."""
+    from ..stats.changepoint import MIN_MAGNITUDE, P_MAX
+
     hist = _common(
         sub.add_parser("history", help="benchmarks along first-parent history, with change points")
     )
     hist.add_argument("-k", default=None, help="only benchmarks matching (substring or glob)")
     hist.add_argument("--ref", default="HEAD", help="branch whose history to walk (HEAD)")
     hist.add_argument("--depth", type=int, default=200, help="commits to walk (200)")
-    hist.add_argument("--p", type=float, default=0.001, help="change-point p-value (0.001)")
+    hist.add_argument(
+        "--p", type=float, default=P_MAX, help=f"change-point p-value, by permutation ({P_MAX})"
+    )
     hist.add_argument(
         "--min-change",
         type=float,
-        default=0.05,
-        help="smallest change point reported, as a fraction (0.05)",
+        default=MIN_MAGNITUDE,
+        help=f"smallest change point reported, as a fraction ({MIN_MAGNITUDE})",
     )
     hist.set_defaults(func=_history)
     rep = _common(sub.add_parser("report", help="self-contained HTML report with plots"))

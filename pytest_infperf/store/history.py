@@ -7,7 +7,7 @@ import fnmatch
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..stats.changepoint import ChangePoint, detect
+from ..stats.changepoint import MIN_MAGNITUDE, P_MAX, ChangePoint, detect
 from . import git as gitinfo
 from .baselines import BaselineStore
 from .index import StoreIndex
@@ -90,7 +90,7 @@ def _matches(key: str, pattern: str) -> bool:
     return pattern.lower() in key.lower()
 
 
-def changes(s: Series, p_max: float = 0.001, min_magnitude: float = 0.05) -> Series:
+def changes(s: Series, p_max: float = P_MAX, min_magnitude: float = MIN_MAGNITUDE) -> Series:
     s.changes = detect([p.median for p in s.points], p_max, min_magnitude)
     return s
 
