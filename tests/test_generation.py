@@ -4,6 +4,10 @@ in real pytest runs, real git repositories, stored and interleaved."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,7 +17,7 @@ import pytest
 
 from pytest_infperf.core.options import BenchOptions
 
-from .conftest import FAST_INI, git, infperf, init_repo, load_json, make_result
+from .conftest import FAST_INI, GIT_ENV, git, infperf, init_repo, load_json, make_result
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -200,21 +204,32 @@ def test_untouched(infer_bench):
 """
 
 
-@pytest.fixture
-def depth_repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
-    """main: a decoder of 2 layers, its baseline saved; branch `deeper`: 4 layers."""
+@pytest.fixture(scope="module")
+def depth_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """main: a decoder of 2 layers, its baseline saved; branch `deeper`: 4 layers. Built
+    once (the save is a 6 s generation run) and copied for each test."""
+    root = tmp_path_factory.mktemp("depth")
     ini = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.5")
-    pytester.makefile(".ini", pytest=ini)
-    pytester.makepyfile(test_gen=DEPTH_SUITE)
-    (pytester.path / "layers.txt").write_text("2")
-    (pytester.path / ".gitignore").write_text("__pycache__/\n*.json\n*.xml\n")
-    init_repo(pytester.path, "generation suite")
-    pytester.runpytest_subprocess("--perf-save").assert_outcomes(passed=2)
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-qm", "baseline")
-    git(pytester.path, "checkout", "-q", "-b", "deeper")
-    (pytester.path / "layers.txt").write_text("4")
-    git(pytester.path, "commit", "-qam", "twice the decoder layers")
+    (root / "pytest.ini").write_text(textwrap.dedent(ini))
+    (root / "test_gen.py").write_text(textwrap.dedent(DEPTH_SUITE))
+    (root / "layers.txt").write_text("2")
+    (root / ".gitignore").write_text("__pycache__/\n*.json\n*.xml\n")
+    init_repo(root, "generation suite")
+    env = {**os.environ, **GIT_ENV}
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--perf-save"]
+    saved = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    assert saved.returncode == 0, saved.stdout[-3000:] + saved.stderr[-2000:]
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--allow-empty", "-m", "baseline")
+    git(root, "checkout", "-q", "-b", "deeper")
+    (root / "layers.txt").write_text("4")
+    git(root, "commit", "-qam", "twice the decoder layers")
+    return root
+
+
+@pytest.fixture
+def depth_repo(pytester: pytest.Pytester, git_env: None, depth_template: Path) -> pytest.Pytester:
+    shutil.copytree(depth_template, pytester.path, dirs_exist_ok=True)
     return pytester
 
 
