@@ -9,12 +9,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 # pytester's in-process runs drop modules first imported inside them from sys.modules, and
 # numpy (a C extension) cannot be imported twice in one process: import the measuring code,
 # and with it numpy, here in the outer process.
 import pytest_infperf.session.fixture  # noqa: F401
+from pytest_infperf.store.baselines import BaselineStore
 
 pytest_plugins = ["pytester"]
 
@@ -165,3 +167,39 @@ def make_result(
         stats=summarize(samples) if stats is None else stats,
         **fields,
     )
+
+
+def _history_entry(name: str, median: float, rng: np.random.Generator) -> dict[str, Any]:
+    samples = list(median * np.exp(rng.normal(0, 0.01, 40)))
+    return make_result(samples, nodeid=f"test_h.py::{name}").to_json()
+
+
+@pytest.fixture
+def history_repo(tmp_path: Path, git_env: None) -> tuple[Path, list[str]]:
+    """30 commits on main with baselines; test_step gets 10% slower at commit 17."""
+    repo = tmp_path / "h"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    store = BaselineStore(repo / "baselines")
+    rng = np.random.default_rng(11)
+    shas = []
+    env_key = "linux-x86-64-cpu-py3.11-0123456789"
+    for i in range(30):
+        (repo / "file.txt").write_text(str(i))
+        git(repo, "add", "file.txt")
+        git(repo, "commit", "-qm", f"commit {i}")
+        sha = git(repo, "rev-parse", "HEAD")
+        shas.append(sha)
+        noise = 1 + rng.normal(0, 0.015)
+        step = 1.10 if i >= 17 else 1.0
+        store.save(
+            env_key,
+            sha,
+            [
+                _history_entry("test_step", 1e-3 * step * noise, rng),
+                _history_entry("test_flat", 2e-3 * (1 + rng.normal(0, 0.015)), rng),
+            ],
+            {"key": env_key, "hard": {}, "soft": {}},
+            {"sha": sha, "subject": f"commit {i}"},
+        )
+    return repo, shas

@@ -6,15 +6,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from pytest_infperf.stats.changepoint import detect
-from pytest_infperf.store.baselines import BaselineStore
 
-from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo, make_result
+from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo
 
 SUITE = (
     BUSY_HEADER
@@ -200,43 +198,7 @@ def test_prune_keeps_the_newest(repo: Path) -> None:
     assert left.stem == git(repo, "rev-parse", "HEAD")
 
 
-# --- history and change points ---------------------------------------------------------
-
-
-def _entry(name: str, median: float, rng: np.random.Generator) -> dict[str, Any]:
-    samples = list(median * np.exp(rng.normal(0, 0.01, 40)))
-    return make_result(samples, nodeid=f"test_h.py::{name}").to_json()
-
-
-@pytest.fixture
-def history_repo(tmp_path: Path, git_env: None) -> tuple[Path, list[str]]:
-    """30 commits on main with baselines; test_step gets 10% slower at commit 17."""
-    repo = tmp_path / "h"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    store = BaselineStore(repo / "baselines")
-    rng = np.random.default_rng(11)
-    shas = []
-    env_key = "linux-x86-64-cpu-py3.11-0123456789"
-    for i in range(30):
-        (repo / "file.txt").write_text(str(i))
-        git(repo, "add", "file.txt")
-        git(repo, "commit", "-qm", f"commit {i}")
-        sha = git(repo, "rev-parse", "HEAD")
-        shas.append(sha)
-        noise = 1 + rng.normal(0, 0.015)
-        step = 1.10 if i >= 17 else 1.0
-        store.save(
-            env_key,
-            sha,
-            [
-                _entry("test_step", 1e-3 * step * noise, rng),
-                _entry("test_flat", 2e-3 * (1 + rng.normal(0, 0.015)), rng),
-            ],
-            {"key": env_key, "hard": {}, "soft": {}},
-            {"sha": sha, "subject": f"commit {i}"},
-        )
-    return repo, shas
+# --- history and change points (history_repo: conftest) --------------------------------
 
 
 def test_history_names_the_commit_of_a_step(history_repo: tuple[Path, list[str]]) -> None:
@@ -247,6 +209,8 @@ def test_history_names_the_commit_of_a_step(history_repo: tuple[Path, list[str]]
     assert len(marked) == 1, out.stdout
     assert marked[0].strip().startswith(shas[17][:10])
     assert "+10." in marked[0] or "+9." in marked[0]
+    # ...and says how to find the commit when the stored commits are not adjacent.
+    assert f"find it: infperf bisect {shas[16][:12]} {shas[17][:12]} " in out.stdout
     out = infperf(repo, "history", "-k", "flat")
     assert "<-- change" not in out.stdout
 

@@ -32,6 +32,22 @@ CONNECT_TIMEOUT_S = 120.0
 _SERIAL = itertools.count(1)
 
 
+#: AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS), less than a deep
+#: TMPDIR (macOS's /var/folders/..., a test's tmp_path, infperf bisect's steps) leaves.
+SOCKET_PATH_MAX = 100
+
+
+def _socket_path(folder: Path, name: str) -> str:
+    """The worker's socket in ``folder``, or in a short private folder under /tmp when that
+    path would be too long for AF_UNIX (removed at exit)."""
+    path = str(folder / f"{name}.sock")
+    if len(path.encode()) <= SOCKET_PATH_MAX or not Path("/tmp").is_dir():
+        return path
+    short = Path(tempfile.mkdtemp(prefix="ipab-", dir="/tmp"))  # mode 0700: only us
+    atexit.register(shutil.rmtree, short, ignore_errors=True)
+    return str(short / f"{name}.sock")
+
+
 class ABError(Exception):
     """A worker side failed; the message carries its error."""
 
@@ -143,7 +159,7 @@ class WorkerSide:
         self.checkout.add()
         authkey = secrets.token_bytes(32)
         self.starts += 1
-        address = str(self.checkout.tmp / f"{self.label}-{self.serial}-{self.starts}.sock")
+        address = _socket_path(self.checkout.tmp, f"{self.label}-{self.serial}-{self.starts}")
         env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
         env.pop("PYTEST_XDIST_WORKER", None)

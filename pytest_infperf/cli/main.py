@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from ..core.options import SPECS, option_type
 from ..measure.backends import BackendError
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
+from . import bisect
 
 #: The retention the docs recommend: raw samples for the newest 50 baselines of each
 #: environment (a comparison finds its baseline among them), summaries for the rest.
@@ -228,6 +230,12 @@ def _history(args: argparse.Namespace) -> int:
                 f"  {p.sha[:10]}  {fmt_time(p.median):>9}  n={p.n:<5} "
                 f"{str(p.subject or '')[:40]}{mark}"
             )
+            if i in change_at and change_at[i].ratio > 1 and i > 0:
+                # A slowdown between two stored commits: the command that names the commit.
+                nodeid = shlex.quote(s.key.split("#", 1)[0])
+                print(
+                    f"    find it: infperf bisect {s.points[i - 1].sha[:12]} {p.sha[:12]} {nodeid}"
+                )
     for problem in problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
     return 0
@@ -619,6 +627,22 @@ def _add_upkeep(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     exp.set_defaults(func=_export)
 
 
+def _bisect(args: argparse.Namespace) -> int:
+    from ..store.history import choose_env, iter_series
+
+    store = _store(args)
+    env = choose_env(store, args.env, _current_env()) if store.root.is_dir() else None
+
+    def series(shas: list[str]) -> Any:
+        for s in iter_series(store, env or "", shas):
+            yield s.key, [(p.sha, p.median) for p in s.points]
+
+    try:
+        return bisect.run(args, series if env else None)
+    except bisect.BisectError as exc:
+        raise CLIError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="infperf", description="pytest-infperf: baselines, comparisons and reports."
@@ -626,12 +650,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_baselines, _add_reading, _add_history, _add_upkeep):
         add(sub)
+    bisect.add_parser(sub, _common, _bisect)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `infperf bisect GOOD BAD -k x -- PYTEST_ARGS`: what follows `--` is pytest's.
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: len(argv) - len(extra) - 1] if extra or "--" in argv else argv)
+    if extra and not hasattr(args, "pytest_args"):
+        parser.error(f"infperf {args.command} takes no arguments after --")
+    if extra:
+        args.pytest_args = extra
     try:
         return int(args.func(args))
     except BrokenPipeError:

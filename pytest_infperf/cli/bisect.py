@@ -1,0 +1,576 @@
+"""``infperf bisect GOOD BAD``: the first commit that made a benchmark slower, found with the
+plugin's own interleaved verdicts (``--perf-ab``) in a temporary worktree.
+
+Every step runs the selected benchmarks at a candidate commit, interleaved with GOOD on
+this machine, in a pytest subprocess: a regression marks it bad, ``unchanged``,
+``no-regression`` or ``improvement`` good, anything else (inconclusive, a failed import, a
+benchmark that does not exist there) skips it, with the reason. The search walks BAD's
+first-parent history (a merge is one candidate, as with ``git bisect --first-parent``) and
+is its own, not ``git bisect``'s: the state lives in this process, so nothing of it is left
+in the repository after an interruption. The user's checkout, index and branch are never
+touched: the candidates are checked out in a detached worktree under a temporary folder,
+which is also every child's TMPDIR, so the base worktree ``--perf-ab`` makes goes with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.fsutil import atomic_write_text
+from ..core.results import BenchmarkResult, Verdict
+
+#: Exit codes: the commit was named; BAD does not regress against GOOD or the step could not
+#: be pinned to one commit; bad usage (main's); interrupted (128 + SIGINT, as a shell says).
+FOUND, NOT_FOUND, INTERRUPTED = 0, 1, 130
+#: How long an interrupted step's pytest gets to remove its own worktree and workers.
+STOP_GRACE_S = 30.0
+
+
+class BisectError(Exception):
+    """A usage problem (refs, history, selection): exit 2 with the message."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    author: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """One benchmark's verdict at a step."""
+
+    key: str
+    verdict: str
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    reason: str | None
+
+    def figure(self) -> str:
+        if self.ratio is None:
+            return self.verdict
+        ci = (
+            f" [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+            if self.ci_low is not None and self.ci_high is not None
+            else ""
+        )
+        return f"{self.ratio:.3f}x{ci} {self.verdict}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One measured candidate: ``outcome`` is bad, good or skip; ``why`` says why."""
+
+    role: str  # "confirm", "search" or "check"
+    commit: Commit
+    against: Commit
+    outcome: str
+    why: str
+    benchmarks: tuple[Measured, ...]
+    seconds: float
+
+
+class Search:
+    """Binary search over commits ``0..n-1`` (oldest first): 0 is known good, ``n-1`` bad.
+
+    ``hints`` are indices to measure first where they are still open (from stored
+    baselines); they order the search and never decide it. A skipped commit makes the next
+    probe its nearest open neighbour (the later one on a tie)."""
+
+    def __init__(self, n: int, hints: Sequence[int] = ()) -> None:
+        self.good = 0
+        self.bad = n - 1
+        self.skipped: set[int] = set()
+        self.hints = list(hints)
+
+    def open(self) -> list[int]:
+        return [i for i in range(self.good + 1, self.bad) if i not in self.skipped]
+
+    def next(self) -> int | None:
+        candidates = self.open()
+        if not candidates:
+            return None
+        while self.hints:
+            hint = self.hints.pop(0)
+            if hint in candidates:
+                return hint
+        middle = (self.good + self.bad) / 2
+        return min(candidates, key=lambda i: (abs(i - middle), -i))
+
+    def mark(self, i: int, outcome: str) -> None:
+        if outcome == "bad":
+            self.bad = i
+        elif outcome == "good":
+            self.good = i
+        else:
+            self.skipped.add(i)
+
+    def suspects(self) -> list[int]:
+        """Where the first bad commit is once :meth:`next` is None: the bad one, and any
+        skipped commits between the last good one and it."""
+        return list(range(self.good + 1, self.bad + 1))
+
+    def steps_left(self) -> int:
+        return max(0, len(self.open())).bit_length()
+
+
+# -- git ---------------------------------------------------------------------------------
+
+
+def _git(cwd: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    if out.returncode != 0:
+        raise BisectError(f"git {' '.join(args)}: {out.stderr.strip() or out.stdout.strip()}")
+    return out.stdout.strip()
+
+
+def _commit(top: Path, ref: str) -> Commit:
+    try:
+        sha = _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except BisectError:
+        raise BisectError(
+            f"{ref!r} is not a commit, branch or tag in {top} (check the name; "
+            "`git log --oneline` lists the commits)"
+        ) from None
+    subject, author = _git(top, "log", "-1", "--format=%s%x00%an", sha).split("\x00", 1)
+    return Commit(sha, subject, author)
+
+
+def history(top: Path, good: Commit, bad: Commit) -> list[Commit]:
+    """GOOD, then BAD's first-parent commits after it, oldest first, BAD last."""
+    if good.sha == bad.sha:
+        raise BisectError("GOOD and BAD are the same commit: nothing to search")
+    shas = _git(top, "rev-list", "--first-parent", f"{good.sha}..{bad.sha}").split()
+    parents = _git(top, "rev-list", "--first-parent", bad.sha).split()
+    if good.sha not in parents:
+        raise BisectError(
+            f"GOOD {good.short} is not on BAD {bad.short}'s first-parent history: give a "
+            "GOOD that BAD descends from along first parents (e.g. the merge-base, "
+            f"`git merge-base {good.short} {bad.short}`)"
+        )
+    listing = _git(
+        top, "log", "--first-parent", "--format=%H%x00%s%x00%an", f"{good.sha}..{bad.sha}"
+    )
+    info = {line.split("\x00")[0]: line.split("\x00") for line in listing.splitlines()}
+    middle = [Commit(s, info[s][1], info[s][2]) for s in reversed(shas) if s != bad.sha]
+    return [good, *middle, bad]
+
+
+# -- measuring one candidate ---------------------------------------------------------------
+
+
+class Bench:
+    """Runs the selection at one commit against another, interleaved, in the temporary
+    worktree; returns the step. Child output goes to a log per step (``--keep-logs``)."""
+
+    def __init__(
+        self,
+        top: Path,
+        tmp: Path,
+        subdir: Path,
+        selection: Sequence[str],
+        pytest_args: Sequence[str],
+        say: Callable[[str], None],
+    ) -> None:
+        self.top = top
+        self.tmp = tmp
+        self.tree = tmp / "tree"
+        self.subdir = subdir
+        self.selection = list(selection)
+        self.pytest_args = list(pytest_args)
+        self.say = say
+        self.count = 0
+        self._added = False
+        self.child: subprocess.Popen[bytes] | None = None
+
+    def checkout(self, sha: str) -> None:
+        if not self._added:
+            _git(self.top, "worktree", "add", "--detach", "--force", str(self.tree), sha)
+            self._added = True
+            return
+        _git(self.tree, "checkout", "--quiet", "--force", "--detach", sha)
+        _git(self.tree, "clean", "-qfdx")  # a fresh checkout: no build output of the last one
+
+    def command(self, against: Commit, json_path: Path) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "pytest",
+            *self.selection,
+            f"--perf-ab={against.sha}",
+            f"--perf-json={json_path}",
+            "-p",
+            "no:cacheprovider",
+            *self.pytest_args,
+        ]
+
+    def measure(self, role: str, commit: Commit, against: Commit, tracked: set[str]) -> Step:
+        self.count += 1
+        start = time.monotonic()
+        json_path = self.tmp / f"step-{self.count}.json"
+        log_path = self.tmp / f"step-{self.count}.log"
+        self.checkout(commit.sha)
+        child_tmp = self.tmp / "t"
+        child_tmp.mkdir(exist_ok=True)
+        env = {
+            **os.environ,
+            "TMPDIR": str(child_tmp),
+            "TEMP": str(child_tmp),
+            "TMP": str(child_tmp),
+        }
+        with log_path.open("wb") as log:
+            self.child = subprocess.Popen(
+                self.command(against, json_path),
+                cwd=self.tree / self.subdir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,  # Ctrl-C reaches it once, from stop()
+            )
+            rc = self.child.wait()
+            self.child = None
+        seconds = time.monotonic() - start
+        measured = _read(json_path)
+        outcome, why = classify(measured, tracked, rc, log_path)
+        return Step(role, commit, against, outcome, why, tuple(measured), seconds)
+
+    def stop(self) -> None:
+        """Interrupt the running step: SIGINT to its process group (pytest and its A/B
+        workers), so that pytest removes its base worktree, then SIGKILL after a grace."""
+        child, self.child = self.child, None
+        if child is None or child.poll() is not None:
+            return
+        _signal_group(child, signal.SIGINT)
+        try:
+            child.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _signal_group(child, signal.SIGKILL if hasattr(signal, "SIGKILL") else signal.SIGTERM)
+            child.wait()
+
+    def close(self) -> None:
+        """Remove the worktree and the temporary folder (the base worktrees of the steps
+        included), then let git forget worktrees whose folders are gone."""
+        self.stop()
+        if self._added:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(self.tree)],
+                cwd=self.top,
+                capture_output=True,
+                check=False,
+            )
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=self.top, capture_output=True, check=False)
+
+
+def _signal_group(child: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(child.pid, sig)
+        else:  # pragma: no cover (Windows)
+            child.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
+def _read(path: Path) -> list[Measured]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    out = []
+    for entry in doc.get("benchmarks", []):
+        r = BenchmarkResult.from_json(entry)
+        c = r.comparison
+        if c is None:
+            continue
+        out.append(
+            Measured(
+                r.key,
+                str(c.verdict),
+                c.ratio,
+                c.ci_low,
+                c.ci_high,
+                str(c.reason) if c.reason else None,
+            )
+        )
+    return out
+
+
+def classify(
+    measured: Sequence[Measured], tracked: set[str], rc: int, log: Path
+) -> tuple[str, str]:
+    """bad / good / skip for one step, and why. ``tracked`` empty: every benchmark counts
+    (the confirming step, which finds out which ones regressed)."""
+    if not measured:
+        return "skip", f"nothing measured (pytest exit {rc}): {_failure(log)}"
+    wanted = [m for m in measured if not tracked or m.key in tracked]
+    # A regression the change's message accepts (Perf-Accept) is still the slowdown sought.
+    slower = [m for m in wanted if m.verdict in (Verdict.REGRESSION, Verdict.ACCEPTED)]
+    if slower:
+        return "bad", "regression: " + ", ".join(m.key for m in slower)
+    missing = sorted(tracked - {m.key for m in measured})
+    if missing:
+        return "skip", "not measured at this commit: " + ", ".join(missing)
+    undecided = [m for m in wanted if not Verdict(m.verdict).passes]
+    if undecided:
+        return "skip", "; ".join(
+            f"{m.key} {m.verdict}" + (f" ({m.reason})" if m.reason else "") for m in undecided
+        )
+    return "good", "no regression"
+
+
+def _failure(log: Path) -> str:
+    """The line of a pytest log that says what went wrong (an import error, usually)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return "no output"
+    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    if errors:
+        return errors[-1]
+    tail = [ln.strip() for ln in lines if ln.strip()]
+    return tail[-1] if tail else "no output"
+
+
+# -- stored baselines: where to look first ---------------------------------------------------
+
+
+def hints_from_store(
+    commits: Sequence[Commit], tracked: set[str], series: Callable[[list[str]], Any]
+) -> tuple[list[int], str]:
+    """Indices to measure first: the commit where the stored baselines of a tracked
+    benchmark step up, then the stored commit before it. ``series(shas)`` yields
+    (key, [(sha, median), ...]) oldest first. Never a verdict: the steps measure them."""
+    from ..stats.changepoint import detect  # numpy: only with baselines
+
+    index = {c.sha: i for i, c in enumerate(commits)}
+    for key, points in series([c.sha for c in reversed(commits)]):
+        if key not in tracked or len(points) < 2:
+            continue
+        medians = [m for _, m in points]
+        found = detect(medians) if len(points) >= 4 else []
+        ups = [c.index for c in found if c.ratio > 1]
+        if not ups:
+            jumps = [(medians[i] / medians[i - 1], i) for i in range(1, len(medians))]
+            ratio, at = max(jumps)
+            ups = [at] if ratio > 1.05 else []
+        if ups:
+            after, before = points[ups[0]][0], points[ups[0] - 1][0]
+            return [index[after], index[before]], (
+                f"the stored baselines of {key} step up between {before[:10]} and "
+                f"{after[:10]}: measuring those first"
+            )
+    return [], ""
+
+
+# -- the search ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Outcome:
+    good: Commit
+    bad: Commit
+    steps: list[Step]
+    tracked: list[str]
+    found: Commit | None = None
+    suspects: list[Commit] = dataclasses.field(default_factory=list)
+    verdict: str = ""  # one line: what the search concluded
+    hint: str = ""
+    code: int = NOT_FOUND
+
+
+def search(
+    commits: Sequence[Commit],
+    bench: Bench,
+    say: Callable[[str], None],
+    hinter: Callable[[set[str]], tuple[list[int], str]] = lambda tracked: ([], ""),
+) -> Outcome:
+    """Confirm BAD against GOOD, search between them, check the named commit against its
+    parent. Every verdict comes from an interleaved run on this machine."""
+    good, bad = commits[0], commits[-1]
+    out = Outcome(good, bad, [], [])
+    first = bench.measure("confirm", bad, good, set())
+    out.steps.append(first)
+    say(_line(first))
+    if first.outcome != "bad":
+        out.verdict = (
+            f"not reproducible: BAD {bad.short} against GOOD {good.short} on this machine: "
+            f"{first.why}"
+        )
+        return out
+    tracked = {m.key for m in first.benchmarks if m.verdict in ("regression", "accepted")}
+    out.tracked = sorted(tracked)
+    hints, out.hint = hinter(tracked)
+    if out.hint:
+        say(out.hint)
+    s = Search(len(commits), hints)
+    while (i := s.next()) is not None:
+        say(f"{len(s.open())} commits left to test (about {s.steps_left()} steps)")
+        step = bench.measure("search", commits[i], good, tracked)
+        out.steps.append(step)
+        say(_line(step))
+        s.mark(i, step.outcome)
+    suspects = s.suspects()
+    out.suspects = [commits[i] for i in suspects]
+    if len(suspects) > 1:
+        out.verdict = (
+            f"inconclusive: the first bad commit is one of {len(suspects)} "
+            f"({', '.join(c.short for c in out.suspects)}): the last is bad, the ones "
+            "before it were skipped (see why above)"
+        )
+        return out
+    found, parent = commits[suspects[0]], commits[suspects[0] - 1]
+    if s.good > 0:
+        # Both ends were judged against GOOD; the step itself is measured directly, so a
+        # wrong "good" on the slow side cannot name a commit on its own.
+        check = bench.measure("check", found, parent, tracked)
+        out.steps.append(check)
+        say(_line(check))
+        if check.outcome != "bad":
+            out.verdict = (
+                f"inconclusive: the search points at {found.short}, but against its parent "
+                f"{parent.short} directly it is not a regression ({check.why}): the step may "
+                "be near the threshold or spread over several commits"
+            )
+            return out
+    out.found = found
+    out.code = FOUND
+    out.verdict = f"first bad commit: {found.sha} {found.subject!r} by {found.author}"
+    return out
+
+
+def _line(step: Step) -> str:
+    figures = "; ".join(f"{m.key} {m.figure()}" for m in step.benchmarks)
+    return (
+        f"{step.role:>7} {step.commit.short} against {step.against.short}: {step.outcome:<4} "
+        f"({step.seconds:.0f} s) {figures or step.why}"
+        + (f"\n        skipped: {step.why}" if step.outcome == "skip" and figures else "")
+    )
+
+
+def markdown(out: Outcome) -> str:
+    """The summary a pull request or an issue can carry."""
+    head = (
+        f"## infperf bisect: first bad commit `{out.found.short}`\n\n"
+        f"**{out.found.subject}** by {out.found.author} (`{out.found.sha}`)"
+        if out.found
+        else "## infperf bisect: no commit named\n\n" + out.verdict
+    )
+    lines = [
+        head,
+        "",
+        f"Searched `{out.good.short}` (good) .. `{out.bad.short}` (bad) along first parents; "
+        "every step measured the benchmarks interleaved with the good commit on one machine "
+        "(`--perf-ab`)"
+        + (f"; tracked: {', '.join(f'`{k}`' for k in out.tracked)}." if out.tracked else "."),
+        "",
+        "| step | commit | subject | against | outcome | ratio [interval] verdict | time |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for st in out.steps:
+        figures = "<br>".join(
+            f"`{m.key}` {m.figure()}"
+            for m in st.benchmarks
+            if not out.tracked or m.key in out.tracked
+        )
+        subject = st.commit.subject.replace("|", "\\|")
+        lines.append(
+            f"| {st.role} | `{st.commit.short}` | {subject} | `{st.against.short}` | "
+            f"{st.outcome} | {figures or st.why} | {st.seconds:.0f} s |"
+        )
+    if out.hint:
+        lines += ["", f"Order: {out.hint}."]
+    return "\n".join(lines) + "\n"
+
+
+# -- the command --------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) -> int:
+    """``infperf bisect``; ``series`` reads stored baselines (None: none to read)."""
+    cwd = Path.cwd().resolve()
+    try:
+        top = Path(_git(Path(args.repo).resolve(), "rev-parse", "--show-toplevel")).resolve()
+    except BisectError:
+        raise BisectError(f"{Path(args.repo).resolve()} is not inside a git repository") from None
+    good, bad = _commit(top, args.good), _commit(top, args.bad)
+    commits = history(top, good, bad)
+    try:
+        subdir = cwd.relative_to(top)
+    except ValueError:
+        subdir = Path()
+    selection = [*args.nodeids, *(["-k", args.k] if args.k else [])]
+    say = functools.partial(print, flush=True)
+    say(
+        f"bisecting {len(commits) - 2} commits between {good.short} (good) and {bad.short} "
+        f"(bad); each step: pytest {shlex.join(selection)} --perf-ab=<good> in a temporary worktree"
+    )
+    tmp = Path(tempfile.mkdtemp(prefix="infperf-bisect-"))
+    bench = Bench(top, tmp, subdir, selection, args.pytest_args, say)
+    hinter = (lambda tracked: hints_from_store(commits, tracked, series)) if series else None
+    try:
+        out = search(commits, bench, say, hinter or (lambda tracked: ([], "")))
+    except KeyboardInterrupt:
+        bench.stop()
+        print(
+            "infperf bisect: interrupted; the temporary worktree is removed and your "
+            "checkout was never touched",
+            file=sys.stderr,
+        )
+        return INTERRUPTED
+    finally:
+        bench.close()
+    say(out.verdict)
+    if args.markdown:
+        atomic_write_text(Path(args.markdown), markdown(out))
+    return out.code
+
+
+def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Any], func: Any) -> None:
+    p = common(
+        sub.add_parser(
+            "bisect",
+            help="the first commit between GOOD and BAD that made a benchmark slower, "
+            "by interleaved runs on this machine",
+            description="Measures the selected benchmarks at commits between GOOD and BAD "
+            "(first parents), each interleaved with GOOD (--perf-ab) in a temporary "
+            "worktree; arguments after -- go to every step's pytest (e.g. -- "
+            "--perf-max-time=2). Exit 0: a commit named; 1: BAD does not regress, or "
+            "no single commit could be named; 2: bad usage; 130: interrupted.",
+        )
+    )
+    p.add_argument("good", metavar="GOOD", help="a commit without the slowdown")
+    p.add_argument("bad", metavar="BAD", help="a later commit with it")
+    p.add_argument("nodeids", nargs="*", metavar="NODEID", help="benchmarks to measure")
+    p.add_argument("-k", default=None, help="pytest -k expression selecting the benchmarks")
+    p.add_argument("--markdown", default=None, help="also write the summary as Markdown here")
+    # Arguments after `--` go to every step's pytest (main() splits them off first).
+    p.set_defaults(func=func, pytest_args=[])
