@@ -136,8 +136,9 @@ def test_bisect_usage_errors(history: tuple[Path, list[str]]) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_ctrl_c_leaves_the_checkout_as_it_was(
-    history: tuple[Path, list[str]], tmp_path: Path
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])  # Ctrl-C; a cancelled CI job
+def test_an_interrupted_bisect_leaves_the_checkout_as_it_was(
+    history: tuple[Path, list[str]], tmp_path: Path, sig: str
 ) -> None:
     repo, shas = history
     before = _state(repo)
@@ -156,7 +157,7 @@ def test_ctrl_c_leaves_the_checkout_as_it_was(
     while not list(tmp.glob("infperf-bisect-*/step-1.log")) and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, sig))
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stdout + stderr
     assert "interrupted" in stderr

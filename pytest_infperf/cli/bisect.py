@@ -79,7 +79,9 @@ class Measured:
 
 @dataclasses.dataclass(frozen=True)
 class Step:
-    """One measured candidate: ``outcome`` is bad, good or skip; ``why`` says why."""
+    """One measured candidate: ``outcome`` is bad, good, undecided (measured, not decided:
+    measured again up to ``--retries`` times, then skipped) or skip (cannot be measured
+    there); ``why`` says why."""
 
     role: str  # "confirm", "search" or "check"
     commit: Commit
@@ -327,8 +329,8 @@ def _read(path: Path) -> list[Measured]:
 def classify(
     measured: Sequence[Measured], tracked: set[str], rc: int, log: Path
 ) -> tuple[str, str]:
-    """bad / good / skip for one step, and why. ``tracked`` empty: every benchmark counts
-    (the confirming step, which finds out which ones regressed)."""
+    """bad / good / undecided / skip for one step, and why. ``tracked`` empty: every
+    benchmark counts (the confirming step, which finds out which ones regressed)."""
     if not measured:
         return "skip", f"nothing measured (pytest exit {rc}): {_failure(log)}"
     wanted = [m for m in measured if not tracked or m.key in tracked]
@@ -341,7 +343,7 @@ def classify(
         return "skip", "not measured at this commit: " + ", ".join(missing)
     undecided = [m for m in wanted if not Verdict(m.verdict).passes]
     if undecided:
-        return "skip", "; ".join(
+        return "undecided", "; ".join(
             f"{m.key} {m.verdict}" + (f" ({m.reason})" if m.reason else "") for m in undecided
         )
     return "good", "no regression"
@@ -412,18 +414,37 @@ def search(
     bench: Bench,
     say: Callable[[str], None],
     hinter: Callable[[set[str]], tuple[list[int], str]] = lambda tracked: ([], ""),
+    retries: int = 1,
 ) -> Outcome:
     """Confirm BAD against GOOD, search between them, check the named commit against its
     parent. Every verdict comes from an interleaved run on this machine."""
     good, bad = commits[0], commits[-1]
     out = Outcome(good, bad, [], [])
-    first = bench.measure("confirm", bad, good, set())
-    out.steps.append(first)
-    say(_line(first))
+
+    def measure(role: str, commit: Commit, against: Commit, tracked: set[str]) -> Step:
+        # An undecided step is measured again on fresh processes (where the variance
+        # lives, docs/COMPARING.md) before the commit is skipped.
+        for attempt in range(retries + 1):
+            step = bench.measure(role, commit, against, tracked)
+            out.steps.append(step)
+            say(
+                _line(step)
+                + (
+                    " - measuring again"
+                    if step.outcome == "undecided" and attempt < retries
+                    else ""
+                )
+            )
+            if step.outcome != "undecided":
+                break
+        return step
+
+    first = measure("confirm", bad, good, set())
     if first.outcome != "bad":
+        # A pass does not reproduce the slowdown; an undecided or failed run says nothing.
+        what = "not reproducible" if first.outcome == "good" else "inconclusive"
         out.verdict = (
-            f"not reproducible: BAD {bad.short} against GOOD {good.short} on this machine: "
-            f"{first.why}"
+            f"{what}: BAD {bad.short} against GOOD {good.short} on this machine: {first.why}"
         )
         return out
     tracked = {m.key for m in first.benchmarks if m.verdict in ("regression", "accepted")}
@@ -434,10 +455,7 @@ def search(
     s = Search(len(commits), hints)
     while (i := s.next()) is not None:
         say(f"{len(s.open())} commits left to test (about {s.steps_left()} steps)")
-        step = bench.measure("search", commits[i], good, tracked)
-        out.steps.append(step)
-        say(_line(step))
-        s.mark(i, step.outcome)
+        s.mark(i, measure("search", commits[i], good, tracked).outcome)
     suspects = s.suspects()
     out.suspects = [commits[i] for i in suspects]
     if len(suspects) > 1:
@@ -451,9 +469,7 @@ def search(
     if s.good > 0:
         # Both ends were judged against GOOD; the step itself is measured directly, so a
         # wrong "good" on the slow side cannot name a commit on its own.
-        check = bench.measure("check", found, parent, tracked)
-        out.steps.append(check)
-        say(_line(check))
+        check = measure("check", found, parent, tracked)
         if check.outcome != "bad":
             out.verdict = (
                 f"inconclusive: the search points at {found.short}, but against its parent "
@@ -472,7 +488,11 @@ def _line(step: Step) -> str:
     return (
         f"{step.role:>7} {step.commit.short} against {step.against.short}: {step.outcome:<4} "
         f"({step.seconds:.0f} s) {figures or step.why}"
-        + (f"\n        skipped: {step.why}" if step.outcome == "skip" and figures else "")
+        + (
+            f"\n        {step.outcome}: {step.why}"
+            if step.outcome in ("skip", "undecided") and figures
+            else ""
+        )
     )
 
 
@@ -536,8 +556,10 @@ def run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) -> 
     tmp = Path(tempfile.mkdtemp(prefix="infperf-bisect-"))
     bench = Bench(top, tmp, subdir, selection, args.pytest_args, say)
     hinter = (lambda tracked: hints_from_store(commits, tracked, series)) if series else None
+    # A cancelled CI job gets SIGTERM: clean up as for Ctrl-C.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        out = search(commits, bench, say, hinter or (lambda tracked: ([], "")))
+        out = search(commits, bench, say, hinter or (lambda tracked: ([], "")), args.retries)
     except KeyboardInterrupt:
         bench.stop()
         print(
@@ -548,10 +570,15 @@ def run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) -> 
         return INTERRUPTED
     finally:
         bench.close()
+        signal.signal(signal.SIGTERM, previous)
     say(out.verdict)
     if args.markdown:
         atomic_write_text(Path(args.markdown), markdown(out))
     return out.code
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Any], func: Any) -> None:
@@ -572,5 +599,12 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Any], func:
     p.add_argument("nodeids", nargs="*", metavar="NODEID", help="benchmarks to measure")
     p.add_argument("-k", default=None, help="pytest -k expression selecting the benchmarks")
     p.add_argument("--markdown", default=None, help="also write the summary as Markdown here")
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=1,
+        help="times an undecided (inconclusive) step is measured again before the commit is "
+        "skipped (1)",
+    )
     # Arguments after `--` go to every step's pytest (main() splits them off first).
     p.set_defaults(func=func, pytest_args=[])
