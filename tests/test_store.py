@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,10 +29,11 @@ def test_slow(infer_bench):
 """
 
 
-@pytest.fixture
-def project(tmp_path: Path, git_env: None) -> tuple[Path, list[str]]:
-    """A repository of four commits, each with its baseline saved by pytest --perf-save."""
-    repo = tmp_path / "proj"
+@pytest.fixture(scope="module")
+def project_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A repository of four commits, each with its baseline saved by pytest --perf-save:
+    built once (four pytest runs) and copied for each test."""
+    repo = tmp_path_factory.mktemp("store") / "proj"
     repo.mkdir()
     (repo / "test_perf.py").write_text(TESTS)
     (repo / "pytest.ini").write_text(FAST_INI.replace("infperf_rounds = 10", "infperf_rounds = 60"))
@@ -52,6 +54,16 @@ def project(tmp_path: Path, git_env: None) -> tuple[Path, list[str]]:
         )
         assert out.returncode == 0, out.stdout + out.stderr
         shas.append(git(repo, "rev-parse", "HEAD"))
+    return repo, shas
+
+
+@pytest.fixture
+def project(
+    project_template: tuple[Path, list[str]], tmp_path: Path, git_env: None
+) -> tuple[Path, list[str]]:
+    template, shas = project_template
+    repo = tmp_path / "proj"
+    shutil.copytree(template, repo)
     return repo, shas
 
 
@@ -161,12 +173,17 @@ def test_the_index_follows_the_files(project: tuple[Path, list[str]]) -> None:
     assert "3 commit(s)" in infperf(repo, "list").stdout
 
 
-def test_one_lock_file_per_environment(project: tuple[Path, list[str]]) -> None:
-    repo, shas = project
-    folder = next((repo / "baselines").iterdir())
-    assert lock_path(folder).exists()
+def test_one_lock_file_per_environment(
+    project_template: tuple[Path, list[str]], project: tuple[Path, list[str]]
+) -> None:
+    template, shas = project_template
+    # The savers locked the template's folder (the lock is named after the folder's path).
+    saved = next((template / "baselines").iterdir())
+    assert lock_path(saved).exists()
     for sha in shas:
-        assert not lock_path(folder / f"{sha}.json").exists()
+        assert not lock_path(saved / f"{sha}.json").exists()
+    repo, _ = project
+    folder = next((repo / "baselines").iterdir())
     assert infperf(repo, "prune", "--keep", "1", "--keep-raw", "1").returncode == 0
     for sha in shas:
         assert not lock_path(folder / f"{sha}.json").exists()
