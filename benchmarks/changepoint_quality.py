@@ -8,8 +8,10 @@ docs/MEASURED.md). Flat histories count how many report any step (a false step);
 ones (a 3% and a 5% step at a random commit between the 20th and the 180th) count how
 many report a step within 5 commits of the true one. Both for ``stats.changepoint.detect``
 (permutation test of the best split) and for what it did before (a Welch test of the best
-split as if it had been chosen in advance), at the minimum magnitudes 5% (the default) and
-2%.
+split as if it had been chosen in advance), at the minimum magnitudes 5% and 2% (the
+default). Last, how well a 5% step is placed, apart from testing it: the single best split
+against the centre of the 11-commit window with the most posterior mass (what ``detect``
+names).
 """
 
 from __future__ import annotations
@@ -84,6 +86,18 @@ def main() -> int:
                 f"{false}/{args.histories}; 3% steps found {hits[0.03]}/{args.histories}, "
                 f"5% steps found {hits[0.05]}/{args.histories}"
             )
+    # Placing a step, apart from testing it: the single best split against the centre of
+    # the window with the most posterior mass (what detect() names), on 1000 histories.
+    best = window = 0
+    for _ in range(1000):
+        at = int(rng.integers(20, 181))
+        x = np.log(np.exp(rng.normal(0, sigma, n)) * np.where(np.arange(n) >= at, 1.05, 1.0))
+        best += abs(cp._best_split(x) - at) <= 5  # type: ignore[operator]
+        window += abs(cp._locate(x) - at) <= 5  # type: ignore[operator]
+    print(
+        f"placing a 5% step (1000 histories): the best split within 5 commits {best}/1000, "
+        f"the window's centre {window}/1000"
+    )
     return 0
 
 

@@ -209,8 +209,8 @@ def test_history_names_the_commit_of_a_step(history_repo: tuple[Path, list[str]]
     assert len(marked) == 1, out.stdout
     assert marked[0].strip().startswith(shas[17][:10])
     assert "+10." in marked[0] or "+9." in marked[0]
-    # ...and says how to find the commit when the stored commits are not adjacent.
-    assert f"find it: infperf bisect {shas[16][:12]} {shas[17][:12]} " in out.stdout
+    # ...and how to find the commit: bisect over five stored commits either side of it.
+    assert f"find it: infperf bisect {shas[11][:12]} {shas[22][:12]} " in out.stdout
     out = infperf(repo, "history", "-k", "flat")
     assert "<-- change" not in out.stdout
 

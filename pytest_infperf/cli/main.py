@@ -208,6 +208,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _history(args: argparse.Namespace) -> int:
     from ..report.fmt import fmt_time
+    from ..stats.changepoint import LOCATE_WINDOW
     from ..store.history import changes, choose_env, first_parent_history, iter_series
 
     store = _store(args)
@@ -231,11 +232,12 @@ def _history(args: argparse.Namespace) -> int:
                 f"{str(p.subject or '')[:40]}{mark}"
             )
             if i in change_at and change_at[i].ratio > 1 and i > 0:
-                # A slowdown between two stored commits: the command that names the commit.
+                # A slowdown: the command that names the commit, over the window the step's
+                # place is known to (LOCATE_WINDOW stored commits either side of it).
+                good = s.points[max(0, i - 1 - LOCATE_WINDOW)].sha[:12]
+                bad = s.points[min(len(s.points) - 1, i + LOCATE_WINDOW)].sha[:12]
                 nodeid = shlex.quote(s.key.split("#", 1)[0])
-                print(
-                    f"    find it: infperf bisect {s.points[i - 1].sha[:12]} {p.sha[:12]} {nodeid}"
-                )
+                print(f"    find it: infperf bisect {good} {bad} {nodeid}")
     for problem in problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
     return 0
