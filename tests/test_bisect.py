@@ -119,9 +119,11 @@ def test_bisect_names_the_slow_commit_and_skips_one_that_cannot_import(
 
 def test_bisect_says_when_bad_does_not_regress(history: tuple[Path, list[str]]) -> None:
     repo, shas = history
+    before = _state(repo)
     out = infperf(repo, "bisect", shas[0], shas[2], "-k", "slowed")
     assert out.returncode == 1, out.stdout + out.stderr
     assert f"not reproducible: BAD {shas[2][:10]} against GOOD {shas[0][:10]}" in out.stdout
+    assert _state(repo) == before  # a bisect that ends without an answer leaves no trace
 
 
 def test_bisect_usage_errors(history: tuple[Path, list[str]]) -> None:

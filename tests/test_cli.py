@@ -240,6 +240,9 @@ def test_report_with_history_marks_change_points(history_repo: tuple[Path, list[
     assert out.returncode == 0, out.stderr
     text = (repo / "h.html").read_text()
     assert "Change points" in text and shas[17][:10] in text
+    assert (
+        f"<code>infperf bisect {shas[11][:12]} {shas[22][:12]} test_h.py::test_step</code>" in text
+    )
 
 
 def test_progress_lines(pytester: pytest.Pytester) -> None:

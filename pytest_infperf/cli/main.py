@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -208,8 +207,13 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _history(args: argparse.Namespace) -> int:
     from ..report.fmt import fmt_time
-    from ..stats.changepoint import LOCATE_WINDOW
-    from ..store.history import changes, choose_env, first_parent_history, iter_series
+    from ..store.history import (
+        bisect_command,
+        changes,
+        choose_env,
+        first_parent_history,
+        iter_series,
+    )
 
     store = _store(args)
     env = choose_env(store, args.env, _current_env())
@@ -231,13 +235,9 @@ def _history(args: argparse.Namespace) -> int:
                 f"  {p.sha[:10]}  {fmt_time(p.median):>9}  n={p.n:<5} "
                 f"{str(p.subject or '')[:40]}{mark}"
             )
-            if i in change_at and change_at[i].ratio > 1 and i > 0:
-                # A slowdown: the command that names the commit, over the window the step's
-                # place is known to (LOCATE_WINDOW stored commits either side of it).
-                good = s.points[max(0, i - 1 - LOCATE_WINDOW)].sha[:12]
-                bad = s.points[min(len(s.points) - 1, i + LOCATE_WINDOW)].sha[:12]
-                nodeid = shlex.quote(s.key.split("#", 1)[0])
-                print(f"    find it: infperf bisect {good} {bad} {nodeid}")
+            command = bisect_command(s, change_at[i]) if i in change_at else None
+            if command:
+                print(f"    find it: {command}")
     for problem in problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
     return 0

@@ -28,7 +28,7 @@ from ..core.results import Comparison
 from ..measure.backends import MissingBackendError
 from ..stats.changepoint import ChangePoint
 from ..store.baselines import iter_entries
-from ..store.history import Point, Series
+from ..store.history import Point, Series, bisect_command
 from .fmt import fmt_ratio, fmt_time
 from .rows import generation_row, result_row
 
@@ -508,9 +508,9 @@ def _build(
     if isinstance(history, Mapping):
         history = [history[k] for k in sorted(history)]
     trends: list[tuple[str, Plot]] = []
-    changes: list[tuple[str, ChangePoint, Point]] = []
+    changes: list[tuple[str, ChangePoint, Point, str | None]] = []
     for s in history:
-        changes += [(s.key, c, s.points[c.index]) for c in s.changes]
+        changes += [(s.key, c, s.points[c.index], bisect_command(s, c)) for c in s.changes]
         if len(s.points) >= 2:
             trends.append((s.key, history_figure(s, png)))
     if trends:
@@ -615,7 +615,7 @@ def _html(
     title: str,
     results: dict[str, Any] | None,
     sections: list[tuple[str, list[tuple[str, Plot]]]],
-    changes: list[tuple[str, ChangePoint, Point]],
+    changes: list[tuple[str, ChangePoint, Point, str | None]],
 ) -> str:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -643,13 +643,15 @@ def _html(
     if changes:
         parts.append(
             "<h2>Change points</h2><table><tr><th>benchmark</th><th>commit</th>"
-            "<th>change</th><th>p</th></tr>"
+            "<th>change</th><th>p</th><th>find the commit</th></tr>"
         )
-        for key, c, point in changes:
+        for key, c, point, command in changes:
             parts.append(
                 f"<tr><td>{html.escape(_label(key))}</td><td><code>{point.sha[:10]}"
                 f"</code> {html.escape(point.subject or '')}</td><td>"
-                f"{c.ratio - 1:+.1%}</td><td>{c.p_value:.1e}</td></tr>"
+                f"{c.ratio - 1:+.1%}</td><td>{c.p_value:.1e}</td><td>"
+                + (f"<code>{html.escape(command)}</code>" if command else "")
+                + "</td></tr>"
             )
         parts.append("</table>")
     for heading, figures in sections:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import shlex
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ..stats.changepoint import MIN_MAGNITUDE, P_MAX, ChangePoint, detect
+from ..stats.changepoint import LOCATE_WINDOW, MIN_MAGNITUDE, P_MAX, ChangePoint, detect
 from . import git as gitinfo
 from .baselines import BaselineStore
 from .index import StoreIndex
@@ -93,6 +94,16 @@ def _matches(key: str, pattern: str) -> bool:
 def changes(s: Series, p_max: float = P_MAX, min_magnitude: float = MIN_MAGNITUDE) -> Series:
     s.changes = detect([p.median for p in s.points], p_max, min_magnitude)
     return s
+
+
+def bisect_command(s: Series, c: ChangePoint) -> str | None:
+    """For a slowdown, the command that names its commit: ``infperf bisect`` over the window
+    the step's place is known to (``LOCATE_WINDOW`` stored commits either side of it)."""
+    if c.ratio <= 1 or c.index == 0:
+        return None
+    good = s.points[max(0, c.index - 1 - LOCATE_WINDOW)].sha[:12]
+    bad = s.points[min(len(s.points) - 1, c.index + LOCATE_WINDOW)].sha[:12]
+    return f"infperf bisect {good} {bad} {shlex.quote(s.key.split('#', 1)[0])}"
 
 
 def first_parent_history(root: Path, ref: str, depth: int) -> list[str]:
