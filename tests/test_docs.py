@@ -40,3 +40,20 @@ def test_links_point_at_files() -> None:
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         for target in re.findall(r"\]\(([^)#:]+)\)", path.read_text()):
             assert (path.parent / target).exists(), f"{path.name} links to missing {target}"
+
+
+def test_the_interleaved_design_is_what_comparing_md_says() -> None:
+    """docs/COMPARING.md states the plan's constants; they are read from the code here."""
+    from pytest_infperf.judge.plan import Design
+
+    text = " ".join((ROOT / "docs" / "COMPARING.md").read_text().split())
+    d = Design()
+    shares = [f"{x:g}" for x in d.shares]
+    assert f"spend {', '.join(shares[:-1])} and {shares[-1]} of alpha" in text
+    assert abs(sum(d.shares) - 1.0) < 1e-9  # Bonferroni over the looks
+    assert f"pairs 2 to {d.max_pairs} are worker processes" in text
+    ordinal = {4: "fourth", 5: "fifth", 6: "sixth", 8: "eighth"}[d.max_pairs]
+    assert f"after the {ordinal} pair" in text
+    assert f"over up to {['', '', '', '', 'four', 'five', 'six'][d.max_pairs]}" in " ".join(
+        (ROOT / "README.md").read_text().split()
+    )
