@@ -147,25 +147,28 @@ def test_base_error_is_reported_as_such(pytester: pytest.Pytester, git_env: None
 
 
 def test_interleaved_interval_carries_the_level_it_was_computed_at() -> None:
-    """The second look spends 0.3 of alpha on each bound: the interval is at
-    1 - 2 * 0.015, and the message and the level say so, not the overall 95%."""
+    """The second look spends its share of alpha (Design.shares[1]) on each bound: the
+    interval is at 1 - 2 * that, and the message and the level say so, not the overall 95%."""
+    from pytest_infperf.judge.plan import Design
+
+    at = 0.05 * Design().shares[1]
     judge = Judge(family=4)
     plan = judge.plan(OPTS, ("median",))
     pairs = {"median": [summarize_pair([0.3, 0.31] * 6), summarize_pair([0.29, 0.3] * 6)]}
     look = plan.look(pairs)
-    assert look.k == 2 and look.alpha == pytest.approx(0.05 * 0.3) and look.stop
+    assert look.k == 2 and look.alpha == pytest.approx(at) and look.stop
     head, base = [1.35e-3] * 40, [1e-3] * 41
     origin = Origin("ab", "b" * 40, None, "the merge-base")
     c = judge.interleaved(look, {"median": head}, {"median": base}, OPTS, origin)
     assert c.verdict is Verdict.REGRESSION and c.unit == "process pairs" and c.n == 2
     assert c.process_pairs == 2 and c.detectable is not None and c.detectable > 0.05
-    assert c.ci_level == pytest.approx(0.97) and c.bound_level == pytest.approx(0.985)
+    assert c.ci_level == pytest.approx(1 - 2 * at) and c.bound_level == pytest.approx(1 - at)
     r = _result(head)
     r.comparison = c
     (message,) = Gate(judge.policy).apply(r)
     assert f"{fmt_level(c.bound_level)} one-sided confidence bound" in message
     assert "95% one-sided" not in message
-    assert "(alpha 0.015 at this look, 0.05 overall)" in message
+    assert f"(alpha {at:g} at this look, 0.05 overall)" in message
     assert "over 2 head/base process pairs" in message
     # the baseline figure is the median of the base samples (41, odd; 40, even below)
     assert c.baseline == statistics.median(base)
