@@ -137,6 +137,24 @@ def busy(us):
 """
 
 
+#: An A/B suite: test_slowed scales with factor.txt, test_steady does not (and has a
+#: second, named measurement); with the ini that gives interleaved runs enough time.
+AB_SUITE = (
+    BUSY_HEADER
+    + """
+
+def test_slowed(infer_bench):
+    infer_bench(lambda: busy(300 * FACTOR))
+
+def test_steady(infer_bench):
+    infer_bench(lambda: busy(200))
+    infer_bench(lambda: busy(100), name="second")
+"""
+)
+
+AB_INI = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
+
+
 def init_repo(path: Path, message: str = "suite") -> None:
     """`git init` on main and commit everything there."""
     git(path, "init", "-q", "-b", "main")

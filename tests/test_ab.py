@@ -8,22 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import BUSY_HEADER, FAST_INI, ROOT, git, init_repo, load_json
-
-SUITE = (
-    BUSY_HEADER
-    + """
-
-def test_slowed(infer_bench):
-    infer_bench(lambda: busy(300 * FACTOR))
-
-def test_steady(infer_bench):
-    infer_bench(lambda: busy(200))
-    infer_bench(lambda: busy(100), name="second")
-"""
-)
-
-AB_INI = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
+from .conftest import AB_INI, AB_SUITE, ROOT, git, init_repo, load_json
 
 
 def commit(path: Path, message: str) -> None:
@@ -34,7 +19,7 @@ def commit(path: Path, message: str) -> None:
 @pytest.fixture
 def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     pytester.makefile(".ini", pytest=AB_INI)
-    pytester.makepyfile(test_suite=SUITE)
+    pytester.makepyfile(test_suite=AB_SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
     init_repo(pytester.path, "suite")
@@ -112,7 +97,7 @@ def test_a_project_with_filterwarnings_error(repo: pytest.Pytester) -> None:
 
 
 def test_removed_tests_are_listed(repo: pytest.Pytester) -> None:
-    (repo.path / "test_suite.py").write_text(SUITE.replace("def test_steady", "def _gone"))
+    (repo.path / "test_suite.py").write_text(AB_SUITE.replace("def test_steady", "def _gone"))
     commit(repo.path, "drop a benchmark")
     result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
     result.assert_outcomes(passed=1)
@@ -162,14 +147,14 @@ def test_a_crashing_base_worker_fails_the_affected_test(
     pytester: pytest.Pytester, git_env: None
 ) -> None:
     pytester.makefile(".ini", pytest=AB_INI)
-    crashing = SUITE.replace(
+    crashing = AB_SUITE.replace(
         "infer_bench(lambda: busy(300 * FACTOR))", "import os\n    infer_bench(lambda: os._exit(3))"
     )
     pytester.makepyfile(test_suite=crashing)  # on main the model kills its process
     (pytester.path / "factor.txt").write_text("1.0")
     init_repo(pytester.path, "a base that crashes")
     git(pytester.path, "checkout", "-q", "-b", "feature")
-    (pytester.path / "test_suite.py").write_text(textwrap.dedent(SUITE))
+    (pytester.path / "test_suite.py").write_text(textwrap.dedent(AB_SUITE))
     commit(pytester.path, "fixed")
     repo = pytester
     result = repo.runpytest_subprocess("--perf-ab=main")

@@ -16,21 +16,7 @@ from pytest_infperf.cli.bisect import Commit, Search, hints_from_store
 from pytest_infperf.store.baselines import BaselineStore
 from pytest_infperf.store.history import iter_series
 
-from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, infperf, init_repo
-
-SUITE = (
-    BUSY_HEADER
-    + """
-
-def test_slowed(infer_bench):
-    infer_bench(lambda: busy(300 * FACTOR))
-
-def test_steady(infer_bench):
-    infer_bench(lambda: busy(200))
-"""
-)
-
-INI = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
+from .conftest import AB_INI, AB_SUITE, GIT_ENV, git, infperf, init_repo
 
 
 def _commit(path: Path, message: str) -> str:
@@ -44,9 +30,8 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """Seven commits: c3 cannot be imported, c5 makes test_slowed 30% slower."""
     repo = tmp_path_factory.mktemp("bisect") / "repo"
     repo.mkdir()
-    os.environ.update(GIT_ENV)  # the module's git commands and the CLI's children agree
-    (repo / "pytest.ini").write_text(INI)
-    (repo / "test_suite.py").write_text(SUITE)
+    (repo / "pytest.ini").write_text(AB_INI)
+    (repo / "test_suite.py").write_text(AB_SUITE)
     (repo / "factor.txt").write_text("1.0")
     (repo / ".gitignore").write_text("*.json\n*.md\n__pycache__/\n")
     init_repo(repo, "c0 suite")
@@ -55,8 +40,8 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
         [
             ("README", "one\n"),
             ("README", "two\n"),
-            ("test_suite.py", "import not_a_module\n" + SUITE),
-            ("test_suite.py", SUITE),
+            ("test_suite.py", "import not_a_module\n" + AB_SUITE),
+            ("test_suite.py", AB_SUITE),
             ("factor.txt", "1.3"),
             ("README", "three\n"),
         ],

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import infperf
+
 pytest.importorskip("pytest_split")
 
 SUITE = """
@@ -23,16 +25,6 @@ def test_plain():
     pass
 """
 FAST = ["-o", "infperf_max_time=0.05", "-o", "infperf_min_time=0.01", "-p", "no:cacheprovider"]
-
-
-def _infperf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_infperf", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +44,8 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_merged_shards_hold_what_one_run_holds(shards: Path) -> None:
-    out = _infperf(
+    out = infperf(
+        shards,
         "merge",
         "shard1.json",
         "shard2.json",
@@ -62,7 +55,6 @@ def test_merged_shards_hold_what_one_run_holds(shards: Path) -> None:
         "merged.json",
         "--markdown",
         "merged.md",
-        cwd=shards,
     )
     assert out.returncode == 0, out.stderr
     assert "merged 4 shards, 6 benchmarks" in out.stdout
@@ -75,7 +67,7 @@ def test_merged_shards_hold_what_one_run_holds(shards: Path) -> None:
     markdown = (shards / "merged.md").read_text()
     assert markdown.startswith("## ") and "test_sum[6400]" in markdown
     # The merged document is a results document: the other commands read it.
-    assert _infperf("comment", "merged.json", cwd=shards).returncode == 0
+    assert infperf(shards, "comment", "merged.json").returncode == 0
 
 
 @pytest.mark.parametrize("case", ["overlap", "commits", "truncated", "mode"])
@@ -99,7 +91,7 @@ def test_shards_that_cannot_merge_get_a_clear_error_and_nothing_is_written(
     (tmp_path / "a.json").write_text(json.dumps(one))
     text = json.dumps(two)
     (tmp_path / "b.json").write_text(text[: len(text) // 2] if case == "truncated" else text)
-    out = _infperf("merge", "a.json", "b.json", "-o", "merged.json", cwd=tmp_path)
+    out = infperf(tmp_path, "merge", "a.json", "b.json", "-o", "merged.json")
     assert out.returncode == 2
     assert expected in out.stderr
     assert "Traceback" not in out.stderr
@@ -113,14 +105,11 @@ def test_the_merged_run_fails_once_for_any_shard_that_regressed(
     two = json.loads((shards / "shard2.json").read_text())
     (tmp_path / "a.json").write_text(json.dumps(one))
     assert (
-        _infperf("merge", "a.json", "-o", "m.json", "--fail-on-regression", cwd=tmp_path).returncode
-        == 0
+        infperf(tmp_path, "merge", "a.json", "-o", "m.json", "--fail-on-regression").returncode == 0
     )
     # A shard whose benchmark regressed (the verdict a comparing shard writes).
     two["benchmarks"][0]["comparison"] = {"verdict": "regression", "ratio": 1.3}
     (tmp_path / "b.json").write_text(json.dumps(two))
-    out = _infperf(
-        "merge", "a.json", "b.json", "-o", "m.json", "--fail-on-regression", cwd=tmp_path
-    )
+    out = infperf(tmp_path, "merge", "a.json", "b.json", "-o", "m.json", "--fail-on-regression")
     assert out.returncode == 1
     assert f"regression: {two['benchmarks'][0]['key']}" in out.stdout

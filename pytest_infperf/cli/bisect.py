@@ -28,10 +28,13 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.fsutil import atomic_write_text
 from ..core.results import BenchmarkResult, Verdict
+
+if TYPE_CHECKING:
+    from ..ab.workers import Checkout
 
 #: Exit codes: the commit was named; BAD does not regress against GOOD or the step could not
 #: be pinned to one commit; bad usage (main's); interrupted (128 + SIGINT, as a shell says).
@@ -65,6 +68,11 @@ class Measured:
     ci_low: float | None
     ci_high: float | None
     reason: str | None
+
+    @property
+    def slower(self) -> bool:
+        """The slowdown sought: a regression, also one a ``Perf-Accept`` trailer accepted."""
+        return self.verdict in (Verdict.REGRESSION, Verdict.ACCEPTED)
 
     def figure(self) -> str:
         if self.ratio is None:
@@ -133,7 +141,7 @@ class Search:
         return list(range(self.good + 1, self.bad + 1))
 
     def steps_left(self) -> int:
-        return max(0, len(self.open())).bit_length()
+        return len(self.open()).bit_length()
 
 
 # -- git ---------------------------------------------------------------------------------
@@ -169,19 +177,19 @@ def history(top: Path, good: Commit, bad: Commit) -> list[Commit]:
     """GOOD, then BAD's first-parent commits after it, oldest first, BAD last."""
     if good.sha == bad.sha:
         raise BisectError("GOOD and BAD are the same commit: nothing to search")
-    shas = _git(top, "rev-list", "--first-parent", f"{good.sha}..{bad.sha}").split()
-    parents = _git(top, "rev-list", "--first-parent", bad.sha).split()
-    if good.sha not in parents:
+    listing = _git(
+        top, "log", "--first-parent", "--format=%H%x00%s%x00%an", f"{good.sha}..{bad.sha}"
+    )
+    rows = [line.split("\x00") for line in reversed(listing.splitlines())]  # oldest first
+    # GOOD is on BAD's first-parent chain exactly when it is the oldest listed commit's
+    # first parent (no listing at all: BAD is an ancestor of GOOD).
+    if not rows or _git(top, "rev-parse", f"{rows[0][0]}^1") != good.sha:
         raise BisectError(
             f"GOOD {good.short} is not on BAD {bad.short}'s first-parent history: give a "
             "GOOD that BAD descends from along first parents (e.g. the merge-base, "
             f"`git merge-base {good.short} {bad.short}`)"
         )
-    listing = _git(
-        top, "log", "--first-parent", "--format=%H%x00%s%x00%an", f"{good.sha}..{bad.sha}"
-    )
-    info = {line.split("\x00")[0]: line.split("\x00") for line in listing.splitlines()}
-    middle = [Commit(s, info[s][1], info[s][2]) for s in reversed(shas) if s != bad.sha]
+    middle = [Commit(sha, subject, author) for sha, subject, author in rows[:-1]]
     return [good, *middle, bad]
 
 
@@ -190,7 +198,8 @@ def history(top: Path, good: Commit, bad: Commit) -> list[Commit]:
 
 class Bench:
     """Runs the selection at one commit against another, interleaved, in the temporary
-    worktree; returns the step. Child output goes to a log per step (``--keep-logs``)."""
+    worktree; returns the step. Child output goes to a log per step in the temporary
+    folder (its last error line is the reason a step is skipped)."""
 
     def __init__(
         self,
@@ -199,26 +208,29 @@ class Bench:
         subdir: Path,
         selection: Sequence[str],
         pytest_args: Sequence[str],
-        say: Callable[[str], None],
     ) -> None:
         self.top = top
         self.tmp = tmp
-        self.tree = tmp / "tree"
         self.subdir = subdir
         self.selection = list(selection)
         self.pytest_args = list(pytest_args)
-        self.say = say
         self.count = 0
-        self._added = False
+        #: The one worktree, added at the first step's commit (the A/B base's helper) and
+        #: switched to each later one.
+        self.tree: Checkout | None = None
         self.child: subprocess.Popen[bytes] | None = None
 
-    def checkout(self, sha: str) -> None:
-        if not self._added:
-            _git(self.top, "worktree", "add", "--detach", "--force", str(self.tree), sha)
-            self._added = True
-            return
-        _git(self.tree, "checkout", "--quiet", "--force", "--detach", sha)
-        _git(self.tree, "clean", "-qfdx")  # a fresh checkout: no build output of the last one
+    def checkout(self, sha: str) -> Path:
+        if self.tree is None:
+            # The A/B base's worktree helper; imported here, not when `infperf list` starts.
+            from ..ab.workers import Checkout
+
+            self.tree = Checkout(self.top, sha, self.tmp, "infperf bisect")
+            self.tree.add()
+            return self.tree.root
+        _git(self.tree.root, "checkout", "--quiet", "--force", "--detach", sha)
+        _git(self.tree.root, "clean", "-qfdx")  # a fresh checkout: no build output of the last
+        return self.tree.root
 
     def command(self, against: Commit, json_path: Path) -> list[str]:
         return [
@@ -238,7 +250,7 @@ class Bench:
         start = time.monotonic()
         json_path = self.tmp / f"step-{self.count}.json"
         log_path = self.tmp / f"step-{self.count}.log"
-        self.checkout(commit.sha)
+        root = self.checkout(commit.sha)
         child_tmp = self.tmp / "t"
         child_tmp.mkdir(exist_ok=True)
         env = {
@@ -250,7 +262,7 @@ class Bench:
         with log_path.open("wb") as log:
             self.child = subprocess.Popen(
                 self.command(against, json_path),
-                cwd=self.tree / self.subdir,
+                cwd=root / self.subdir,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -281,13 +293,8 @@ class Bench:
         """Remove the worktree and the temporary folder (the base worktrees of the steps
         included), then let git forget worktrees whose folders are gone."""
         self.stop()
-        if self._added:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(self.tree)],
-                cwd=self.top,
-                capture_output=True,
-                check=False,
-            )
+        if self.tree is not None:
+            self.tree.remove()
         shutil.rmtree(self.tmp, ignore_errors=True)
         subprocess.run(["git", "worktree", "prune"], cwd=self.top, capture_output=True, check=False)
 
@@ -334,8 +341,7 @@ def classify(
     if not measured:
         return "skip", f"nothing measured (pytest exit {rc}): {_failure(log)}"
     wanted = [m for m in measured if not tracked or m.key in tracked]
-    # A regression the change's message accepts (Perf-Accept) is still the slowdown sought.
-    slower = [m for m in wanted if m.verdict in (Verdict.REGRESSION, Verdict.ACCEPTED)]
+    slower = [m for m in wanted if m.slower]
     if slower:
         return "bad", "regression: " + ", ".join(m.key for m in slower)
     missing = sorted(tracked - {m.key for m in measured})
@@ -413,7 +419,7 @@ def search(
     commits: Sequence[Commit],
     bench: Bench,
     say: Callable[[str], None],
-    hinter: Callable[[set[str]], tuple[list[int], str]] = lambda tracked: ([], ""),
+    hinter: Callable[[set[str]], tuple[list[int], str]] | None = None,
     retries: int = 1,
 ) -> Outcome:
     """Confirm BAD against GOOD, search between them, check the named commit against its
@@ -447,9 +453,9 @@ def search(
             f"{what}: BAD {bad.short} against GOOD {good.short} on this machine: {first.why}"
         )
         return out
-    tracked = {m.key for m in first.benchmarks if m.verdict in ("regression", "accepted")}
+    tracked = {m.key for m in first.benchmarks if m.slower}
     out.tracked = sorted(tracked)
-    hints, out.hint = hinter(tracked)
+    hints, out.hint = hinter(tracked) if hinter else ([], "")
     if out.hint:
         say(out.hint)
     s = Search(len(commits), hints)
@@ -554,12 +560,12 @@ def run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) -> 
         f"(bad); each step: pytest {shlex.join(selection)} --perf-ab=<good> in a temporary worktree"
     )
     tmp = Path(tempfile.mkdtemp(prefix="infperf-bisect-"))
-    bench = Bench(top, tmp, subdir, selection, args.pytest_args, say)
+    bench = Bench(top, tmp, subdir, selection, args.pytest_args)
     hinter = (lambda tracked: hints_from_store(commits, tracked, series)) if series else None
     # A cancelled CI job gets SIGTERM: clean up as for Ctrl-C.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        out = search(commits, bench, say, hinter or (lambda tracked: ([], "")), args.retries)
+        out = search(commits, bench, say, hinter, args.retries)
     except KeyboardInterrupt:
         bench.stop()
         print(

@@ -660,8 +660,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # `infperf bisect GOOD BAD -k x -- PYTEST_ARGS`: what follows `--` is pytest's.
-    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
-    args = parser.parse_args(argv[: len(argv) - len(extra) - 1] if extra or "--" in argv else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, extra = argv[:at], argv[at + 1 :]
+    args = parser.parse_args(argv)
     if extra and not hasattr(args, "pytest_args"):
         parser.error(f"infperf {args.command} takes no arguments after --")
     if extra:
