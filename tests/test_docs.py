@@ -50,7 +50,12 @@ def test_the_interleaved_design_is_what_comparing_md_says() -> None:
     d = Design()
     shares = [f"{x:g}" for x in d.shares]
     assert f"spend {', '.join(shares[:-1])} and {shares[-1]} of alpha" in text
-    assert abs(sum(d.shares) - 1.0) < 1e-9  # Bonferroni over the looks
+    assert abs(sum(d.shares) - 1.0) < 1e-9  # each bound spends all of alpha over the looks
+    from pytest_infperf.stats.sequential import boundaries
+
+    z = ", ".join(f"{v:.2f}" for v in boundaries(0.05, d.shares))
+    assert f"about {z} standard errors" in text
+    assert f"never taken below {d.tau_floor:.0%}" in text
     assert f"pairs 2 to {d.max_pairs} are worker processes" in text
     ordinal = {4: "fourth", 5: "fifth", 6: "sixth", 8: "eighth"}[d.max_pairs]
     assert f"after the {ordinal} pair" in text

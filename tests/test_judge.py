@@ -147,11 +147,14 @@ def test_base_error_is_reported_as_such(pytester: pytest.Pytester, git_env: None
 
 
 def test_interleaved_interval_carries_the_level_it_was_computed_at() -> None:
-    """The second look spends its share of alpha (Design.shares[1]) on each bound: the
-    interval is at 1 - 2 * that, and the message and the level say so, not the overall 95%."""
+    """The second look's bound sits at its group-sequential critical value (the design's
+    shares spent over correlated looks): the interval is at 1 - 2 * that level, and the
+    message and the level say so, not the overall 95%."""
     from pytest_infperf.judge.plan import Design
+    from pytest_infperf.stats.sequential import boundaries, level
 
-    at = 0.05 * Design().shares[1]
+    at = level(boundaries(0.05, Design().shares)[1])
+    assert 0.05 * Design().shares[1] < at < 0.05  # more than Bonferroni's share
     judge = Judge(family=4)
     plan = judge.plan(OPTS, ("median",))
     pairs = {"median": [summarize_pair([0.3, 0.31] * 6), summarize_pair([0.29, 0.3] * 6)]}

@@ -141,7 +141,7 @@ def test_futility_stops_what_cannot_be_decided() -> None:
 
 def test_generation_regression_needs_holm_no_regression_needs_each() -> None:
     plan = PairedPlan(0.05, 0.05, ("ttft", "tpot"))
-    both = {"ttft": _pairs(0.0)["median"], "tpot": _pairs(0.01)["median"]}
+    both = {"ttft": _pairs(0.0)["median"], "tpot": _pairs(0.002)["median"]}
     look = plan.look(both)
     assert set(look.verdicts.values()) == {Verdict.UNCHANGED} and look.stop
     half = {"ttft": _pairs(0.0)["median"], "tpot": _pairs(0.2)["median"]}
