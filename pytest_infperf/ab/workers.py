@@ -363,12 +363,20 @@ class ABController:
         the session's later benchmarks: a base worker in the base checkout and a head
         worker in the working tree, with the same hash seed."""
         while len(self.pairs) < k:
-            seed = len(self.pairs) + 1
+            n = len(self.pairs) + 1
+            # A random seed per pair and session, not a fixed one: the seed sets dict and
+            # set layouts, and with them part of a pair's speed offset. Fixed seeds (1, 2,
+            # ...) made that offset the same in every session: an A/A 50-iteration Python
+            # loop ran +2% to +10% slower in every worker pair of both sessions that
+            # reached them (docs/MEASURED.md, "Hash seeds"), a bias no number of pairs
+            # removes and every CI run would repeat. Drawn afresh, it is part of the
+            # between-process variance the pooling accounts for.
+            seed = secrets.randbelow(2**32 - 1) + 1
             head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
             self.pairs.append(
                 ProcessPair(
-                    WorkerSide(self.checkout, self.selection, f"base{seed}", seed),
-                    WorkerSide(head_tree, self.selection, f"head{seed}", seed),
+                    WorkerSide(self.checkout, self.selection, f"base{n}", seed),
+                    WorkerSide(head_tree, self.selection, f"head{n}", seed),
                 )
             )
         return self.pairs[k - 1]
