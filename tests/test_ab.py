@@ -78,6 +78,29 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 
+def test_process_pairs_collect_the_same_files_on_both_sides(repo: pytest.Pytester) -> None:
+    """Process pairs collect the perf tests' files that both checkouts hold, not the
+    session's folder: the working tree's untracked folders (baselines/) made head workers
+    slower than their base partners (docs/MEASURED.md, "Same files on both sides")."""
+    from pytest_infperf.ab.workers import ABController, Selection
+
+    (repo.path / "baselines" / "x").mkdir(parents=True)
+    suite, new = repo.path / "test_suite.py", repo.path / "test_new.py"
+    new.write_text("def test_new(infer_bench):\n    infer_bench(lambda: None)\n")
+    selection = Selection(rootdir=repo.path, args=(str(repo.path),), pythonpath=())
+    controller = ABController(git(repo.path, "rev-parse", "main"), repo.path, selection)
+    try:
+        controller.setup()
+        controller.collected([])  # nothing collected: the session's own selection
+        assert controller.pair_selection == selection
+        controller.collected([str(suite), str(new), str(suite)])  # test_new: head only
+        assert controller.pair_selection.args == (str(suite),)
+        assert controller.selection == selection  # the base worker lists every base test
+    finally:
+        controller.close()
+    assert worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
 def test_a_project_with_filterwarnings_error(repo: pytest.Pytester) -> None:
     """The worker imports pytest_infperf before pytest loads it as a plugin; pytest's
     "cannot be rewritten" warning must not end the worker under filterwarnings = error

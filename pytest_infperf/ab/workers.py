@@ -19,11 +19,14 @@ import tempfile
 import time
 from multiprocessing.connection import Client
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..measure import gpu as _gpu
 from ..store.git import GitError
 from . import protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: One block from a side: seconds per call of each sample, and the per-sample figures the
 #: sampler recorded besides (a generation's TTFT and TPOT; empty otherwise).
@@ -340,6 +343,8 @@ class ABController:
         self.checkout = Checkout(toplevel, base_sha, self.tmp, f"{title} {base_sha[:10]}")
         self.base = WorkerSide(self.checkout, selection, "base")
         self.pairs: list[ProcessPair] = []
+        #: What process pairs collect: :meth:`collected` narrows it to the perf tests' files.
+        self.pair_selection = selection
         self.gpu_before: frozenset[int] | None = None
         self._closed = False
         atexit.register(self.close)
@@ -358,6 +363,24 @@ class ABController:
     def base_tests(self) -> set[str]:
         return self.base.tests()
 
+    def collected(self, modules: Sequence[str]) -> None:
+        """The files of the perf tests this session collected (head paths). Process pairs
+        collect only those present in both checkouts, instead of the session's arguments:
+        given a folder, a worker walks everything in it, and the working tree holds
+        untracked folders the base checkout lacks (baselines/, results/). Walking one
+        more folder, even an empty one, left a head worker's 50-iteration Python loop
+        4-5% slower than its base partner in every pair of every session measured
+        (docs/MEASURED.md, "Same files on both sides"), a bias no number of pairs
+        removes. The controller's own base worker keeps the whole selection: it lists the
+        base's tests, and pair 1's head is this process anyway."""
+        both = tuple(
+            m
+            for m in dict.fromkeys(modules)
+            if Path(m).is_file() and self.checkout.map(Path(m)).is_file()
+        )
+        if both:
+            self.pair_selection = dataclasses.replace(self.selection, args=both)
+
     def process_pair(self, k: int) -> ProcessPair:
         """The ``k``-th extra process pair (k >= 1), started on first use and kept for
         the session's later benchmarks: a base worker in the base checkout and a head
@@ -375,8 +398,8 @@ class ABController:
             head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
             self.pairs.append(
                 ProcessPair(
-                    WorkerSide(self.checkout, self.selection, f"base{n}", seed),
-                    WorkerSide(head_tree, self.selection, f"head{n}", seed),
+                    WorkerSide(self.checkout, self.pair_selection, f"base{n}", seed),
+                    WorkerSide(head_tree, self.pair_selection, f"head{n}", seed),
                 )
             )
         return self.pairs[k - 1]

@@ -59,9 +59,13 @@ class Plain:
         #: How many perf tests this session collected: the family the run's multiplicity
         #: is controlled over (known before any test runs, unlike the flagged ones).
         self.family = 1
+        self.perf_files: list[str] = []
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.family = max(1, sum(1 for item in session.items if _is_perf(item)))
+        perf = [item for item in session.items if _is_perf(item)]
+        self.family = max(1, len(perf))
+        #: The files of the perf tests, for interleaving's process pairs.
+        self.perf_files = [str(item.path) for item in perf]
 
     @functools.cached_property
     def judge(self) -> Judge:
@@ -293,6 +297,7 @@ class Stored(Plain):
                 source.sha, toplevel.resolve(), self.selection, title="baseline commit"
             )
             controller.setup()
+            controller.collected(self.perf_files)
         except gitinfo.GitError as exc:
             self._broken = f"the baseline's commit cannot be checked out: {exc}"
             self.context.warn(f"settling is off for this session: {self._broken}")
@@ -350,6 +355,7 @@ class ABHead(Plain):
         from ..ab.workers import ABError
 
         super().pytest_collection_finish(session)
+        self.controller.collected(self.perf_files)
         head = {i.nodeid for i in session.items if _is_perf(i)}
         try:
             base = self.controller.base_tests()
