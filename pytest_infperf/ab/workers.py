@@ -388,12 +388,10 @@ class ABController:
         while len(self.pairs) < k:
             n = len(self.pairs) + 1
             # A random seed per pair and session, not a fixed one: the seed sets dict and
-            # set layouts, and with them part of a pair's speed offset. Fixed seeds (1, 2,
-            # ...) made that offset the same in every session: an A/A 50-iteration Python
-            # loop ran +2% to +10% slower in every worker pair of both sessions that
-            # reached them (docs/MEASURED.md, "Hash seeds"), a bias no number of pairs
-            # removes and every CI run would repeat. Drawn afresh, it is part of the
-            # between-process variance the pooling accounts for.
+            # set layouts, and with them part of a pair's speed offset. A fixed seed (1, 2,
+            # ...) would make that part the same in every session, a bias every CI run
+            # repeats; drawn afresh, it is part of the between-process variance the
+            # pooling accounts for.
             seed = secrets.randbelow(2**32 - 1) + 1
             head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
             self.pairs.append(
