@@ -225,11 +225,17 @@ def make_repo(root: Path, nwork: int, suite: str = "cpu") -> Path:
     (repo / "test_dq.py").write_text(SUITES[suite].replace("NWORK", str(nwork)))
     (repo / "factor.txt").write_text("1.0")
     (repo / "pytest.ini").write_text("[pytest]\n")
+    commit_repo(repo, "suite")
+    return repo
+
+
+def commit_repo(repo: Path, message: str) -> None:
+    """``repo``'s files committed on ``main`` of a new repository; what the runs write
+    (baselines, their JSON, caches) ignored."""
     (repo / ".gitignore").write_text("baselines/\nout.json\n__pycache__/\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
-    git(repo, "commit", "-qm", "suite")
-    return repo
+    git(repo, "commit", "-qm", message)
 
 
 def scenario_branch(repo: Path, label: str, factor: float) -> str:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from decision_quality import MODES, Neighbour, git, pytest_run
+from decision_quality import MODES, Neighbour, commit_repo, git, pytest_run
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ("regression", "improvement", "unchanged", "no-regression", "inconclusive")
@@ -36,10 +36,7 @@ def make_repo(root: Path) -> Path:
     repo = root / "repo"
     shutil.copytree(EXAMPLES, repo / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "pytest.ini").write_text("[pytest]\ntestpaths = examples\n")
-    (repo / ".gitignore").write_text("baselines/\nout.json\n__pycache__/\n")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", ".")
-    git(repo, "commit", "-qm", "examples")
+    commit_repo(repo, "examples")
     return repo
 
 

@@ -81,7 +81,8 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
 def test_process_pairs_collect_the_same_files_on_both_sides(repo: pytest.Pytester) -> None:
     """Process pairs collect the perf tests' files that both checkouts hold, not the
     session's folder: the working tree's untracked folders (baselines/) made head workers
-    slower than their base partners (docs/MEASURED.md, "Same files on both sides")."""
+    slower than their base partners (docs/MEASURED.md, "A/A run counts, and the same
+    files on both sides")."""
     from pytest_infperf.ab.workers import ABController, Selection
 
     (repo.path / "baselines" / "x").mkdir(parents=True)

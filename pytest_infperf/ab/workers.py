@@ -370,9 +370,9 @@ class ABController:
         untracked folders the base checkout lacks (baselines/, results/). Walking one
         more folder, even an empty one, left a head worker's 50-iteration Python loop
         4-5% slower than its base partner in every pair of every session measured
-        (docs/MEASURED.md, "Same files on both sides"), a bias no number of pairs
-        removes. The controller's own base worker keeps the whole selection: it lists the
-        base's tests, and pair 1's head is this process anyway."""
+        (docs/MEASURED.md, "A/A run counts, and the same files on both sides"), a bias
+        no number of pairs removes. The controller's own base worker keeps the whole
+        selection: it lists the base's tests, and pair 1's head is this process anyway."""
         both = tuple(
             m
             for m in dict.fromkeys(modules)

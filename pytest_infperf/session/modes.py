@@ -59,12 +59,13 @@ class Plain:
         #: How many perf tests this session collected: the family the run's multiplicity
         #: is controlled over (known before any test runs, unlike the flagged ones).
         self.family = 1
+        #: The files of the perf tests, in collection order: what interleaving's process
+        #: pairs collect (``ABController.collected``).
         self.perf_files: list[str] = []
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         perf = [item for item in session.items if _is_perf(item)]
         self.family = max(1, len(perf))
-        #: The files of the perf tests, for interleaving's process pairs.
         self.perf_files = [str(item.path) for item in perf]
 
     @functools.cached_property
