@@ -176,3 +176,14 @@ def test_interleave_runs_abba_quads_until_the_plan_has_enough() -> None:
     assert len(run.quads["median"]) == Design().min_quads  # exact data: no more needed
     assert all(q == pytest.approx(math.log(1.1)) for q in run.quads["median"])
     assert all(p == pytest.approx(math.log(1.3)) for p in run.penalties["median"])
+
+
+def test_a_slow_pair_stops_at_four_quads_when_its_own_error_is_already_small() -> None:
+    plan = PairedPlan(0.05, 0.05, ("median",))
+    d = Design()
+    quiet = {"median": [0.010, 0.012, 0.011, 0.009]}  # own se ~0.5%: below the floor's half
+    noisy = {"median": [0.10, -0.08, 0.12, -0.05]}
+    assert plan.more_quads(quiet, seconds=2 * d.pair_seconds - 0.1)  # not slow yet
+    assert not plan.more_quads(quiet, seconds=2 * d.pair_seconds + 0.1)
+    assert plan.more_quads(noisy, seconds=2 * d.pair_seconds + 0.1)  # its own error is large
+    assert plan.more_quads({"median": quiet["median"][:3]}, seconds=10.0)  # under slow_quads

@@ -41,6 +41,11 @@ class Design:
     min_quads: int = 8
     max_quads: int = 48
     pair_seconds: float = 1.5
+    #: A slow benchmark's pair may stop at this many quads once past twice ``pair_seconds``,
+    #: if its own standard error is already small next to the between-process floor: BERT-base
+    #: at sequence 128 in torch (0.23 s a call, one call a block) took 7.4 s a pair for 8
+    #: quads, where the pooled interval is set by the floor.
+    slow_quads: int = 4
     #: The between-process sd assumed at least (log units): one or two pairs cannot show
     #: it. A/A process pairs on the 2-core VM differ by an sd of 2.6-3.7% (own error
     #: included; docs/MEASURED.md, "Where the offset lives"). 2%, not 1.5% (2026-11-24):
@@ -93,7 +98,8 @@ class PairedPlan:
 
     - A process pair takes quads until it has ``min_quads`` and either its own standard
       error is small next to the between-process floor (more quads would not narrow the
-      pooled interval) or its time is up.
+      pooled interval) or its time is up; a slow pair (past twice its time) stops at
+      ``slow_quads`` when its own error is already that small.
     - After pair k the pairs are pooled (random effects,
       :mod:`~pytest_infperf.stats.pooled`) and each bound is taken at look k's
       group-sequential critical value (``shares`` spent over correlated looks).
@@ -143,11 +149,16 @@ class PairedPlan:
             if n < d.min_quads and seconds >= 2 * d.pair_seconds:
                 return False
         if n < d.min_quads:
-            return True
+            if n < d.slow_quads or seconds < 2 * d.pair_seconds:
+                return True
+            return self._own_se(quads) > d.tau_floor / 2.0
         if n >= d.max_quads or seconds >= d.pair_seconds:
             return False
-        own = max(_pool.summarize_pair(quads[m]).se for m in self.metrics)
-        return own > d.tau_floor / 2.0
+        return self._own_se(quads) > d.tau_floor / 2.0
+
+    def _own_se(self, quads: Mapping[str, Sequence[float]]) -> float:
+        """The pair's own standard error, the largest over the judged metrics."""
+        return max(_pool.summarize_pair(quads[m]).se for m in self.metrics)
 
     def look(self, pairs: Mapping[str, Sequence[_pool.PairSummary]]) -> Look:
         """The verdicts after ``k`` process pairs, and whether to stop there."""
