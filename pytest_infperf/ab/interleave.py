@@ -264,18 +264,23 @@ def run_paired(
     stored pass, at this many seconds per call): only its block size is calibrated again.
     Raises :class:`ABError` when the base worker crashes; a worker pair that fails ends the
     replication there, and says why."""
-    base = controller.base.begin(call.nodeid, call.name)
-    if not base.ready:
-        return base
+    # The base worker builds and warms its model while this process warms the head's, as
+    # a worker pair's two sides do (neither is timed): one model preparation less to wait
+    # for per benchmark.
+    if not controller.base.request(call.nodeid):
+        return BaseCall("missing")
     opts = call.opts
-    env_diff = environment.diff(call.prepared.env, base.env)
-    metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
-    plan = judge.plan(opts, metrics)
     target = max(opts.min_sample_time, protocol.SAMPLE_TIME_S)
     if warm_per_call_s is None:
         warm = call.warm(target)
     else:
         warm = call.recalibrate(target, warm_per_call_s)
+    base = controller.base.await_ready(call.name)
+    if not base.ready:
+        return base
+    env_diff = environment.diff(call.prepared.env, base.env)
+    metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
+    plan = judge.plan(opts, metrics)
     local = LocalSide(call.prepared.sampler, opts.disable_gc)
     per_sample = warm.per_call_s * warm.block
     watch = _watcher(gpu_index(call.prepared), controller, judge.policy.gpu_throttle)
