@@ -48,6 +48,11 @@ def main() -> None:
     args = parser.parse_args()
     verdicts: collections.Counter[str] = collections.Counter()
     deciders: collections.Counter[str] = collections.Counter()
+    # Why each interleaved verdict was interleaved: the session was routed at once
+    # ("machine-moved"), or the stored pass's verdict that was settled.
+    because: collections.Counter[str] = collections.Counter()
+    moved: list[str] = []
+    ab_seconds: dict[str, list[float]] = collections.defaultdict(list)
     undecided: list[str] = []
     pairs: list[int] = []
     detectable: list[float] = []
@@ -71,11 +76,17 @@ def main() -> None:
                 print(f"rep {rep + 1}: no JSON (exit {code})", file=sys.stderr)
                 continue
             found: list[dict[str, Any]] = [b.get("comparison") or {} for b in doc["benchmarks"]]
+            drift = (doc.get("comparison") or {}).get("environment_drift") or {}
+            moved.append("moved" if drift.get("drifted") else "still" if drift else "no reference")
             if any(c.get("verdict") == "regression" for c in found):
                 runs_with_regression += 1
             for b, c in zip(doc["benchmarks"], found, strict=True):
                 verdicts[str(c.get("verdict", "none"))] += 1
                 deciders[str(c.get("decided_by") or "-")] += 1
+                because[str(c.get("settled_because") or "-")] += 1
+                spent = (c.get("details") or {}).get("ab_seconds")
+                if spent is not None:
+                    ab_seconds[b["key"].split("::")[-1].split("[")[0]].append(float(spent))
                 if c.get("process_pairs"):
                     pairs.append(int(c["process_pairs"]))
                 if c.get("detectable") is not None:
@@ -99,7 +110,13 @@ def main() -> None:
     shares = " | ".join(f"{verdicts[k]} ({100 * verdicts[k] / max(n, 1):.1f}%)" for k in NAMES)
     cost = f"median {statistics.median(ratios):.2f}x, max {max(ratios):.2f}x" if ratios else "-"
     print(f"| {n} | {shares} | {runs_with_regression}/{args.reps} | {cost} |")
-    print(f"decided by: {dict(deciders)}")
+    print(f"decided by: {dict(deciders)}; interleaved because: {dict(because)}")
+    print(f"session-start reference against the baseline's: {dict(collections.Counter(moved))}")
+    for test, spent in sorted(ab_seconds.items()):
+        print(
+            f"interleaved seconds, {test}: {len(spent)} verdicts, median "
+            f"{statistics.median(spent):.1f} s, total {sum(spent):.0f} s"
+        )
     if pairs:
         print(f"process pairs: median {statistics.median(pairs):g}, max {max(pairs)}")
     if detectable:
