@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import shutil
 import statistics
 import sys
@@ -45,6 +46,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--mode", choices=("stored", "ab"), default="stored")
     parser.add_argument("--neighbour", action="store_true", help="busy loops on every core")
+    parser.add_argument("--keep", type=Path, help="copy each comparing run's JSON into this folder")
     args = parser.parse_args()
     verdicts: collections.Counter[str] = collections.Counter()
     deciders: collections.Counter[str] = collections.Counter()
@@ -54,6 +56,7 @@ def main() -> None:
     moved: list[str] = []
     ab_seconds: dict[str, list[float]] = collections.defaultdict(list)
     undecided: list[str] = []
+    regressed: list[str] = []
     pairs: list[int] = []
     detectable: list[float] = []
     ratios: list[float] = []
@@ -72,6 +75,9 @@ def main() -> None:
             with Neighbour(args.neighbour):
                 doc, code, took = pytest_run(repo, "--perf-warn-only", *MODES[args.mode])
             ratios.append(took / plain)
+            if args.keep is not None and doc is not None:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                (args.keep / f"compare-{rep + 1}.json").write_text(json.dumps(doc))
             if doc is None:
                 print(f"rep {rep + 1}: no JSON (exit {code})", file=sys.stderr)
                 continue
@@ -93,6 +99,13 @@ def main() -> None:
                     detectable.append(float(c["detectable"]))
                 if c.get("verdict") == "inconclusive":
                     undecided.append(f"{b['key'].split('::')[-1]} (rep {rep + 1})")
+                if c.get("verdict") == "regression":
+                    logs = (c.get("details") or {}).get("pair_log_ratios")
+                    regressed.append(
+                        f"{b['key'].split('::')[-1]} (rep {rep + 1}): x{c.get('ratio', 0):.3f} "
+                        f"[{c.get('ci_low', 0):.3f}, {c.get('ci_high', 0):.3f}], "
+                        f"{c.get('settled_because')}, pair log-ratios {logs}"
+                    )
             print(
                 f"rep {rep + 1}/{args.reps}: plain {plain:.0f} s, compare {took:.0f} s "
                 f"({took / plain:.2f}x), exit {code} ({time.time() - started:.0f} s)",
@@ -126,6 +139,8 @@ def main() -> None:
         )
     if undecided:
         print("inconclusive: " + ", ".join(undecided))
+    for line in regressed:
+        print("regression: " + line)
 
 
 if __name__ == "__main__":
