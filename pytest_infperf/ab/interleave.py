@@ -264,20 +264,11 @@ def run_paired(
     stored pass, at this many seconds per call): only its block size is calibrated again.
     Raises :class:`ABError` when the base worker crashes; a worker pair that fails ends the
     replication there, and says why."""
-    # The base worker builds and warms its model while this process warms the head's, as
-    # a worker pair's two sides do (neither is timed): one model preparation less to wait
-    # for per benchmark.
-    if not controller.base.request(call.nodeid):
-        return BaseCall("missing")
+    ready = _both_ready(call, controller, warm_per_call_s)
+    if isinstance(ready, BaseCall):
+        return ready
+    warm, base = ready
     opts = call.opts
-    target = max(opts.min_sample_time, protocol.SAMPLE_TIME_S)
-    if warm_per_call_s is None:
-        warm = call.warm(target)
-    else:
-        warm = call.recalibrate(target, warm_per_call_s)
-    base = controller.base.await_ready(call.name)
-    if not base.ready:
-        return base
     env_diff = environment.diff(call.prepared.env, base.env)
     metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
     plan = judge.plan(opts, metrics)
@@ -330,6 +321,24 @@ def run_paired(
     if gpu is not None:
         c = judge.gpu_checked(c, gpu)
     return PairedRun(c, runs, warm, memory)
+
+
+def _both_ready(
+    call: BenchCall, controller: ABController, warm_per_call_s: float | None
+) -> tuple[Warm, BaseCall] | BaseCall:
+    """The head warmed (or only re-calibrated) here and the base worker's call ready, or the
+    base side's answer when it has none. The base worker builds and warms its model while
+    this process warms the head's, as a worker pair's two sides do (neither is timed): one
+    model preparation less to wait for per benchmark."""
+    if not controller.base.request(call.nodeid):
+        return BaseCall("missing")
+    target = max(call.opts.min_sample_time, protocol.SAMPLE_TIME_S)
+    if warm_per_call_s is None:
+        warm = call.warm(target)
+    else:
+        warm = call.recalibrate(target, warm_per_call_s)
+    base = controller.base.await_ready(call.name)
+    return (warm, base) if base.ready else base
 
 
 def _watcher(
