@@ -256,12 +256,6 @@ class WorkerSide:
         )
 
     # --- one test ------------------------------------------------------------------------
-    def begin(self, nodeid: str, name: str | None) -> BaseCall:
-        """Get ``nodeid``'s call ``name`` ready on this side."""
-        if not self.request(nodeid):
-            return BaseCall("missing")
-        return self.await_ready(name)
-
     def request(self, nodeid: str) -> bool:
         """Ask for ``nodeid`` to run up to its calls (False: this side has no such test).
         Returns at once, so two sides can get ready at the same time."""
@@ -314,10 +308,6 @@ class WorkerSide:
             if message.get("ev") == protocol.READY:
                 self._send(op=protocol.END)
         self.current = None
-
-    def close(self) -> None:
-        self.quit()
-        self.wait()
 
     def quit(self) -> None:
         """Tell the worker to end its session, without waiting for it to exit."""
@@ -428,8 +418,8 @@ class ABController:
             return
         self._closed = True
         # Every worker told first, then waited for: a worker's exit (its pytest session's
-        # end, torch's and transformers' teardown) took 2-5 s on 2 cores, and one after
-        # another five of them added 21 s to a compare of the examples.
+        # end, torch's and transformers' teardown) took about 3 s on 2 cores, and one
+        # after another the workers added 21 s to a compare of the examples.
         sides = [self.base, *(side for pair in self.pairs for side in (pair.base, pair.head))]
         for side in sides:
             side.quit()

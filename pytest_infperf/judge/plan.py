@@ -148,17 +148,14 @@ class PairedPlan:
                 return False
             if n < d.min_quads and seconds >= 2 * d.pair_seconds:
                 return False
-        if n < d.min_quads:
-            if n < d.slow_quads or seconds < 2 * d.pair_seconds:
-                return True
-            return self._own_se(quads) > d.tau_floor / 2.0
-        if n >= d.max_quads or seconds >= d.pair_seconds:
+        if n < d.min_quads and (n < d.slow_quads or seconds < 2 * d.pair_seconds):
+            return True
+        if n >= d.max_quads or (n >= d.min_quads and seconds >= d.pair_seconds):
             return False
-        return self._own_se(quads) > d.tau_floor / 2.0
-
-    def _own_se(self, quads: Mapping[str, Sequence[float]]) -> float:
-        """The pair's own standard error, the largest over the judged metrics."""
-        return max(_pool.summarize_pair(quads[m]).se for m in self.metrics)
+        # Enough quads for this pair's time: more only while its own error is large next
+        # to the between-process floor.
+        own = max(_pool.summarize_pair(quads[m]).se for m in self.metrics)
+        return own > d.tau_floor / 2.0
 
     def look(self, pairs: Mapping[str, Sequence[_pool.PairSummary]]) -> Look:
         """The verdicts after ``k`` process pairs, and whether to stop there."""
