@@ -11,10 +11,13 @@ guard at ``--family`` perf tests and everything else included). Scenarios: ident
 (A/A), a slowdown of exactly the threshold (+5%: a regression claim there is the error
 alpha bounds, and so is a "no regression" claim), and +10%.
 
-Designs: ``now`` (what the plugin uses: group-sequential critical values, tau floor 2%),
+Designs: ``now`` (what the plugin uses: group-sequential critical values, tau floor 2%,
+regression claims also held to the moderated t of the pairs' spread, the floor counting as
+``Design.claim_prior_df`` = 4 pairs), ``t, k - 1`` (no prior: the Hartung-Knapp-Sidik-Jonkman
+bound, exact at any sd but weak with few pairs),
+``floor only`` (the rule until 2026-11-25: claims held to the floor-based bound alone),
 ``bonferroni`` (the rule until 2026-11-24: alpha x share at each look, shares 0.4, 0.25,
-0.1, 0.1, 0.075, 0.075, the run guard at a fixed level, tau floor 1.5%), and ``now, floor
-1.5%`` to show what the floor alone does.
+0.1, 0.1, 0.075, 0.075, the run guard at a fixed level, tau floor 1.5%, floor only).
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ import math
 import sys
 from pathlib import Path
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_infperf.core.results import Verdict
 from pytest_infperf.judge.plan import Design, PairedPlan
-from pytest_infperf.stats.pooled import PairSummary
+from pytest_infperf.stats.pooled import PairSummary, Pooled
 
 _N = NormalDist()
 OLD_SHARES = (0.4, 0.25, 0.1, 0.1, 0.075, 0.075)
@@ -45,13 +49,29 @@ class Bonferroni(PairedPlan):
         return _N.inv_cdf(1.0 - a * share)
 
 
+class FloorOnly(PairedPlan):
+    """Claims held to the floor-based bound alone (no t on the pairs' spread)."""
+
+    def look(self, pairs: Any) -> Any:
+        claim = (Pooled.lower_claim, Pooled.p_claim)
+        Pooled.lower_claim = lambda self, alpha, _df: self.lower(alpha)  # type: ignore[method-assign]
+        Pooled.p_claim = lambda self, limit, _df: self.p_above(limit)  # type: ignore[method-assign]
+        try:
+            return super().look(pairs)
+        finally:
+            Pooled.lower_claim, Pooled.p_claim = claim  # type: ignore[method-assign]
+
+
+class OldBonferroni(Bonferroni, FloorOnly):
+    pass
+
+
 def plans(family: int) -> dict[str, PairedPlan]:
     return {
         "now": PairedPlan(0.05, 0.05, ("median",), family, 0.01),
-        "now, floor 1.5%": PairedPlan(
-            0.05, 0.05, ("median",), family, 0.01, Design(tau_floor=0.015)
-        ),
-        "bonferroni": Bonferroni(
+        "t, k - 1": PairedPlan(0.05, 0.05, ("median",), family, 0.01, Design(claim_prior_df=1e-9)),
+        "floor only": FloorOnly(0.05, 0.05, ("median",), family, 0.01),
+        "bonferroni": OldBonferroni(
             0.05, 0.05, ("median",), family, 0.01, Design(tau_floor=0.015, shares=OLD_SHARES)
         ),
     }
@@ -80,7 +100,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--se", type=float, default=0.01, help="a pair's own standard error")
     ap.add_argument("--family", type=int, default=12, help="perf tests in the run")
-    ap.add_argument("--taus", default="0.01,0.02,0.025,0.03,0.04")
+    ap.add_argument("--taus", default="0.01,0.02,0.03,0.05,0.07,0.09")
     args = ap.parse_args()
     passed = (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
     print(

@@ -117,10 +117,11 @@ def test_no_regression_may_stop_at_the_first_pair() -> None:
 
 def test_the_run_level_guard_scales_with_the_collected_family() -> None:
     """A noisy +13% estimate whose lower bound clears 1.05 at the look's alpha, but whose
-    'no slower at all' p (z about 4) is not small enough for a run of 1000 perf tests."""
+    'no slower at all' p (about 4e-4, moderated t) is not small enough for a run of 1000
+    perf tests."""
     small = PairedPlan(0.05, 0.05, ("median",), family=1, run_alpha=0.01)
     big = PairedPlan(0.05, 0.05, ("median",), family=1000, run_alpha=0.01)
-    pairs = _pairs(0.12, 0.12, se=0.04)
+    pairs = _pairs(0.13, 0.13, 0.13, se=0.04)
     assert small.look(pairs).verdicts["median"] is Verdict.REGRESSION
     held = big.look(pairs)
     assert held.verdicts["median"] is Verdict.INCONCLUSIVE
@@ -187,3 +188,31 @@ def test_a_slow_pair_stops_at_four_quads_when_its_own_error_is_already_small() -
     assert not plan.more_quads(quiet, seconds=2 * d.pair_seconds + 0.1)
     assert plan.more_quads(noisy, seconds=2 * d.pair_seconds + 0.1)  # its own error is large
     assert plan.more_quads({"median": quiet["median"][:3]}, seconds=10.0)  # under slow_quads
+
+
+def test_pairs_that_agree_by_chance_do_not_make_a_claim_alone() -> None:
+    """Two pairs at +9% and +8.5% with small own errors: the floor-based bound (2%) clears
+    1.05, but two pairs cannot show a between-process sd of 5%, so the claim is also held
+    to their spread shrunk towards the floor (a moderated t): not claimed at two pairs,
+    claimed once more pairs agree."""
+    plan = PairedPlan(0.05, 0.05, ("median",))
+    two = plan.look(_pairs(0.09, 0.085))
+    est = two.pooled["median"]
+    assert est.lower(two.alpha) > math.log1p(0.05)  # the floor alone would have claimed it
+    assert two.verdicts["median"] is Verdict.INCONCLUSIVE and not two.stop
+    assert two.low["median"] < math.log1p(0.05)
+    more = plan.look(_pairs(0.09, 0.085, 0.095, 0.09))
+    assert more.verdicts["median"] is Verdict.REGRESSION
+    assert more.low["median"] > math.log1p(0.05)
+
+
+def test_the_claim_bound_is_scipys_t() -> None:
+    """The moderated bound against scipy.stats.t: variance (4 se_re^2 + (k-1) se_hk^2) /
+    (4 + k - 1), t with 4 + k - 1 degrees of freedom."""
+    est = pool(_pairs(0.05, 0.11, 0.08)["median"], 0.02)
+    df = 4 + est.k - 1
+    se = math.sqrt((4 * est.se_re**2 + (est.k - 1) * est.se_hk**2) / df)
+    want = est.estimate - stats.t.ppf(0.99, df) * se
+    assert est.lower_claim(0.01, 4.0) == pytest.approx(min(want, est.lower(0.01)), rel=1e-9)
+    p = stats.t.sf((est.estimate - 0.03) / se, df)
+    assert est.p_claim(0.03, 4.0) == pytest.approx(max(p, est.p_above(0.03)), rel=1e-9)

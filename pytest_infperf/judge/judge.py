@@ -452,7 +452,7 @@ def _interleaved_part(
         blank,
         verdict=verdict,
         ratio=math.exp(est.estimate),
-        ci_low=math.exp(est.lower(look.alpha)),
+        ci_low=math.exp(look.low[metric]),
         ci_high=math.exp(est.upper(look.alpha)),
         ci_level=1.0 - 2.0 * look.alpha,
         p_value=look.p_threshold[metric],
@@ -465,7 +465,9 @@ def _interleaved_part(
         baseline=baseline,
         decided_by=CompareMode.AB,
         process_pairs=look.k,
-        detectable=_pool.detectable_effect(est.se, opts.threshold, opts.alpha),
+        detectable=_pool.detectable_effect(
+            est.se, opts.threshold, opts.alpha, margin=look.margin.get(metric)
+        ),
         details=extra,
     )
 

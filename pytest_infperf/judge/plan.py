@@ -53,6 +53,13 @@ class Design:
     #: passed as "no regression" 14% of the time at 1.5% and 8% at 2%
     #: (benchmarks/sequential_design.py).
     tau_floor: float = 0.02
+    #: A regression claim is also held to the pairs' own spread, shrunk towards the floor as
+    #: if the floor were this many pairs' worth of evidence (a moderated t,
+    #: :mod:`~pytest_infperf.stats.pooled`). Four (2026-11-25): at a true between-process
+    #: sd of 5-7%, a slowdown of exactly the threshold was flagged 5% of the time (14-16%
+    #: with the floor alone), and at 2% sd +10% was still flagged 98% of the time (99%)
+    #: (benchmarks/sequential_design.py; docs/MEASURED.md).
+    claim_prior_df: float = 4.0
     #: The share of alpha each look spends, for each bound; a look follows each process
     #: pair. The critical values are group-sequential (error spending over correlated
     #: looks, :mod:`~pytest_infperf.stats.sequential`), not Bonferroni: about 2.17, 2.19,
@@ -88,6 +95,11 @@ class Look:
     p_zero: dict[str, float]
     #: Per metric, why a regression the interval showed was not claimed, if it was not.
     held_back: dict[str, str]
+    #: Per metric, the lower bound (log) a claim is held to: the interval's lower end.
+    low: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Per metric, the distance from the estimate to the claim bound at the comparison's
+    #: full alpha (for the detectable effect: what a claim would have to clear).
+    margin: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 class PairedPlan:
@@ -164,14 +176,17 @@ class PairedPlan:
         alpha = _seq.level(self._z(k))
         limit = math.log1p(self.threshold)
         pooled = {m: _pool.pool(pairs[m], d.tau_floor) for m in self.metrics}
-        p_threshold = {m: pooled[m].p_above(limit) for m in self.metrics}
-        p_zero = {m: pooled[m].p_above(0.0) for m in self.metrics}
+        # Claims are held to the pairs' own spread at Student's t as well as to the floor
+        # (stats.pooled: the floor alone let two agreeing pairs of a noisy metric through).
+        p_threshold = {m: pooled[m].p_claim(limit, d.claim_prior_df) for m in self.metrics}
+        p_zero = {m: pooled[m].p_claim(0.0, d.claim_prior_df) for m in self.metrics}
         claimable = _holm_rejected(p_threshold, alpha)
         verdicts: dict[str, Verdict] = {}
         held: dict[str, str] = {}
+        lows = {m: pooled[m].lower_claim(alpha, d.claim_prior_df) for m in self.metrics}
         for m in self.metrics:
             est = pooled[m]
-            low, high = est.lower(alpha), est.upper(alpha)
+            low, high = lows[m], est.upper(alpha)
             if low > limit:
                 why = self._why_not_claimed(m, k, claimable, p_zero[m])
                 if why is None:
@@ -186,7 +201,11 @@ class PairedPlan:
             else:
                 verdicts[m] = Verdict.INCONCLUSIVE
         stop, why = self._stop(k, verdicts, pooled, pairs)
-        return Look(stop, why, verdicts, pooled, alpha, k, p_threshold, p_zero, held)
+        margin = {
+            m: pooled[m].estimate - pooled[m].lower_claim(self.alpha, d.claim_prior_df)
+            for m in self.metrics
+        }
+        return Look(stop, why, verdicts, pooled, alpha, k, p_threshold, p_zero, held, lows, margin)
 
     def _why_not_claimed(
         self, metric: str, k: int, claimable: set[str], p_zero: float

@@ -18,6 +18,15 @@ cannot fix it, more process pairs can. So:
   is estimated from the pairs (DerSimonian-Laird) but never below a floor, because one or
   two pairs cannot show it; the pooled standard error is also never below the
   Hartung-Knapp one (the spread of the pair means themselves).
+- a **regression claim** is also held to a moderated Hartung-Knapp bound: the spread of
+  the pair means, shrunk towards the floor-based variance as if the floor were
+  ``prior_df`` pairs' worth of evidence, at Student's t with ``prior_df + k - 1`` degrees
+  of freedom (the empirical-Bayes "moderated t"). Two or three pairs that happen to agree
+  show a spread near zero; the floor alone then let a noisy metric's chance agreement
+  through: on real generations (prompt 256) the time to first token varied between
+  process pairs by an sd of 3-9%, and two pairs at +9% cleared the 2% floor's bound
+  (docs/MEASURED.md, "Claims and the spread of the pairs";
+  benchmarks/sequential_design.py).
 """
 
 from __future__ import annotations
@@ -71,6 +80,11 @@ class Pooled:
     tau: float
     tau_data: float
     k: int
+    #: The random-effects standard error with the floor (before the Hartung-Knapp
+    #: maximum) and the Hartung-Knapp one alone (the spread of the pair means; 0 for one
+    #: pair), for the claim bound.
+    se_re: float = 0.0
+    se_hk: float = 0.0
 
     def upper(self, alpha: float) -> float:
         """One-sided (1 - alpha) upper bound of the log-ratio."""
@@ -79,6 +93,36 @@ class Pooled:
     def lower(self, alpha: float) -> float:
         """One-sided (1 - alpha) lower bound of the log-ratio."""
         return self.estimate - _NORMAL.inv_cdf(1.0 - alpha) * self.se
+
+    def _moderated(self, prior_df: float) -> tuple[float, float]:
+        """The moderated standard error and its degrees of freedom (module docstring)."""
+        df = prior_df + self.k - 1
+        var = (prior_df * self.se_re**2 + (self.k - 1) * self.se_hk**2) / df
+        return math.sqrt(var), df
+
+    def lower_claim(self, alpha: float, prior_df: float) -> float:
+        """The one-sided (1 - alpha) lower bound a regression claim is held to: the lower of
+        :meth:`lower` and the moderated bound (one pair: the floor alone speaks)."""
+        low = self.lower(alpha)
+        if self.k < 2:
+            return low
+        se, df = self._moderated(prior_df)
+        from scipy.special import stdtrit  # noqa: PLC0415 (only once pairs are pooled)
+
+        return min(low, self.estimate - float(stdtrit(df, 1.0 - alpha)) * se)
+
+    def p_claim(self, log_limit: float, prior_df: float) -> float:
+        """One-sided p of H0 "log-ratio <= log_limit" that a claim is held to: the larger of
+        :meth:`p_above` and the moderated t's."""
+        p = self.p_above(log_limit)
+        if self.k < 2:
+            return p
+        se, df = self._moderated(prior_df)
+        if se <= 0:
+            return p
+        from scipy.special import stdtr  # noqa: PLC0415
+
+        return max(p, float(stdtr(df, -(self.estimate - log_limit) / se)))
 
     def p_above(self, log_limit: float) -> float:
         """One-sided p of H0 "log-ratio <= log_limit" (small: the data say it is above)."""
@@ -167,23 +211,27 @@ def pool(pairs: Sequence[PairSummary], tau_floor: float) -> Pooled:
     tau2 = max(tau_floor**2, tau2_data)
     w_star = 1.0 / (v + tau2)
     estimate = float(np.sum(w_star * m) / np.sum(w_star))
-    se = math.sqrt(1.0 / float(np.sum(w_star)))
+    se = se_re = math.sqrt(1.0 / float(np.sum(w_star)))
+    se_hk = 0.0
     if k >= 2:
         # Hartung-Knapp: the spread of the pair means themselves, so two pairs that
         # disagree widen the interval even when their own errors look small.
-        hk = float(np.sum(w_star * (m - estimate) ** 2) / ((k - 1) * np.sum(w_star)))
-        se = max(se, math.sqrt(hk))
-    return Pooled(estimate, se, math.sqrt(tau2), math.sqrt(tau2_data), k)
+        se_hk = math.sqrt(float(np.sum(w_star * (m - estimate) ** 2) / ((k - 1) * np.sum(w_star))))
+        se = max(se, se_hk)
+    return Pooled(estimate, se, math.sqrt(tau2), math.sqrt(tau2_data), k, se_re, se_hk)
 
 
-def detectable_effect(se: float, threshold: float, alpha: float, power: float = 0.8) -> float:
+def detectable_effect(
+    se: float, threshold: float, alpha: float, power: float = 0.8, margin: float | None = None
+) -> float:
     """The smallest true slowdown (a fraction, e.g. 0.09 for +9%) that a comparison with
     this standard error of the log-ratio flags as a regression with ``power``: its
-    one-sided (1 - alpha) lower bound must clear 1 + threshold."""
-    if not math.isfinite(se):
+    one-sided (1 - alpha) lower bound must clear 1 + threshold. ``margin``: the distance
+    from the estimate to that bound where it is not z x se (a claim's moderated t)."""
+    if not math.isfinite(se) or (margin is not None and not math.isfinite(margin)):
         return math.inf
-    z = _NORMAL.inv_cdf(1.0 - alpha) + _NORMAL.inv_cdf(power)
-    return math.exp(math.log1p(threshold) + z * se) - 1.0
+    reach = _NORMAL.inv_cdf(1.0 - alpha) * se if margin is None else margin
+    return math.exp(math.log1p(threshold) + reach + _NORMAL.inv_cdf(power) * se) - 1.0
 
 
 def se_from_interval(low: float, high: float, alpha: float) -> float:
