@@ -8,7 +8,7 @@ verdict; ``benchmarks/real_models.py --keep DIR`` keeps a run's JSON) are fed to
 ``judge.plan.PairedPlan.look`` one pair at a time, as the run did, until the plan stops or
 the recorded pairs run out (then "wanted more": the run itself had stopped, under the rule
 it ran with). Rules: ``now`` (regression claims also held to the moderated t of the pairs'
-spread) and ``floor only`` (the rule until 2026-11-25). Prints each rule's verdict counts
+spread) and ``floor only`` (the rule until 2026-11-24). Prints each rule's verdict counts
 and every comparison where the two differ.
 """
 

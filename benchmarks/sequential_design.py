@@ -15,7 +15,7 @@ Designs: ``now`` (what the plugin uses: group-sequential critical values, tau fl
 regression claims also held to the moderated t of the pairs' spread, the floor counting as
 ``Design.claim_prior_df`` = 4 pairs), ``t, k - 1`` (no prior: the Hartung-Knapp-Sidik-Jonkman
 bound, exact at any sd but weak with few pairs),
-``floor only`` (the rule until 2026-11-25: claims held to the floor-based bound alone),
+``floor only`` (the rule until 2026-11-24: claims held to the floor-based bound alone),
 ``bonferroni`` (the rule until 2026-11-24: alpha x share at each look, shares 0.4, 0.25,
 0.1, 0.1, 0.075, 0.075, the run guard at a fixed level, tau floor 1.5%, floor only).
 """

@@ -190,6 +190,24 @@ def test_a_slow_pair_stops_at_four_quads_when_its_own_error_is_already_small() -
     assert plan.more_quads({"median": quiet["median"][:3]}, seconds=10.0)  # under slow_quads
 
 
+def test_a_pair_stops_at_four_quads_once_earlier_pairs_spread_wide() -> None:
+    """Two pairs 10% apart (a between-process sd of about 7%): a third pair whose own error
+    is 1.5% after four quads stops there, however fast it is; before that look, it went on
+    to eight."""
+    plan = PairedPlan(0.05, 0.05, ("ttft", "tpot"))
+    pair = {"ttft": [0.01, 0.04, -0.02, 0.03], "tpot": [0.0, 0.01, -0.01, 0.005]}
+    assert plan.more_quads(pair, seconds=0.5)
+    apart = {
+        m: [PairSummary(-0.05, 0.01, 8, 0, False), PairSummary(0.05, 0.01, 8, 0, False)]
+        for m in ("ttft", "tpot")
+    }
+    plan.look(apart)
+    assert not plan.more_quads(pair, seconds=0.5)
+    assert plan.more_quads({m: v[:3] for m, v in pair.items()}, seconds=0.5)  # under 4
+    noisy = {"ttft": [0.2, -0.15, 0.25, -0.1], "tpot": pair["tpot"]}
+    assert plan.more_quads(noisy, seconds=0.5)  # its own error is large even so
+
+
 def test_pairs_that_agree_by_chance_do_not_make_a_claim_alone() -> None:
     """Two pairs at +9% and +8.5% with small own errors: the floor-based bound (2%) clears
     1.05, but two pairs cannot show a between-process sd of 5%, so the claim is also held

@@ -41,10 +41,12 @@ class Design:
     min_quads: int = 8
     max_quads: int = 48
     pair_seconds: float = 1.5
-    #: A slow benchmark's pair may stop at this many quads once past twice ``pair_seconds``,
-    #: if its own standard error is already small next to the between-process floor: BERT-base
-    #: at sequence 128 in torch (0.23 s a call, one call a block) took 7.4 s a pair for 8
-    #: quads, where the pooled interval is set by the floor.
+    #: A pair may stop at this many quads once its own standard error is small next to the
+    #: between-process sd, when it is slow (past twice ``pair_seconds``: BERT-base at
+    #: sequence 128 in torch, 0.23 s a call, took 7.4 s a pair for 8 quads) or when the
+    #: comparison's earlier pairs already spread wider than the floor (a generation's TTFT
+    #: at prompt 256: an sd of 3-9% between pairs, 2.5 s a pair for 8 quads): there the
+    #: pooled interval is set by that spread, and more quads would not narrow it.
     slow_quads: int = 4
     #: The between-process sd assumed at least (log units): one or two pairs cannot show
     #: it. A/A process pairs on the 2-core VM differ by an sd of 2.6-3.7% (own error
@@ -55,7 +57,7 @@ class Design:
     tau_floor: float = 0.02
     #: A regression claim is also held to the pairs' own spread, shrunk towards the floor as
     #: if the floor were this many pairs' worth of evidence (a moderated t,
-    #: :mod:`~pytest_infperf.stats.pooled`). Four (2026-11-25): at a true between-process
+    #: :mod:`~pytest_infperf.stats.pooled`). Four (2026-11-24): at a true between-process
     #: sd of 5-7%, a slowdown of exactly the threshold was flagged 5% of the time (14-16%
     #: with the floor alone), and at 2% sd +10% was still flagged 98% of the time (99%)
     #: (benchmarks/sequential_design.py; docs/MEASURED.md).
@@ -141,6 +143,9 @@ class PairedPlan:
         self.family = max(1, family)
         self.run_alpha = run_alpha
         self.design = design or Design()
+        #: Per metric, the between-process sd the pairs so far showed (DerSimonian-Laird,
+        #: from two pairs on): a pair's own error need not go far below it.
+        self._spread: dict[str, float] = {}
 
     def more_quads(
         self,
@@ -160,14 +165,15 @@ class PairedPlan:
                 return False
             if n < d.min_quads and seconds >= 2 * d.pair_seconds:
                 return False
-        if n < d.min_quads and (n < d.slow_quads or seconds < 2 * d.pair_seconds):
+        target = {m: max(d.tau_floor, self._spread.get(m, 0.0)) for m in self.metrics}
+        wide = any(t > d.tau_floor for t in target.values())
+        if n < d.slow_quads or (n < d.min_quads and not wide and seconds < 2 * d.pair_seconds):
             return True
         if n >= d.max_quads or (n >= d.min_quads and seconds >= d.pair_seconds):
             return False
         # Enough quads for this pair's time: more only while its own error is large next
-        # to the between-process floor.
-        own = max(_pool.summarize_pair(quads[m]).se for m in self.metrics)
-        return own > d.tau_floor / 2.0
+        # to the between-process sd (the floor, or what earlier pairs showed).
+        return any(_pool.summarize_pair(quads[m]).se > target[m] / 2.0 for m in self.metrics)
 
     def look(self, pairs: Mapping[str, Sequence[_pool.PairSummary]]) -> Look:
         """The verdicts after ``k`` process pairs, and whether to stop there."""
@@ -176,6 +182,7 @@ class PairedPlan:
         alpha = _seq.level(self._z(k))
         limit = math.log1p(self.threshold)
         pooled = {m: _pool.pool(pairs[m], d.tau_floor) for m in self.metrics}
+        self._spread = {m: pooled[m].tau_data for m in self.metrics}
         # Claims are held to the pairs' own spread at Student's t as well as to the floor
         # (stats.pooled: the floor alone let two agreeing pairs of a noisy metric through).
         p_threshold = {m: pooled[m].p_claim(limit, d.claim_prior_df) for m in self.metrics}

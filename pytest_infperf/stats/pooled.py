@@ -1,4 +1,4 @@
-"""Interleaved comparisons replicated across processes. Pure functions, numpy only.
+"""Interleaved comparisons replicated across processes. Pure functions (numpy; scipy for t).
 
 Where the variance lives (docs/STATISTICS, "between processes"): two processes running the
 same code can differ by a stable few percent for their whole life (memory layout, hash
