@@ -17,30 +17,20 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pytest_infperf.judge.plan import PairedPlan
-from pytest_infperf.stats.pooled import PairSummary, Pooled, summarize_pair
+from pytest_infperf.judge.plan import Design, PairedPlan
+from pytest_infperf.stats.pooled import PairSummary, summarize_pair
 
-
-class FloorOnly(PairedPlan):
-    """Claims held to the floor-based bound alone (no t on the pairs' spread)."""
-
-    def look(self, pairs: Any) -> Any:
-        claim = (Pooled.lower_claim, Pooled.p_claim)
-        Pooled.lower_claim = lambda self, alpha, _df: self.lower(alpha)  # type: ignore[method-assign]
-        Pooled.p_claim = lambda self, limit, _df: self.p_above(limit)  # type: ignore[method-assign]
-        try:
-            return super().look(pairs)
-        finally:
-            Pooled.lower_claim, Pooled.p_claim = claim  # type: ignore[method-assign]
+#: The rule until 2026-11-24: regression claims held to the floor-based bound alone.
+FLOOR_ONLY = Design(claim_prior_df=math.inf)
 
 
 def replay(plan: PairedPlan, recorded: list[dict[str, list[float]]]) -> tuple[str, int]:
-    """The plan's verdict over the recorded pairs ("+" when it wanted more than were run)."""
+    """The plan's verdict over the recorded pairs, marked when it wanted more than were run."""
     summaries: dict[str, list[PairSummary]] = {m: [] for m in plan.metrics}
     look = None
     for quads in recorded:
@@ -76,8 +66,8 @@ def main() -> None:
             comp = bench.get("comparison") or {}
             alpha, threshold = comp.get("alpha", 0.05), comp.get("threshold", 0.05)
             out = {}
-            for name, cls in (("now", PairedPlan), ("floor only", FloorOnly)):
-                plan = cls(threshold, alpha, metrics, args.family, 0.01)
+            for name, design in (("now", Design()), ("floor only", FLOOR_ONLY)):
+                plan = PairedPlan(threshold, alpha, metrics, args.family, 0.01, design)
                 out[name] = replay(plan, recorded)
                 counts[name][out[name][0].split(" (")[0]] += 1
             if out["now"][0] != out["floor only"][0]:

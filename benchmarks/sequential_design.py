@@ -15,7 +15,8 @@ Designs: ``now`` (what the plugin uses: group-sequential critical values, tau fl
 regression claims also held to the moderated t of the pairs' spread, the floor counting as
 ``Design.claim_prior_df`` = 4 pairs), ``t, k - 1`` (no prior: the Hartung-Knapp-Sidik-Jonkman
 bound, exact at any sd but weak with few pairs),
-``floor only`` (the rule until 2026-11-24: claims held to the floor-based bound alone),
+``floor only`` (the rule until 2026-11-24: claims held to the floor-based bound alone,
+``claim_prior_df`` infinite),
 ``bonferroni`` (the rule until 2026-11-24: alpha x share at each look, shares 0.4, 0.25,
 0.1, 0.1, 0.075, 0.075, the run guard at a fixed level, tau floor 1.5%, floor only).
 """
@@ -27,14 +28,13 @@ import math
 import sys
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_infperf.core.results import Verdict
 from pytest_infperf.judge.plan import Design, PairedPlan
-from pytest_infperf.stats.pooled import PairSummary, Pooled
+from pytest_infperf.stats.pooled import PairSummary
 
 _N = NormalDist()
 OLD_SHARES = (0.4, 0.25, 0.1, 0.1, 0.075, 0.075)
@@ -49,30 +49,20 @@ class Bonferroni(PairedPlan):
         return _N.inv_cdf(1.0 - a * share)
 
 
-class FloorOnly(PairedPlan):
-    """Claims held to the floor-based bound alone (no t on the pairs' spread)."""
-
-    def look(self, pairs: Any) -> Any:
-        claim = (Pooled.lower_claim, Pooled.p_claim)
-        Pooled.lower_claim = lambda self, alpha, _df: self.lower(alpha)  # type: ignore[method-assign]
-        Pooled.p_claim = lambda self, limit, _df: self.p_above(limit)  # type: ignore[method-assign]
-        try:
-            return super().look(pairs)
-        finally:
-            Pooled.lower_claim, Pooled.p_claim = claim  # type: ignore[method-assign]
-
-
-class OldBonferroni(Bonferroni, FloorOnly):
-    pass
-
-
 def plans(family: int) -> dict[str, PairedPlan]:
     return {
         "now": PairedPlan(0.05, 0.05, ("median",), family, 0.01),
-        "t, k - 1": PairedPlan(0.05, 0.05, ("median",), family, 0.01, Design(claim_prior_df=1e-9)),
-        "floor only": FloorOnly(0.05, 0.05, ("median",), family, 0.01),
-        "bonferroni": OldBonferroni(
-            0.05, 0.05, ("median",), family, 0.01, Design(tau_floor=0.015, shares=OLD_SHARES)
+        "t, k - 1": PairedPlan(0.05, 0.05, ("median",), family, 0.01, Design(claim_prior_df=0.0)),
+        "floor only": PairedPlan(
+            0.05, 0.05, ("median",), family, 0.01, Design(claim_prior_df=math.inf)
+        ),
+        "bonferroni": Bonferroni(
+            0.05,
+            0.05,
+            ("median",),
+            family,
+            0.01,
+            Design(tau_floor=0.015, shares=OLD_SHARES, claim_prior_df=math.inf),
         ),
     }
 

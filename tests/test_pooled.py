@@ -234,3 +234,8 @@ def test_the_claim_bound_is_scipys_t() -> None:
     assert est.lower_claim(0.01, 4.0) == pytest.approx(min(want, est.lower(0.01)), rel=1e-9)
     p = stats.t.sf((est.estimate - 0.03) / se, df)
     assert est.p_claim(0.03, 4.0) == pytest.approx(max(p, est.p_above(0.03)), rel=1e-9)
+    # An infinite prior is the floor alone (the rule before); 0 is t with k - 1 df.
+    assert est.lower_claim(0.01, math.inf) == est.lower(0.01)
+    assert est.p_claim(0.03, math.inf) == est.p_above(0.03)
+    hksj = est.estimate - stats.t.ppf(0.99, est.k - 1) * est.se_hk
+    assert est.lower_claim(0.01, 0.0) == pytest.approx(min(hksj, est.lower(0.01)), rel=1e-9)

@@ -60,7 +60,8 @@ class Design:
     #: :mod:`~pytest_infperf.stats.pooled`). Four (2026-11-24): at a true between-process
     #: sd of 5-7%, a slowdown of exactly the threshold was flagged 5% of the time (14-16%
     #: with the floor alone), and at 2% sd +10% was still flagged 98% of the time (99%)
-    #: (benchmarks/sequential_design.py; docs/MEASURED.md).
+    #: (benchmarks/sequential_design.py; docs/MEASURED.md). ``math.inf``: the floor alone
+    #: (the rule before); 0: t with k - 1 degrees of freedom (no prior).
     claim_prior_df: float = 4.0
     #: The share of alpha each look spends, for each bound; a look follows each process
     #: pair. The critical values are group-sequential (error spending over correlated

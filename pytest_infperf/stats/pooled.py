@@ -102,9 +102,11 @@ class Pooled:
 
     def lower_claim(self, alpha: float, prior_df: float) -> float:
         """The one-sided (1 - alpha) lower bound a regression claim is held to: the lower of
-        :meth:`lower` and the moderated bound (one pair: the floor alone speaks)."""
+        :meth:`lower` and the moderated bound. One pair, or ``prior_df`` infinite (the floor
+        taken as certain: the rule until 2026-11-24): :meth:`lower` alone; ``prior_df`` 0:
+        the Hartung-Knapp-Sidik-Jonkman bound (t with k - 1 degrees of freedom)."""
         low = self.lower(alpha)
-        if self.k < 2:
+        if self.k < 2 or math.isinf(prior_df):
             return low
         se, df = self._moderated(prior_df)
         from scipy.special import stdtrit  # noqa: PLC0415 (only once pairs are pooled)
@@ -113,9 +115,9 @@ class Pooled:
 
     def p_claim(self, log_limit: float, prior_df: float) -> float:
         """One-sided p of H0 "log-ratio <= log_limit" that a claim is held to: the larger of
-        :meth:`p_above` and the moderated t's."""
+        :meth:`p_above` and the moderated t's (``prior_df`` as in :meth:`lower_claim`)."""
         p = self.p_above(log_limit)
-        if self.k < 2:
+        if self.k < 2 or math.isinf(prior_df):
             return p
         se, df = self._moderated(prior_df)
         if se <= 0:
