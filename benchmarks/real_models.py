@@ -55,6 +55,9 @@ def main() -> None:
     because: collections.Counter[str] = collections.Counter()
     moved: list[str] = []
     ab_seconds: dict[str, list[float]] = collections.defaultdict(list)
+    # Seconds a worker process pair took to be ready for a benchmark (not its quads): with
+    # workers started for it, or reused from an earlier benchmark.
+    ready: dict[str, list[float]] = collections.defaultdict(list)
     undecided: list[str] = []
     regressed: list[str] = []
     pairs: list[int] = []
@@ -90,6 +93,11 @@ def main() -> None:
                 verdicts[str(c.get("verdict", "none"))] += 1
                 deciders[str(c.get("decided_by") or "-")] += 1
                 because[str(c.get("settled_because") or "-")] += 1
+                extra = b.get("extra") or {}
+                for p in (extra.get("settle") or extra.get("ab") or {}).get("pairs", []):
+                    if p.get("head_process") != "this process" and "ready_seconds" in p:
+                        kind = "new workers" if p.get("started_workers") else "reused workers"
+                        ready[kind].append(float(p["ready_seconds"]))
                 spent = (c.get("details") or {}).get("ab_seconds")
                 if spent is not None:
                     ab_seconds[b["key"].split("::")[-1].split("[")[0]].append(float(spent))
@@ -132,6 +140,11 @@ def main() -> None:
         )
     if pairs:
         print(f"process pairs: median {statistics.median(pairs):g}, max {max(pairs)}")
+    for kind, took in sorted(ready.items()):
+        print(
+            f"worker pairs ready, {kind}: {len(took)}, median {statistics.median(took):.2f} s, "
+            f"range {min(took):.2f}-{max(took):.2f} s"
+        )
     if detectable:
         print(
             f"detectable effect: median +{statistics.median(detectable):.1%}, "

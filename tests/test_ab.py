@@ -75,6 +75,12 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     assert bench["extra"]["base_samples"] and len(pairs) == slowed["process_pairs"]
     assert pairs[0]["head_process"] == "this process" and pairs[1]["head_process"] == "head1"
     assert all(len(p["quads"]["median"]) >= 8 for p in pairs)
+    # what each pair cost besides its quads, and whether its workers were started for it
+    assert all(p["ready_seconds"] > 0 and isinstance(p["started_workers"], bool) for p in pairs)
+    every = [
+        p for b in doc["benchmarks"] for p in (b.get("extra") or {}).get("ab", {}).get("pairs", [])
+    ]
+    assert any(p["started_workers"] for p in every if p["head_process"] == "head1")
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 

@@ -89,6 +89,11 @@ class PairRun:
     head_process: str
     #: On a GPU: each block's state, and the quads set aside (None: not a GPU benchmark).
     gpu: _gpu.BlockTally | None = None
+    #: Seconds from asking the pair's sides for the call to both being warm (not timed
+    #: samples: what the pair cost besides its quads), and whether a worker process was
+    #: started for it then.
+    ready_s: float = 0.0
+    started: bool = False
 
     def summary(self, metric: str) -> _pool.PairSummary:
         return _pool.summarize_pair(self.quads[metric])
@@ -242,6 +247,8 @@ class PairedRun:
                     "switch_penalty": {
                         m: round(median(ps), 6) for m, ps in run.penalties.items() if ps
                     },
+                    "ready_seconds": round(run.ready_s, 3),
+                    "started_workers": run.started,
                     "summary": {m: run.summary(m).to_json() for m in run.quads},
                 }
                 for run in self.runs
@@ -264,9 +271,12 @@ def run_paired(
     stored pass, at this many seconds per call): only its block size is calibrated again.
     Raises :class:`ABError` when the base worker crashes; a worker pair that fails ends the
     replication there, and says why."""
+    asked = time.perf_counter()
+    fresh = controller.base.launch()
     ready = _both_ready(call, controller, warm_per_call_s)
     if isinstance(ready, BaseCall):
         return ready
+    ready_s = time.perf_counter() - asked
     warm, base = ready
     opts = call.opts
     env_diff = environment.diff(call.prepared.env, base.env)
@@ -278,6 +288,7 @@ def run_paired(
     started = time.perf_counter()
     _memory.before_timed()
     runs = [interleave(controller.base, local, warm.block, per_sample, plan, watch=watch())]
+    runs[0].ready_s, runs[0].started = ready_s, fresh
     memory = _memory.after_timed()
     controller.base.finish_call()
     summaries: dict[str, list[_pool.PairSummary]] = {m: [] for m in metrics}
@@ -290,14 +301,7 @@ def run_paired(
             break
         k = len(runs)
         try:
-            pair = controller.process_pair(k)
-            pair.begin(call.nodeid, call.name)
-            try:
-                run = interleave(
-                    pair.base, pair.head, warm.block, per_sample, plan, pair.head.label, watch()
-                )
-            finally:
-                pair.finish()
+            run = _worker_pair(controller, k, call, (warm.block, per_sample), plan, watch())
         except ABError as exc:
             stopped_early = f"process pair {k + 1} could not measure: {exc}"
             break
@@ -321,6 +325,29 @@ def run_paired(
     if gpu is not None:
         c = judge.gpu_checked(c, gpu)
     return PairedRun(c, runs, warm, memory)
+
+
+def _worker_pair(
+    controller: ABController,
+    k: int,
+    call: BenchCall,
+    block: tuple[int, float],
+    plan: PairedPlan,
+    watch: _gpu.BlockWatch | None,
+) -> PairRun:
+    """Process pair ``k + 1``, of worker processes: both sides brought to the call (timed
+    apart, as the pair's cost besides its quads), then interleaved in blocks of
+    ``block`` (calls, seconds per sample)."""
+    pair = controller.process_pair(k)
+    asked = time.perf_counter()
+    started = pair.begin(call.nodeid, call.name)
+    ready_s = time.perf_counter() - asked
+    try:
+        run = interleave(pair.base, pair.head, block[0], block[1], plan, pair.head.label, watch)
+    finally:
+        pair.finish()
+    run.ready_s, run.started = ready_s, started
+    return run
 
 
 def _both_ready(

@@ -161,14 +161,17 @@ class WorkerSide:
             out += ["-m", self.selection.markexpr]
         return out
 
-    def launch(self) -> None:
+    def launch(self) -> bool:
         """Start the process if it is not running, without waiting for it: a process pair's
-        two sides start, and collect, at the same time (one after the other, a new pair
-        took 4.2-5.4 s to be ready on 2 cores, each side's collection 1.2-1.6 s of it).
-        :meth:`connect` and :meth:`ensure` then wait for it."""
+        two sides start, and collect, at the same time (a pair of new workers was ready
+        for an example benchmark in 2.8-3.7 s on 2 cores, 4.2-5.3 s one side after the
+        other: ``benchmarks/real_models.py --mode ab``). :meth:`connect` and :meth:`ensure`
+        then wait for it. Whether it started one."""
         if self._stage is None and (self.proc is None or self.proc.poll() is not None):
             self._address = self._spawn()
             self._stage = "spawned"
+            return True
+        return False
 
     def connect(self) -> None:
         """Connected to the worker (started here if need be). The worker only begins its
@@ -396,7 +399,7 @@ class ABController:
             self.close()
             raise
         # The base worker collects while this session does (--perf-ab sets up at
-        # configure): one collection less to wait for, 1.2-1.6 s of start-up on 2 cores.
+        # configure), instead of after it.
         # A worker that fails to start is started again, and its error reported, where it
         # is first needed.
         with contextlib.suppress(ABError):
@@ -480,11 +483,11 @@ class ProcessPair:
     base: WorkerSide
     head: WorkerSide
 
-    def begin(self, nodeid: str, name: str | None) -> None:
+    def begin(self, nodeid: str, name: str | None) -> bool:
         """Both sides to ``nodeid``'s call ``name``, getting ready at the same time (model
-        building and warmup are not timed, so they may overlap)."""
-        for side in (self.base, self.head):
-            side.launch()
+        building and warmup are not timed, so they may overlap). Whether a worker process
+        was started for it."""
+        started = [side.launch() for side in (self.base, self.head)]
         for side in (self.base, self.head):
             side.connect()
         asked = [side for side in (self.base, self.head) if side.request(nodeid)]
@@ -498,6 +501,7 @@ class ProcessPair:
                     f"the {side.label} worker ({side.checkout.title}) did not reach {nodeid} "
                     f"call {name!r} ({ready.status}{detail})"
                 )
+        return any(started)
 
     def finish(self) -> None:
         for side in (self.base, self.head):
