@@ -165,6 +165,13 @@ ENV = {
 }
 
 
+def process_pairs(bench: dict[str, Any]) -> list[dict[str, Any]]:
+    """A benchmark's interleaved process pairs in the results JSON (``extra.ab.pairs`` for
+    ``--perf-ab``, ``extra.settle.pairs`` for a settled ``--perf-compare``)."""
+    extra = bench.get("extra") or {}
+    return list((extra.get("ab") or extra.get("settle") or {}).get("pairs") or [])
+
+
 def git(repo: Path, *args: str) -> None:
     subprocess.run(
         ["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **ENV}
@@ -365,8 +372,7 @@ def main() -> None:
                     runs_with_regression[label] += 1
                 for b in doc["benchmarks"]:
                     c = b.get("comparison") or {}
-                    extra = b.get("extra") or {}
-                    pairs = (extra.get("ab") or extra.get("settle") or {}).get("pairs") or []
+                    pairs = process_pairs(b)
                     raw.append(
                         {
                             "scenario": label,

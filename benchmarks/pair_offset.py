@@ -29,7 +29,14 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from decision_quality import Neighbour, git, make_repo, pytest_run, scenario_branch
+from decision_quality import (
+    Neighbour,
+    git,
+    make_repo,
+    process_pairs,
+    pytest_run,
+    scenario_branch,
+)
 
 VARIANTS = ("clean", "emptydir", "saved", "outside", "stored")
 
@@ -72,8 +79,7 @@ def main() -> None:
                     print(f"rep {rep + 1} {variant}: no JSON (exit {code})", file=sys.stderr)
                     continue
                 for b in doc["benchmarks"]:
-                    extra = b.get("extra") or {}
-                    pairs = (extra.get("ab") or extra.get("settle") or {}).get("pairs") or []
+                    pairs = process_pairs(b)
                     logs = [p["summary"]["median"]["log_ratio"] for p in pairs]
                     first[variant] += logs[:1]
                     workers[variant] += logs[1:]

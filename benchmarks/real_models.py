@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from decision_quality import MODES, Neighbour, commit_repo, git, pytest_run
+from decision_quality import MODES, Neighbour, commit_repo, git, process_pairs, pytest_run
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ("regression", "improvement", "unchanged", "no-regression", "inconclusive")
@@ -93,8 +93,7 @@ def main() -> None:
                 verdicts[str(c.get("verdict", "none"))] += 1
                 deciders[str(c.get("decided_by") or "-")] += 1
                 because[str(c.get("settled_because") or "-")] += 1
-                extra = b.get("extra") or {}
-                for p in (extra.get("settle") or extra.get("ab") or {}).get("pairs", []):
+                for p in process_pairs(b):
                     if p.get("head_process") != "this process" and "ready_seconds" in p:
                         kind = "new workers" if p.get("started_workers") else "reused workers"
                         ready[kind].append(float(p["ready_seconds"]))

@@ -301,7 +301,7 @@ def run_paired(
             break
         k = len(runs)
         try:
-            run = _worker_pair(controller, k, call, (warm.block, per_sample), plan, watch())
+            run = _worker_pair(controller, k, call, warm.block, per_sample, plan, watch())
         except ABError as exc:
             stopped_early = f"process pair {k + 1} could not measure: {exc}"
             break
@@ -331,19 +331,19 @@ def _worker_pair(
     controller: ABController,
     k: int,
     call: BenchCall,
-    block: tuple[int, float],
+    calls: int,
+    per_sample_s: float,
     plan: PairedPlan,
     watch: _gpu.BlockWatch | None,
 ) -> PairRun:
     """Process pair ``k + 1``, of worker processes: both sides brought to the call (timed
-    apart, as the pair's cost besides its quads), then interleaved in blocks of
-    ``block`` (calls, seconds per sample)."""
+    apart, as the pair's cost besides its quads), then interleaved as :func:`interleave`."""
     pair = controller.process_pair(k)
     asked = time.perf_counter()
     started = pair.begin(call.nodeid, call.name)
     ready_s = time.perf_counter() - asked
     try:
-        run = interleave(pair.base, pair.head, block[0], block[1], plan, pair.head.label, watch)
+        run = interleave(pair.base, pair.head, calls, per_sample_s, plan, pair.head.label, watch)
     finally:
         pair.finish()
     run.ready_s, run.started = ready_s, started

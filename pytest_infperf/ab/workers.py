@@ -399,9 +399,8 @@ class ABController:
             self.close()
             raise
         # The base worker collects while this session does (--perf-ab sets up at
-        # configure), instead of after it.
-        # A worker that fails to start is started again, and its error reported, where it
-        # is first needed.
+        # configure), instead of after it. One that fails to start is started again, and
+        # its error reported, where it is first needed.
         with contextlib.suppress(ABError):
             self.base.connect()
 
