@@ -10,14 +10,23 @@ asks for ``infer_bench``.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .core import cmdline as _cmdline
 from .core import options as _options
 from .core import settings as _settings
-from .core.keys import collector_key, context_key, mode_key, pin_warning_key, settings_key
+from .core.keys import (
+    collector_key,
+    context_key,
+    forwarded_key,
+    mode_key,
+    pin_warning_key,
+    settings_key,
+)
 
 if TYPE_CHECKING:
     from .hf import HFModels
@@ -35,19 +44,34 @@ PLUGIN_NAMES = (
 )
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """pytest-xdist workers are pinned to a GPU here, before any conftest is imported: a
-    conftest that touches ``torch.cuda`` would otherwise start CUDA on every GPU first."""
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser
+) -> Iterator[None]:
+    """Around the loading of the initial conftest files. Before: pytest-xdist workers are
+    pinned to a GPU, before any conftest is imported (a conftest that touches
+    ``torch.cuda`` would otherwise start CUDA on every GPU first). After: the options
+    those conftest files registered are the project's own, which interleaving workers are
+    given too (:mod:`~pytest_infperf.core.cmdline`)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker:
-        return
-    from .measure import gpu
+    if worker:
+        from .measure import gpu
 
-    configured = str(early_config.getini("infperf_gpus") or "").replace(",", " ").split()
-    warning = gpu.pin_worker(worker, configured)
-    if warning:
-        early_config.stash[pin_warning_key] = warning
+        configured = str(early_config.getini("infperf_gpus") or "").replace(",", " ").split()
+        warning = gpu.pin_worker(worker, configured)
+        if warning:
+            early_config.stash[pin_warning_key] = warning
+    before = set(_cmdline.arity(parser))
+    yield
+    known = _cmdline.arity(parser)
+    tokens = [
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+        *early_config.invocation_params.args,
+    ]
+    bench_flags = [spec.flag_name for spec in _options.FLAG_OPTIONS]
+    early_config.stash[forwarded_key] = _cmdline.forwarded(
+        tokens, known, set(known) - before, bench_flags
+    )
 
 
 #: The session's flags (the per-benchmark ones come from the options table). Help texts:

@@ -293,3 +293,77 @@ def test_ab_usage_errors(repo: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --perf-ab measures one benchmark at a time*without*-n"])
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
+def test_the_command_line_options_a_worker_is_given() -> None:
+    """Workers get the project's options and the pytest options that change what runs,
+    one token per option where it takes one value; never paths, -k, reports or basetemp."""
+    from pytest_infperf.core.cmdline import MANY, forwarded
+
+    known = {
+        "-p": ("plugins", 1),
+        "-o": ("override_ini", 1),
+        "-W": ("pythonwarnings", 1),
+        "-s": ("capture", 0),
+        "-v": ("verbose", 0),
+        "-k": ("keyword", 1),
+        "--junitxml": ("xmlpath", 1),
+        "--basetemp": ("basetemp", 1),
+        "--threads": ("threads", 1),
+        "--sizes": ("sizes", MANY),
+        "--fast": ("fast", 0),
+        "--perf-rounds": ("perf_rounds", 1),
+    }
+    tokens = [
+        *("tests", "-vs", "-k", "slow and x", "--threads", "0", "--sizes", "1", "2", "--fast"),
+        *("-pno:foo", "-p", "bar", "--junitxml=out.xml", "--basetemp", "/tmp/b"),
+        *("--perf-rounds", "3", "-o", "a=b", "-W", "error", "--unknown", "--", "--threads"),
+    ]
+    got = forwarded(tokens, known, {"--threads", "--sizes", "--fast"}, ["--perf-rounds"])
+    assert got.early == ("-s", "-pno:foo", "-pbar", "-oa=b", "-Werror")
+    assert got.project == (
+        ("--threads=0",),
+        ("--sizes", "1", "2"),
+        ("--fast",),
+        ("--perf-rounds=3",),
+    )
+
+
+def test_workers_get_the_projects_options(repo: pytest.Pytester) -> None:
+    """A conftest option that chooses the tests (and one that only the head's conftest
+    defines): the base worker collects what the head does, and runs without the option
+    its checkout lacks, saying so. Given only the session's paths, it collected the
+    option's default tests and nothing was compared."""
+    (repo.path / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            def pytest_addoption(parser):
+                parser.addoption("--size", type=int, default=3)
+
+            def pytest_generate_tests(metafunc):
+                if "size" in metafunc.fixturenames:
+                    metafunc.parametrize("size", [metafunc.config.getoption("size")])
+            """
+        )
+    )
+    (repo.path / "test_sized.py").write_text(
+        "def test_sized(infer_bench, size):\n    infer_bench(lambda: sum(range(100 * size)))\n"
+    )
+    git(repo.path, "checkout", "-q", "main")
+    commit(repo.path, "a sized benchmark")
+    git(repo.path, "checkout", "-q", "feature")
+    git(repo.path, "merge", "-q", "main")
+    with (repo.path / "conftest.py").open("a") as f:
+        f.write("\ndef pytest_configure(config):\n    pass\n")
+        f.write("\n\ndef pytest_addoption(parser):\n")
+        f.write('    parser.addoption("--size", type=int, default=3)\n')
+        f.write('    parser.addoption("--extra", action="store_true")\n')
+    commit(repo.path, "an option the base lacks")
+    result = repo.runpytest_subprocess(
+        "test_sized.py", "--perf-ab=main", "--size", "7", "--extra", "--perf-json=ab.json"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*merge-base * lacks option(s) --extra: not passed on*"])
+    (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
+    assert bench["key"].endswith("test_sized[7]")
+    assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]

@@ -26,6 +26,10 @@ SAMPLE_TIME_S = BLOCK_TIME_S / 16
 
 #: Environment variable carrying the one-off key that authenticates the controller.
 AUTHKEY_ENV = "INFPERF_AB_AUTHKEY"
+#: Environment variable carrying the project's options for the worker (a JSON list of
+#: option lists, :class:`~pytest_infperf.core.cmdline.Forwarded`): the worker adds those its
+#: checkout defines and lists the others in ``collected``'s ``dropped``.
+OPTIONS_ENV = "INFPERF_AB_OPTIONS"
 
 # controller -> worker
 RUN = "run"

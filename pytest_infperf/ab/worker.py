@@ -16,9 +16,11 @@ measurement mode (``name = "ab-base"``).
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import sys
 import traceback
+from collections.abc import Generator, Sequence
 from multiprocessing.connection import Listener
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 # `python -m` found: the checkout's own where the repository holds it (cwd is on sys.path).
 import pytest
 
+from ..core import cmdline
 from ..core.keys import mode_key
 from ..measure.call import BenchCall, from_warm
 from ..measure.timing import take_block
@@ -49,11 +52,15 @@ class ABWorkerPlugin:
 
     name = "ab-base"
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, options: Sequence[Sequence[str]] = ()) -> None:
         self.conn = conn
         self.items: dict[str, pytest.Item] = {}
         self.ending = False
         self.outcome: dict[str, Any] = {}
+        #: The project's options from the controller's command line, and those of them this
+        #: checkout does not define (left out: pytest would stop at them).
+        self.options = [tuple(option) for option in options]
+        self.dropped: list[str] = []
 
     def send(self, **message: Any) -> None:
         self.conn.send(message)
@@ -66,11 +73,27 @@ class ABWorkerPlugin:
         # Before infperf's own configure, which then keeps this mode instead of choosing.
         config.stash[mode_key] = self
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_load_initial_conftests(
+        self, parser: pytest.Parser, args: list[str]
+    ) -> Generator[None, None, None]:
+        """The project's options, added once this checkout's conftest files have
+        registered theirs: ``args`` is what pytest parses next."""
+        result = yield
+        known = cmdline.arity(parser)
+        for option in self.options:
+            flag = cmdline.flag_of(option)
+            if flag in known:
+                args.extend(option)
+            elif flag not in self.dropped:
+                self.dropped.append(flag)
+        return result
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             if "infer_bench" in getattr(item, "fixturenames", ()):
                 self.items[item.nodeid] = item
-        self.send(ev=protocol.COLLECTED, nodeids=sorted(self.items))
+        self.send(ev=protocol.COLLECTED, nodeids=sorted(self.items), dropped=self.dropped)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -163,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     address, worktree, rootdir, pythonpath = args[:4]
     pytest_args = args[args.index("--") + 1 :] if "--" in args else []
     authkey = bytes.fromhex(os.environ.pop(protocol.AUTHKEY_ENV))
+    options = json.loads(os.environ.pop(protocol.OPTIONS_ENV, "") or "[]")
     # Listen on a socket only the controller knows (temp folder) and only it can
     # authenticate to (a fresh random key, passed in the environment).
     with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
@@ -172,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         extra = [str(tree / p) for p in pythonpath.split(os.pathsep) if p]
         sys.path[:0] = [*extra, str(tree)]
         os.chdir(rootdir)
-        plugin = ABWorkerPlugin(conn)
+        plugin = ABWorkerPlugin(conn, options)
         # No xdist: this process serves one measurement at a time, in its own session.
         options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
         options.append("--no-header")

@@ -10,6 +10,7 @@ import atexit
 import contextlib
 import dataclasses
 import itertools
+import json
 import os
 import secrets
 import shutil
@@ -17,10 +18,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Client
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.cmdline import Forwarded
 from ..measure import gpu as _gpu
 from ..store.git import GitError
 from . import protocol
@@ -122,10 +125,16 @@ class Selection:
     pythonpath: tuple[str, ...]
     keyword: str = ""
     markexpr: str = ""
+    #: What the workers are given of the session's command line besides (the project's
+    #: options, -p, -o...: :mod:`~pytest_infperf.core.cmdline`).
+    forwarded: Forwarded = dataclasses.field(default_factory=Forwarded)
 
 
 class WorkerSide:
     """One worker process serving measurements of one checkout."""
+
+    #: Told what the worker could not be given (options its checkout does not define).
+    notice: Callable[[str], None] | None = None
 
     def __init__(
         self, checkout: Checkout, selection: Selection, label: str, hash_seed: int | None = None
@@ -159,14 +168,13 @@ class WorkerSide:
             out += ["-k", self.selection.keyword]
         if self.selection.markexpr:
             out += ["-m", self.selection.markexpr]
-        return out
+        return out + list(self.selection.forwarded.early)
 
     def launch(self) -> bool:
         """Start the process if it is not running, without waiting for it: a process pair's
-        two sides start, and collect, at the same time (a pair of new workers was ready
-        for an example benchmark in 2.8-3.7 s on 2 cores, 4.2-5.3 s one side after the
-        other: ``benchmarks/real_models.py --mode ab``). :meth:`connect` and :meth:`ensure`
-        then wait for it. Whether it started one."""
+        two sides start, and collect, at the same time (new pairs ready for an example
+        benchmark in 2.8-3.7 s on 2 cores, 4.2-5.3 s one side after the other:
+        ``benchmarks/real_models.py --mode ab``). Whether it started one."""
         if self._stage is None and (self.proc is None or self.proc.poll() is not None):
             self._address = self._spawn()
             self._stage = "spawned"
@@ -194,6 +202,8 @@ class WorkerSide:
         env.pop("PYTEST_XDIST_WORKER", None)
         if self.hash_seed is not None:
             env["PYTHONHASHSEED"] = str(self.hash_seed)
+        # The project's options: the worker adds those its checkout's conftest defines.
+        env[protocol.OPTIONS_ENV] = json.dumps(self.selection.forwarded.project)
         rootdir = self.checkout.map(self.selection.rootdir)
         cmd = [
             sys.executable,
@@ -246,6 +256,9 @@ class WorkerSide:
                     f"collecting: {self.log_tail()}"
                 )
             self.nodeids = set(first["nodeids"])
+            dropped = ", ".join(str(flag) for flag in first.get("dropped") or ())
+            if dropped and self.notice is not None:
+                self.notice(f"the {self.checkout.title} lacks option(s) {dropped}: not passed on")
 
     def tests(self) -> set[str]:
         self.ensure()
@@ -373,14 +386,22 @@ class ABController:
     """The base side of one pytest session: the base commit's worktree and its worker."""
 
     def __init__(
-        self, base_sha: str, toplevel: Path, selection: Selection, title: str = "merge-base"
+        self,
+        base_sha: str,
+        toplevel: Path,
+        selection: Selection,
+        title: str = "merge-base",
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.base_sha = base_sha
+        self.warn = warn
+        self._noticed: set[str] = set()
         self.toplevel = toplevel
         self.selection = selection
         self.tmp = Path(tempfile.mkdtemp(prefix="infperf-ab-"))
         self.checkout = Checkout(toplevel, base_sha, self.tmp, f"{title} {base_sha[:10]}")
         self.base = WorkerSide(self.checkout, selection, "base")
+        self.base.notice = self._notice
         self.pairs: list[ProcessPair] = []
         #: What process pairs collect: :meth:`collected` narrows it to the perf tests' files.
         self.pair_selection = selection
@@ -438,13 +459,20 @@ class ABController:
             # pooling accounts for.
             seed = secrets.randbelow(2**32 - 1) + 1
             head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
-            self.pairs.append(
-                ProcessPair(
-                    WorkerSide(self.checkout, self.pair_selection, f"base{n}", seed),
-                    WorkerSide(head_tree, self.pair_selection, f"head{n}", seed),
-                )
+            pair = ProcessPair(
+                WorkerSide(self.checkout, self.pair_selection, f"base{n}", seed),
+                WorkerSide(head_tree, self.pair_selection, f"head{n}", seed),
             )
+            pair.base.notice = pair.head.notice = self._notice
+            self.pairs.append(pair)
         return self.pairs[k - 1]
+
+    def _notice(self, message: str) -> None:
+        """Said once per session, however many workers say it."""
+        if message not in self._noticed:
+            self._noticed.add(message)
+            if self.warn is not None:
+                self.warn(message)
 
     def pids(self) -> set[int]:
         """This session's worker processes: on a GPU they are not its tenants."""

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ..measure.call import Mode
     from ..session.collector import Collector
     from ..session.context import RunContext
+    from .cmdline import Forwarded
     from .settings import Settings
 
 settings_key: pytest.StashKey[Settings] = pytest.StashKey()
@@ -23,3 +24,6 @@ failures_key: pytest.StashKey[list[str]] = pytest.StashKey()
 marker_error_key: pytest.StashKey[str] = pytest.StashKey()
 #: An xdist worker that could not be pinned to a GPU says why (set before configure).
 pin_warning_key: pytest.StashKey[str] = pytest.StashKey()
+#: What an interleaving worker is given of this session's command line (set before the
+#: initial conftests load, completed after).
+forwarded_key: pytest.StashKey[Forwarded] = pytest.StashKey()

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..core.keys import mode_key
+from ..core.cmdline import Forwarded
+from ..core.keys import forwarded_key, mode_key
 from ..core.names import CompareMode
 from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.settings import Settings
@@ -295,7 +296,11 @@ class Stored(Plain):
         try:
             toplevel = Path(gitinfo.open_repo(self.context.settings.rootdir).working_tree_dir)
             controller = ABController(
-                source.sha, toplevel.resolve(), self.selection, title="baseline commit"
+                source.sha,
+                toplevel.resolve(),
+                self.selection,
+                title="baseline commit",
+                warn=self.context.warn,
             )
             controller.setup()
             controller.collected(self.perf_files)
@@ -432,6 +437,7 @@ def selection(config: pytest.Config, settings: Settings) -> Selection:
         pythonpath=settings.ab_pythonpath,
         keyword=str(config.getoption("keyword", "") or ""),
         markexpr=str(config.getoption("markexpr", "") or ""),
+        forwarded=config.stash.get(forwarded_key, Forwarded()),
     )
 
 
@@ -457,7 +463,9 @@ def _ab_head(config: pytest.Config, context: RunContext) -> ABHead:
 
     s = context.settings
     assert context.source is not None and context.source.sha and context.toplevel
-    controller = ABController(context.source.sha, context.toplevel, selection(config, s))
+    controller = ABController(
+        context.source.sha, context.toplevel, selection(config, s), warn=context.warn
+    )
     try:
         controller.setup()
     except GitError as exc:
