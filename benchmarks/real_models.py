@@ -1,6 +1,6 @@
 """Identical code on real models, through the real plugin: verdicts and what a compare costs.
 
-    python benchmarks/real_models.py [--reps 5] [--mode stored|ab] [--neighbour]
+    python benchmarks/real_models.py [--reps 5] [--mode stored|ab] [--neighbour] [--threads N]
 
 The suite is this project's ``examples/`` (the main job's benchmarks: a torch and an ONNX
 Runtime MLP at batch 1 and 32, DistilBERT and BERT-base in torch and ONNX Runtime at
@@ -9,8 +9,10 @@ prompt 32 and 256; models built from configs, no network), copied into a tempora
 repository. Stored mode saves the baseline on ``main`` once per repetition; each repetition
 then runs, on a branch with an empty commit (identical code, A/A), a plain ``pytest`` and
 the comparing run (``--perf-compare=main`` or ``--perf-ab=main``), one after the other.
-Prints the verdicts, who decided them, the process pairs and the comparing run's wall time
-against the plain run's of the same repetition (the issue's "<= 2.5x a plain run").
+``--threads 0`` runs torch and ONNX Runtime at their default threading (the examples' own
+default is one intra-op thread, the least noisy). Prints the verdicts, who decided them,
+the process pairs and the comparing run's wall time against the plain run's of the same
+repetition (the issue's "<= 2.5x a plain run").
 """
 
 from __future__ import annotations
@@ -47,7 +49,12 @@ def main() -> None:
     parser.add_argument("--mode", choices=("stored", "ab"), default="stored")
     parser.add_argument("--neighbour", action="store_true", help="busy loops on every core")
     parser.add_argument("--keep", type=Path, help="copy each comparing run's JSON into this folder")
+    parser.add_argument(
+        "--threads", type=int, help="the examples' --threads (0: the libraries' default)"
+    )
     args = parser.parse_args()
+    # The examples' own options need their folder named (its conftest.py then loads first).
+    extra = [] if args.threads is None else ["examples", f"--threads={args.threads}"]
     verdicts: collections.Counter[str] = collections.Counter()
     deciders: collections.Counter[str] = collections.Counter()
     # Why each interleaved verdict was interleaved: the session was routed at once
@@ -70,13 +77,13 @@ def main() -> None:
         for rep in range(args.reps):
             git(repo, "checkout", "-q", "main")
             if args.mode == "stored":
-                pytest_run(repo, "--perf-save")  # quiet: the neighbour is off
+                pytest_run(repo, "--perf-save", *extra)  # quiet: the neighbour is off
             git(repo, "checkout", "-q", "-B", "aa", "main")
             git(repo, "commit", "-q", "--allow-empty", "-m", "A/A")
             with Neighbour(args.neighbour):
-                _, _, plain = pytest_run(repo)
+                _, _, plain = pytest_run(repo, *extra)
             with Neighbour(args.neighbour):
-                doc, code, took = pytest_run(repo, "--perf-warn-only", *MODES[args.mode])
+                doc, code, took = pytest_run(repo, "--perf-warn-only", *MODES[args.mode], *extra)
             ratios.append(took / plain)
             if args.keep is not None and doc is not None:
                 args.keep.mkdir(parents=True, exist_ok=True)
@@ -124,6 +131,7 @@ def main() -> None:
     print(
         f"\nreal models (examples/), A/A, mode {args.mode} ({' '.join(MODES[args.mode])}), "
         f"{neighbour}; {args.reps} repetitions; {time.time() - started:.0f} s"
+        + ("" if args.threads is None else f"; --threads={args.threads}")
     )
     print(f"| benchmarks | {' | '.join(NAMES)} | runs with a regression | compare / plain |")
     print("|---|" + "---|" * (len(NAMES) + 2))
