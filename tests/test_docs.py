@@ -23,6 +23,14 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert (ROOT / "scripts" / "test.sh").is_file()
 
 
+def test_the_main_job_says_the_readmes_time() -> None:
+    """The script prints how long it takes: the README's measured range, not its own."""
+    readme = re.search(r"\((\d+(?:\.\d+)?)-(\d+(?:\.\d+)?) min on a 2-core machine", README)
+    script = (ROOT / "scripts" / "main-job.sh").read_text()
+    said = re.search(r"It takes (\d+(?:\.\d+)?) to (\d+(?:\.\d+)?) minutes", script)
+    assert readme and said and readme.groups() == said.groups()
+
+
 def test_readme_is_a_short_lead_in() -> None:
     assert len(README.splitlines()) <= 170
 
