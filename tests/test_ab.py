@@ -367,3 +367,44 @@ def test_workers_get_the_projects_options(repo: pytest.Pytester) -> None:
     (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
     assert bench["key"].endswith("test_sized[7]")
     assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]
+
+
+def test_workers_read_the_ini_file_given_with_c(repo: pytest.Pytester) -> None:
+    """``-c perf.ini``: each worker reads its checkout's copy of that file. Without it a
+    worker read the checkout's pytest.ini and collected other files (here: none)."""
+    (repo.path / "perf.ini").write_text(AB_INI + "python_files = perf_*.py\n")
+    (repo.path / "perf_small.py").write_text(
+        "def test_small(infer_bench):\n    infer_bench(lambda: sum(range(300)))\n"
+    )
+    git(repo.path, "checkout", "-q", "main")
+    commit(repo.path, "a perf ini")
+    git(repo.path, "checkout", "-q", "feature")
+    git(repo.path, "merge", "-q", "main")
+    result = repo.runpytest_subprocess("-c", "perf.ini", "--perf-ab=main", "--perf-json=ab.json")
+    result.assert_outcomes(passed=1)
+    (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
+    assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]
+
+
+def test_workers_work_where_pytest_was_invoked(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from a subfolder, a test that opens a path relative to the working directory
+    finds it in its workers too (they worked in the rootdir, and the base side failed)."""
+    sub = repo.path / "sub"
+    sub.mkdir()
+    (sub / "size.txt").write_text("300")
+    (sub / "test_rel.py").write_text(
+        "def test_rel(infer_bench):\n"
+        "    n = int(open('size.txt').read())\n"
+        "    infer_bench(lambda: sum(range(n)))\n"
+    )
+    git(repo.path, "checkout", "-q", "main")
+    commit(repo.path, "a benchmark reading a relative path")
+    git(repo.path, "checkout", "-q", "feature")
+    git(repo.path, "merge", "-q", "main")
+    monkeypatch.chdir(sub)
+    result = repo.runpytest_subprocess("test_rel.py", "--perf-ab=main", "--perf-json=ab.json")
+    result.assert_outcomes(passed=1)
+    (bench,) = load_json(sub / "ab.json")["benchmarks"]
+    assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]

@@ -30,6 +30,9 @@ AUTHKEY_ENV = "INFPERF_AB_AUTHKEY"
 #: option lists, :class:`~pytest_infperf.core.cmdline.Forwarded`): the worker adds those its
 #: checkout defines and lists the others in ``collected``'s ``dropped``.
 OPTIONS_ENV = "INFPERF_AB_OPTIONS"
+#: Environment variable carrying the folder the worker works in: where the controller's
+#: pytest was invoked, mapped into the worker's checkout.
+CWD_ENV = "INFPERF_AB_CWD"
 
 # controller -> worker
 RUN = "run"

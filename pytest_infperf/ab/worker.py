@@ -195,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         tree = Path(worktree)
         extra = [str(tree / p) for p in pythonpath.split(os.pathsep) if p]
         sys.path[:0] = [*extra, str(tree)]
-        os.chdir(rootdir)
+        # Where pytest was invoked, in this checkout (a test may open paths relative to
+        # it); the rootdir where that folder is not in this checkout.
+        os.chdir(os.environ.pop(protocol.CWD_ENV, "") or rootdir)
         plugin = ABWorkerPlugin(conn, options)
         # No xdist: this process serves one measurement at a time, in its own session.
         options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]

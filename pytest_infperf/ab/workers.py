@@ -128,6 +128,28 @@ class Selection:
     #: What the workers are given of the session's command line besides (the project's
     #: options, -p, -o...: :mod:`~pytest_infperf.core.cmdline`).
     forwarded: Forwarded = dataclasses.field(default_factory=Forwarded)
+    #: The ini file given with ``-c`` (absolute), if one was: each checkout's own copy.
+    inifile: str = ""
+    #: Where pytest was invoked: a worker works in the same folder of its checkout.
+    invocation_dir: Path | None = None
+
+    def args_in(self, checkout: Checkout) -> list[str]:
+        """The worker's pytest arguments in ``checkout``: paths and the ini file mapped
+        into it (those it lacks left out), then ``-k``, ``-m`` and the forwarded options."""
+        out: list[str] = []
+        for arg in self.args:
+            path_part, sep, rest = arg.partition("::")
+            p = Path(path_part)
+            if p.exists():
+                out.append(str(checkout.map(p)) + sep + rest)
+        ini = checkout.map(Path(self.inifile)) if self.inifile else None
+        if ini is not None and ini.is_file():
+            out += ["-c", str(ini)]
+        if self.keyword:
+            out += ["-k", self.keyword]
+        if self.markexpr:
+            out += ["-m", self.markexpr]
+        return out + list(self.forwarded.early)
 
 
 class WorkerSide:
@@ -156,19 +178,6 @@ class WorkerSide:
         self._address: tuple[str, bytes] = ("", b"")
         self.serial = next(_SERIAL)
         self.log = checkout.tmp / f"{label}-{self.serial}-worker.log"
-
-    def _args(self) -> list[str]:
-        out: list[str] = []
-        for arg in self.selection.args:
-            path_part, sep, rest = arg.partition("::")
-            p = Path(path_part)
-            if p.exists():
-                out.append(str(self.checkout.map(p)) + sep + rest)
-        if self.selection.keyword:
-            out += ["-k", self.selection.keyword]
-        if self.selection.markexpr:
-            out += ["-m", self.selection.markexpr]
-        return out + list(self.selection.forwarded.early)
 
     def launch(self) -> bool:
         """Start the process if it is not running, without waiting for it: a process pair's
@@ -205,6 +214,8 @@ class WorkerSide:
         # The project's options: the worker adds those its checkout's conftest defines.
         env[protocol.OPTIONS_ENV] = json.dumps(self.selection.forwarded.project)
         rootdir = self.checkout.map(self.selection.rootdir)
+        here = self.checkout.map(self.selection.invocation_dir or self.selection.rootdir)
+        env[protocol.CWD_ENV] = str(here if here.is_dir() else rootdir)
         cmd = [
             sys.executable,
             "-m",
@@ -214,7 +225,7 @@ class WorkerSide:
             str(rootdir),
             os.pathsep.join(self.selection.pythonpath),
             "--",
-            *self._args(),
+            *self.selection.args_in(self.checkout),
             # A repository that holds pytest_infperf itself (this project's main job) has
             # the worker import the base's copy before pytest loads it as a plugin; pytest
             # then warns that it cannot rewrite its asserts, and `filterwarnings = error`

@@ -438,6 +438,8 @@ def selection(config: pytest.Config, settings: Settings) -> Selection:
         keyword=str(config.getoption("keyword", "") or ""),
         markexpr=str(config.getoption("markexpr", "") or ""),
         forwarded=config.stash.get(forwarded_key, Forwarded()),
+        inifile=str(config.inipath) if config.option.inifilename and config.inipath else "",
+        invocation_dir=Path(config.invocation_params.dir),
     )
 
 
