@@ -329,11 +329,15 @@ def test_the_command_line_options_a_worker_is_given() -> None:
     )
 
 
-def test_workers_get_the_projects_options(repo: pytest.Pytester) -> None:
-    """A conftest option that chooses the tests (and one that only the head's conftest
-    defines): the base worker collects what the head does, and runs without the option
-    its checkout lacks, saying so. Given only the session's paths, it collected the
-    option's default tests and nothing was compared."""
+def test_workers_see_the_session_as_the_head_does(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from a subfolder with ``-c ../perf.ini``, a conftest option that picks the
+    parametrization and one that only the head's conftest defines: the base worker reads
+    its checkout's perf.ini (it collects perf_*.py), gets --size (it collects
+    test_sized[7]), works in sub/ (the test opens a relative path) and runs without
+    --extra, saying so. Given only the paths and -k/-m, in the rootdir, it collected
+    nothing of this and nothing was compared."""
     (repo.path / "conftest.py").write_text(
         textwrap.dedent(
             """
@@ -346,65 +350,30 @@ def test_workers_get_the_projects_options(repo: pytest.Pytester) -> None:
             """
         )
     )
-    (repo.path / "test_sized.py").write_text(
-        "def test_sized(infer_bench, size):\n    infer_bench(lambda: sum(range(100 * size)))\n"
+    (repo.path / "perf.ini").write_text(AB_INI + "python_files = perf_*.py\n")
+    sub = repo.path / "sub"
+    sub.mkdir()
+    (sub / "scale.txt").write_text("100")
+    (sub / "perf_sized.py").write_text(
+        "def test_sized(infer_bench, size):\n"
+        "    n = int(open('scale.txt').read()) * size\n"
+        "    infer_bench(lambda: sum(range(n)))\n"
     )
     git(repo.path, "checkout", "-q", "main")
     commit(repo.path, "a sized benchmark")
     git(repo.path, "checkout", "-q", "feature")
     git(repo.path, "merge", "-q", "main")
     with (repo.path / "conftest.py").open("a") as f:
-        f.write("\ndef pytest_configure(config):\n    pass\n")
         f.write("\n\ndef pytest_addoption(parser):\n")
         f.write('    parser.addoption("--size", type=int, default=3)\n')
         f.write('    parser.addoption("--extra", action="store_true")\n')
     commit(repo.path, "an option the base lacks")
+    monkeypatch.chdir(sub)
     result = repo.runpytest_subprocess(
-        "test_sized.py", "--perf-ab=main", "--size", "7", "--extra", "--perf-json=ab.json"
+        "-c", "../perf.ini", "--perf-ab=main", "--size", "7", "--extra", "--perf-json=ab.json"
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*merge-base * lacks option(s) --extra: not passed on*"])
-    (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
-    assert bench["key"].endswith("test_sized[7]")
-    assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]
-
-
-def test_workers_read_the_ini_file_given_with_c(repo: pytest.Pytester) -> None:
-    """``-c perf.ini``: each worker reads its checkout's copy of that file. Without it a
-    worker read the checkout's pytest.ini and collected other files (here: none)."""
-    (repo.path / "perf.ini").write_text(AB_INI + "python_files = perf_*.py\n")
-    (repo.path / "perf_small.py").write_text(
-        "def test_small(infer_bench):\n    infer_bench(lambda: sum(range(300)))\n"
-    )
-    git(repo.path, "checkout", "-q", "main")
-    commit(repo.path, "a perf ini")
-    git(repo.path, "checkout", "-q", "feature")
-    git(repo.path, "merge", "-q", "main")
-    result = repo.runpytest_subprocess("-c", "perf.ini", "--perf-ab=main", "--perf-json=ab.json")
-    result.assert_outcomes(passed=1)
-    (bench,) = load_json(repo.path / "ab.json")["benchmarks"]
-    assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]
-
-
-def test_workers_work_where_pytest_was_invoked(
-    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Run from a subfolder, a test that opens a path relative to the working directory
-    finds it in its workers too (they worked in the rootdir, and the base side failed)."""
-    sub = repo.path / "sub"
-    sub.mkdir()
-    (sub / "size.txt").write_text("300")
-    (sub / "test_rel.py").write_text(
-        "def test_rel(infer_bench):\n"
-        "    n = int(open('size.txt').read())\n"
-        "    infer_bench(lambda: sum(range(n)))\n"
-    )
-    git(repo.path, "checkout", "-q", "main")
-    commit(repo.path, "a benchmark reading a relative path")
-    git(repo.path, "checkout", "-q", "feature")
-    git(repo.path, "merge", "-q", "main")
-    monkeypatch.chdir(sub)
-    result = repo.runpytest_subprocess("test_rel.py", "--perf-ab=main", "--perf-json=ab.json")
-    result.assert_outcomes(passed=1)
     (bench,) = load_json(sub / "ab.json")["benchmarks"]
+    assert bench["key"].endswith("perf_sized.py::test_sized[7]")
     assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]
