@@ -10,17 +10,19 @@ tests altogether). So a worker gets, from this session's command line and
 
 - the project's own options: those registered while the initial conftest files loaded
   (the plugin's ``pytest_load_initial_conftests`` tells them apart), and the benchmark
-  options' ``--perf-*`` flags (warmup...);
+  options' ``--perf-*`` flags (``--perf-rounds``, ``--perf-threshold``...);
 - the pytest options that change what runs: ``-p``, ``-o``, ``-W``, ``-s``/``--capture``,
   ``--import-mode``, ``--noconftest``.
 
-Nothing else: not the paths, ``-k``/``-m`` (the worker gets its own), reports (a worker
-writing ``--junitxml`` would overwrite the session's), ``--basetemp`` (a worker would
-empty the session's), xdist or the cache plugin's options (disabled in workers), or the
-session's ``--perf-ab``/``--perf-compare``. The first three kinds go on the worker's
-command line; the project's options are handed over apart and added by the worker only
-where its own checkout defines them (a branch that adds an option to its conftest: the base
-worker runs without it, and says so), since pytest stops at an option it does not know.
+Nothing else: not the options of plugins loaded before the conftest files (``-p NAME``
+is passed, so the plugin loads, with its defaults), not the paths, ``-k``/``-m`` (the
+worker gets its own), reports (a worker writing ``--junitxml`` would overwrite the
+session's), ``--basetemp`` (a worker would empty the session's), xdist or the cache
+plugin's options (disabled in workers), or the session's ``--perf-ab``/``--perf-compare``.
+The pytest options go on the worker's command line; the project's options and the
+benchmark flags are handed over apart and added by the worker only where its own checkout
+defines them (a branch that adds an option to its conftest: the base worker runs without
+it, and says so), since pytest stops at an option it does not know.
 """
 
 from __future__ import annotations
