@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import gc
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -148,6 +149,23 @@ def take_metrics(sampler: Sampler) -> dict[str, list[float]]:
     return dict(take()) if take is not None else {}
 
 
+def same_threads_here() -> None:
+    """Give this (new) thread the intra-op thread count torch has, where torch is loaded.
+
+    torch keeps part of its thread setting per thread: ``torch.set_num_threads(1)`` calls
+    ``mkl_set_num_threads_local``, so a thread started later runs MKL's GEMMs at MKL's
+    default (all cores) while ``torch.get_num_threads()`` still says 1 (the example MLP at
+    batch 32: 53 us a call on a bare new thread against 58 us on the main thread,
+    ``python benchmarks/fresh_thread.py``). Two processes doing that on 2 cores wait on
+    each other's OpenMP barriers: in 5 of 6 ``--perf-ab`` runs of that MLP, both sides
+    warming up at once, its calls took 40 ms instead of 58 us and the verdicts came from
+    3-8 ms medians. Setting the count again on the thread applies it there. torch is never
+    imported here: a benchmark without it has no setting to keep."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(torch.get_num_threads())
+
+
 def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
     """Run ``fn`` inside ``sampler.context()`` on a new thread; return what it returns and
     raise what it raises.
@@ -169,6 +187,7 @@ def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
     def run() -> None:
         __tracebackhide__ = True
         try:
+            same_threads_here()
             with sampler.context():
                 box.append(fn())
         except BaseException as exc:  # handed to the caller's thread below
