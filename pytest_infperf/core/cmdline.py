@@ -91,14 +91,9 @@ def split(tokens: Sequence[str], known: Mapping[str, tuple[str, int]]) -> list[t
             count = known.get(flag, ("", 0))[1]
             if eq or count == 0:
                 out.append((token,))
-            elif count == 1:
-                if i < len(tokens):
-                    out.append((f"{flag}={tokens[i]}",))
-                i += 1
             else:
-                taken = _values(tokens, i, count)
-                out.append((flag, *taken))
-                i += len(taken)
+                found, i = _with_values(tokens, i, flag, count, "=")
+                out += found
             continue
         # Short options: "-sv" (flags together), "-pNAME" or "-p NAME" (a value).
         j = 1
@@ -112,16 +107,23 @@ def split(tokens: Sequence[str], known: Mapping[str, tuple[str, int]]) -> list[t
             rest = token[j + 1 :]
             if rest:
                 out.append((flag + rest.removeprefix("="),))
-            elif count == 1:
-                if i < len(tokens):
-                    out.append((flag + tokens[i],))
-                i += 1
             else:
-                taken = _values(tokens, i, count)
-                out.append((flag, *taken))
-                i += len(taken)
+                found, i = _with_values(tokens, i, flag, count, "")
+                out += found
             break
     return out
+
+
+def _with_values(
+    tokens: Sequence[str], i: int, flag: str, count: int, join: str
+) -> tuple[list[tuple[str, ...]], int]:
+    """An option whose values follow it from ``tokens[i]`` on, and where the next token
+    is: one value joined to its flag (``join``: "=" after a long one, "" after a short
+    one), several as they are. None when its one value is missing."""
+    if count == 1:
+        return ([(flag + join + tokens[i],)] if i < len(tokens) else []), i + 1
+    taken = _values(tokens, i, count)
+    return [(flag, *taken)], i + len(taken)
 
 
 def _values(tokens: Sequence[str], start: int, count: int) -> list[str]:
