@@ -30,25 +30,6 @@ import threading
 import time
 from typing import Any
 
-NEIGHBOUR = """
-import itertools, sys, time, torch
-torch.set_num_threads(2)
-sizes = [200, 128, 64, 32, 16, 8, 1]
-layers = []
-for a, b in itertools.pairwise(sizes):
-    layers += [torch.nn.Linear(a, b), torch.nn.Sigmoid()]
-m = torch.nn.Sequential(*layers).eval()
-x = torch.randn(32, 200)
-print("ready", flush=True)
-end = time.time() + float(sys.argv[1])
-times = []
-with torch.inference_mode():
-    while time.time() < end:
-        t = time.perf_counter()
-        m(x)
-        times.append(time.perf_counter() - t)
-"""
-
 
 def mlp(torch: Any) -> Any:
     torch.manual_seed(0)
@@ -58,11 +39,38 @@ def mlp(torch: Any) -> Any:
     return torch.nn.Sequential(*layers).eval()
 
 
+def calls(torch: Any, model: Any, x: Any, seconds: float) -> list[float]:
+    """Seconds per call of ``model(x)``, one call after another for ``seconds``."""
+    times: list[float] = []
+    end = time.time() + seconds
+    with torch.inference_mode():
+        while time.time() < end:
+            t = time.perf_counter()
+            model(x)
+            times.append(time.perf_counter() - t)
+    return times
+
+
+def run_neighbour(seconds: float) -> None:
+    """The other process: the same MLP at two threads, saying when it starts its loop."""
+    import torch
+
+    torch.set_num_threads(2)
+    model = mlp(torch)
+    x = torch.randn(32, 200)
+    print("ready", flush=True)
+    calls(torch, model, x, seconds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="timing per variant")
     parser.add_argument("--reps", type=int, default=4, help="repetitions per variant")
+    parser.add_argument("--neighbour", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.neighbour is not None:
+        run_neighbour(args.neighbour)
+        return
     import torch
 
     from pytest_infperf.measure.timing import HostSampler, on_fresh_stack
@@ -71,14 +79,7 @@ def main() -> None:
     model, x = mlp(torch), torch.randn(32, 200)
 
     def timed() -> float:
-        times: list[float] = []
-        end = time.time() + args.seconds
-        with torch.inference_mode():
-            while time.time() < end:
-                t = time.perf_counter()
-                model(x)
-                times.append(time.perf_counter() - t)
-        return statistics.median(times)
+        return statistics.median(calls(torch, model, x, args.seconds))
 
     def bare_thread() -> float:
         box: list[float] = []
@@ -99,17 +100,19 @@ def main() -> None:
         alone = [run() for _ in range(args.reps)]
         busy = []
         for _ in range(args.reps):
-            neighbour = subprocess.Popen(
-                [sys.executable, "-c", NEIGHBOUR, str(args.seconds + 1.0)],
+            other = subprocess.Popen(
+                [sys.executable, __file__, "--neighbour", str(args.seconds + 1.0)],
                 stdout=subprocess.PIPE,
                 text=True,
             )
-            assert neighbour.stdout is not None
-            neighbour.stdout.readline()  # it has imported torch and is about to loop
+            assert other.stdout is not None
+            # It has imported torch and is about to loop (or it failed: say so).
+            if other.stdout.readline().strip() != "ready":
+                raise SystemExit("the neighbour process did not start")
             try:
                 busy.append(run())
             finally:
-                neighbour.wait()
+                other.wait()
         print(f"| {name} | {_us(alone)} | {_us(busy)} |", flush=True)
 
 
