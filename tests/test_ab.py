@@ -81,6 +81,10 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
         p for b in doc["benchmarks"] for p in (b.get("extra") or {}).get("ab", {}).get("pairs", [])
     ]
     assert any(p["started_workers"] for p in every if p["head_process"] == "head1")
+    # one-thread callables: quads net of the run-queue wait, wherever Linux keeps it
+    if Path("/proc/thread-self/schedstat").exists():
+        assert all(p["net_of_waits_quads"]["median"] > 0 for p in every)
+        assert all(0 <= p["cpu_wait_share"]["head"] < 1 for p in every)
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 

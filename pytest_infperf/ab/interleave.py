@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from ..core.results import Comparison, Origin
 from ..judge.judge import Judge, generation_metrics, gpu_withholds, no_clean_blocks
 from ..judge.plan import PairedPlan
+from ..measure import cpuwait as _cpuwait
 from ..measure import environment
 from ..measure import gpu as _gpu
 from ..measure import memory as _memory
@@ -94,6 +95,17 @@ class PairRun:
     #: started for it then.
     ready_s: float = 0.0
     started: bool = False
+    #: Per judged metric, the quads whose contrast was taken net of run-queue waits
+    #: (:meth:`~pytest_infperf.judge.plan.PairedPlan.net_of_waits`); the rest on wall time.
+    net_quads: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def wait_share(self, side: str) -> float | None:
+        """The share of a side's sampled time its timing thread waited for a CPU that
+        another task held (None where it was not recorded)."""
+        figures = self.head_metrics if side == "head" else self.base_metrics
+        waits = figures.get(_cpuwait.WAIT)
+        total = sum(self.head if side == "head" else self.base)
+        return None if not waits or total <= 0 else sum(waits) / total
 
     def summary(self, metric: str) -> _pool.PairSummary:
         return _pool.summarize_pair(self.quads[metric])
@@ -126,6 +138,7 @@ def interleave(
     b_met: dict[str, list[float]] = {}
     quads: dict[str, list[float]] = {m: [] for m in metrics}
     penalties: dict[str, list[float]] = {m: [] for m in metrics}
+    net_quads = dict.fromkeys(metrics, 0)
     start = time.perf_counter()
     if watch is not None:
         watch.start()
@@ -152,7 +165,9 @@ def interleave(
                 for key, values in block_metrics.items():
                     side.setdefault(key, []).extend(values)
         for m in metrics:
-            logs = [math.log(median(_figures(block, m))) for block in blocks]
+            net = plan.net_of_waits(m, blocks)
+            net_quads[m] += net
+            logs = [math.log(median(_figures(block, m, net))) for block in blocks]
             a1, b1, b2, a2 = ([v] for v in logs)
             quads[m] += _pool.quad_contrasts(a1, b1, b2, a2)
             penalties[m] += _pool.switch_penalties(a1, b1, b2, a2)
@@ -168,6 +183,7 @@ def interleave(
         time.perf_counter() - start,
         head_process,
         None if watch is None else watch.tally,
+        net_quads=net_quads,
     )
 
 
@@ -194,22 +210,26 @@ def _side_values(runs: Sequence[PairRun], side: str) -> dict[str, list[float]]:
     for run in runs:
         out["median"].extend(run.head if side == "head" else run.base)
         for key, values in (run.head_metrics if side == "head" else run.base_metrics).items():
-            out.setdefault(key, []).extend(values)
+            if key not in _cpuwait.KEYS:  # the judge's, not a figure of the benchmark
+                out.setdefault(key, []).extend(values)
     return out
 
 
-def _figures(block: Block, metric: str) -> list[float]:
-    """A block's values of ``metric``: its samples' times, or a figure its sampler recorded."""
+def _figures(block: Block, metric: str, net: bool = False) -> list[float]:
+    """A block's values of ``metric``: its samples' times, or a figure its sampler recorded;
+    ``net``: less the run-queue wait recorded with each (the judge said they may be)."""
     values, metrics = block
-    if metric == "median":
-        return values
-    got = metrics.get(metric)
+    got = values if metric == "median" else metrics.get(metric)
     if not got:
         raise ABError(
             f"a side recorded no {metric} figures for its block: is the same call a "
             "generation benchmark (infer_bench.generate) on both sides?"
         )
-    return got
+    if not net:
+        return got
+    waits = metrics[_cpuwait.WAIT_OF[metric]]
+    # What the wait leaves is at least the part of the sample spent on the CPU (positive).
+    return [max(v - w, v * 1e-3) for v, w in zip(got, waits, strict=True)]
 
 
 @dataclasses.dataclass
@@ -249,6 +269,12 @@ class PairedRun:
                     },
                     "ready_seconds": round(run.ready_s, 3),
                     "started_workers": run.started,
+                    "net_of_waits_quads": run.net_quads,
+                    "cpu_wait_share": {
+                        side: None if share is None else round(share, 4)
+                        for side in ("head", "base")
+                        for share in (run.wait_share(side),)
+                    },
                     "summary": {m: run.summary(m).to_json() for m in run.quads},
                 }
                 for run in self.runs

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 
 from ..core.results import Verdict
+from ..measure import cpuwait as _cpuwait
 from ..stats import pooled as _pool
 from ..stats import sequential as _seq
 
@@ -23,6 +24,11 @@ _NORMAL = NormalDist()
 GPU_SHARE_LIMIT = 0.25
 #: GPU blocks seen before that share is trusted enough to stop a pair early (4 quads).
 GPU_MIN_BLOCKS = 16
+#: The largest share of a block's wall time the process's other threads may spend on the
+#: CPU for its samples to be judged net of their run-queue wait. Past it the benchmark runs
+#: threads of its own (torch or ORT intra-op threads), which may be what kept its timing
+#: thread waiting: waits it causes itself are its speed, so its wall time is judged.
+OTHER_CPU_LIMIT = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,6 +181,25 @@ class PairedPlan:
         # Enough quads for this pair's time: more only while its own error is large next
         # to the between-process sd (the floor, or what earlier pairs showed).
         return any(_pool.summarize_pair(quads[m]).se > target[m] / 2.0 for m in self.metrics)
+
+    def net_of_waits(
+        self, metric: str, blocks: Sequence[tuple[Sequence[float], Mapping[str, Sequence[float]]]]
+    ) -> bool:
+        """Whether a quad's contrast of ``metric`` is taken on its blocks' wall time less the
+        time another task held the CPU (:mod:`~pytest_infperf.measure.cpuwait`): only when
+        every block of both sides recorded that wait and ran on one thread. One block on
+        either side with busy threads of its own (a head that starts more threads than the
+        base: oversubscription) and the quad is judged on wall time, so what the code's
+        own threads cost stays in the verdict."""
+        wait_key = _cpuwait.WAIT_OF.get(metric)
+        for values, figures in blocks:
+            others = figures.get(_cpuwait.OTHERS) or ()
+            waits = figures.get(wait_key or "") or ()
+            if len(others) != len(values) or not waits:
+                return False
+            if sum(others) > OTHER_CPU_LIMIT * sum(values):
+                return False
+        return True
 
     def look(self, pairs: Mapping[str, Sequence[_pool.PairSummary]]) -> Look:
         """The verdicts after ``k`` process pairs, and whether to stop there."""

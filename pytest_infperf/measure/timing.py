@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..core.options import BenchOptions
 from ..stats.descriptive import ci_rel_halfwidth
+from . import cpuwait as _cpuwait
 from . import memory as _memory
 from .drift import summarize_probes
 
@@ -65,6 +66,9 @@ class HostSampler:
 
     backend = "callable"
     supports_blocks = True
+    #: Its samples are host wall time, from which a run-queue wait may be taken out
+    #: (:mod:`~pytest_infperf.measure.cpuwait`); a GPU-event sampler's are not.
+    host_clock = True
 
     def __init__(
         self,
@@ -373,16 +377,41 @@ def take_block(
     these samples (what warmup or an earlier block left is dropped first)."""
     __tracebackhide__ = True
     take_metrics(sampler)
-    values = take_samples(sampler, count, block, disable_gc)
-    return values, take_metrics(sampler)
+    waits: dict[str, list[float]] = {}
+    values = on_fresh_stack(
+        sampler, functools.partial(_take_samples, sampler, count, block, disable_gc, waits)
+    )
+    return values, {**take_metrics(sampler), **waits}
 
 
-def _take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool) -> list[float]:
+def _take_samples(
+    sampler: Sampler,
+    count: int,
+    block: int,
+    disable_gc: bool,
+    waits: dict[str, list[float]] | None = None,
+) -> list[float]:
+    """The samples; with ``waits``, also each sample's run-queue wait and the other
+    threads' CPU time (:mod:`~pytest_infperf.measure.cpuwait`), read between samples so
+    that nothing is added inside the timed calls."""
     __tracebackhide__ = True
     out = [0] * count
-    with _gc_disabled(disable_gc):
-        sampler.run_blocks(out, 0, count, block)
     scale = 1e9 * block
+    tracking = _cpuwait.tracking() if waits is not None else contextlib.nullcontext()
+    with _gc_disabled(disable_gc), tracking as counter:
+        if waits is None or counter is None or not getattr(sampler, "host_clock", False):
+            sampler.run_blocks(out, 0, count, block)
+            return [v / scale for v in out]
+        wait, other = waits.setdefault(_cpuwait.WAIT, []), waits.setdefault(_cpuwait.OTHERS, [])
+        w0, (c0, p0) = counter.wait_ns(), _cpuwait.cpu_ns()
+        for i in range(count):
+            sampler.run_blocks(out, i, i + 1, block)
+            w1, (c1, p1) = counter.wait_ns(), _cpuwait.cpu_ns()
+            # A wait just outside the timed calls is counted too: never more than the wall
+            # time the thread did not spend on the CPU.
+            wait.append(min(w1 - w0, max(0, out[i] - (c1 - c0))) / scale)
+            other.append(max(0, (p1 - p0) - (c1 - c0)) / scale)
+            w0, c0, p0 = w1, c1, p1
     return [v / scale for v in out]
 
 

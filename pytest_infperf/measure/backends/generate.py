@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ...core.options import BenchOptions
+from .. import cpuwait as _cpuwait
 from . import BackendError, Prepared, require
 from .torch import RecompileWatch, is_compiled, set_threads, tf32_state
 
@@ -48,17 +49,24 @@ class TokenClock:
         self.stamps: list[int] = []
         #: CUDA: host time when the criterion was called, before the sync.
         self.enqueued: list[int] = []
+        #: The thread's run-queue wait at each stamp, read before it (interleaved blocks
+        #: only: :func:`~pytest_infperf.measure.cpuwait.wait_ns` is None elsewhere).
+        self.waits: list[int] = []
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         if self.cuda:
             self.enqueued.append(time.perf_counter_ns())
             self.torch.cuda.synchronize(self.device)
+        wait = _cpuwait.wait_ns()
+        if wait is not None:
+            self.waits.append(wait)
         self.stamps.append(time.perf_counter_ns())
         return self.torch.zeros(input_ids.shape[0], dtype=self.torch.bool, device=input_ids.device)
 
     def reset(self) -> None:
         self.stamps.clear()
         self.enqueued.clear()
+        self.waits.clear()
 
 
 class GenerationSampler:
@@ -67,6 +75,8 @@ class GenerationSampler:
     backend = "torch"
     #: A sample is one generation: never grouped, each has its own token timestamps.
     supports_blocks = False
+    #: Host wall time (:mod:`~pytest_infperf.measure.cpuwait`).
+    host_clock = True
 
     def __init__(
         self,
@@ -106,12 +116,24 @@ class GenerationSampler:
         clock.reset()
         pc = time.perf_counter_ns
         t0 = pc()
+        wait0 = _cpuwait.wait_ns()
         out = self.model.generate(**self.inputs, **self.kwargs)
         if clock.cuda:
             self.torch.cuda.synchronize(self.device)
         t_end = pc()
         self._record(t0, t_end)
+        if wait0 is not None and len(clock.waits) == len(clock.stamps):
+            self._record_waits(t0, wait0)
         return t_end - t0, out
+
+    def _record_waits(self, t0: int, wait0: int) -> None:
+        """Each generation's run-queue wait during its first token and per later token
+        (read inside the stamps' windows, so never more than they span)."""
+        stamps, waits, m = self.clock.stamps, self.clock.waits, self._metrics
+        ttft = stamps[0] - t0
+        m[_cpuwait.TTFT_WAIT].append(min(waits[0] - wait0, ttft) / 1e9)
+        span = stamps[-1] - stamps[0]
+        m[_cpuwait.TPOT_WAIT].append(min(waits[-1] - waits[0], span) / 1e9 / (len(stamps) - 1))
 
     def _record(self, t0: int, t_end: int) -> None:
         stamps = self.clock.stamps
@@ -167,7 +189,8 @@ class GenerationSampler:
 
 
 def _empty() -> dict[str, list[float]]:
-    return {"ttft": [], "tpot": [], "itl": [], "e2e": [], "host_share": []}
+    keys = ("ttft", "tpot", "itl", "e2e", "host_share", _cpuwait.TTFT_WAIT, _cpuwait.TPOT_WAIT)
+    return {key: [] for key in keys}
 
 
 def _input_ids(inputs: Any, torch: Any) -> Any:
