@@ -320,6 +320,26 @@ def _offsets(raw: list[dict[str, Any]]) -> None:
             )
     if penalties:
         print(f"switch penalty (log), median over pairs: {statistics.median(penalties):+.4f}")
+    _waits(raw)
+
+
+def _waits(raw: list[dict[str, Any]]) -> None:
+    """How many quads were judged net of the CPU another task held, and the share of the
+    sampled time the timing threads waited for it (measure/cpuwait.py)."""
+    net = total = 0
+    shares: list[float] = []
+    for r in raw:
+        for pr in r["pairs"]:
+            for metric, count in (pr.get("net_of_waits_quads") or {}).items():
+                net += count
+                total += pr["summary"][metric]["quads"]
+            shares += [v for v in (pr.get("cpu_wait_share") or {}).values() if v is not None]
+    if total:
+        print(
+            f"quads judged net of CPU waits: {net}/{total} ({net / total:.0%}); share of the "
+            f"sampled time spent waiting for a CPU, per side and pair: median "
+            f"{statistics.median(shares):.1%}, max {max(shares):.1%}"
+        )
 
 
 def main() -> None:
@@ -386,6 +406,8 @@ def main() -> None:
                                     "head_process": pr["head_process"],
                                     "summary": pr["summary"],
                                     "switch_penalty": pr["switch_penalty"],
+                                    "net_of_waits_quads": pr.get("net_of_waits_quads") or {},
+                                    "cpu_wait_share": pr.get("cpu_wait_share") or {},
                                 }
                                 for pr in pairs
                             ],
