@@ -99,7 +99,7 @@ def read_cost() -> dict[str, float]:
             if i >= 30:
                 times.append(time.perf_counter() - t0)
     per_call = statistics.median(times)
-    block_s = per_call * block_count(per_call, generation=False)
+    block_s = per_call * block_count(per_call)
     return {
         "read_us": read_s * 1e6,
         "bert_b1_ms": per_call * 1e3,

@@ -46,11 +46,16 @@ from .workers import ABController, ABError, BaseCall, Block
 #: Target duration of one block of an interleaved run, on each side. A quad (A B B A) is
 #: four of them; the process pair, not the block, is the unit the verdict replicates, so
 #: blocks are short and pairs many (half the 50 ms blocks of before).
+#: A generation's block follows the same rule: one generation when it takes 25 ms or more.
+#: Until 2026-11-25 it held at least three, their median the block's figure (against the
+#: penalty of the first generation after a switch). But this VM's speed moves for tens to
+#: hundreds of milliseconds at a time, on the CPU (no run-queue wait to subtract), and the
+#: median of three neighbouring generations does not remove that; a shorter quad cancels
+#: more of it. ``python benchmarks/generation_blocks.py`` (A/A, a tiny Llama in one
+#: process): the standard error times the square root of the seconds spent was 0.046
+#: (TTFT) and 0.044 (TPOT) with one generation a block, 0.086 and 0.082 with three, so the
+#: same error in about a third of the time (docs/MEASURED.md, "One generation a block").
 BLOCK_S = 0.025
-#: Generations per block of an interleaved generation benchmark: the block's figure is their
-#: median. The quad contrast cancels the mean penalty of the first generation after a switch,
-#: not its spread; with single generations TTFT intervals stayed at +-40% after 8 quads.
-GENERATIONS_PER_BLOCK = 3
 
 
 class Side(Protocol):
@@ -131,7 +136,7 @@ def interleave(
     throttled block, or one beside another process on the GPU, is set aside whole (its
     contrast needs all four), unless the policy keeps such blocks."""
     metrics = plan.metrics
-    count = block_count(per_sample_s, generation=metrics != ("median",))
+    count = block_count(per_sample_s)
     a_all: list[float] = []
     b_all: list[float] = []
     a_met: dict[str, list[float]] = {}
@@ -196,11 +201,9 @@ def _gpu_progress(watch: _gpu.BlockWatch | None) -> tuple[int, float] | None:
     return min(tally.blocks.values(), default=0), tally.share()
 
 
-def block_count(per_sample_s: float, generation: bool) -> int:
-    """Samples per block: about ``BLOCK_S`` of them, and a generation's block at least
-    ``GENERATIONS_PER_BLOCK``."""
-    count = max(1, min(256, math.ceil(BLOCK_S / max(per_sample_s, 1e-9))))
-    return max(count, GENERATIONS_PER_BLOCK) if generation else count
+def block_count(per_sample_s: float) -> int:
+    """Samples per block: about ``BLOCK_S`` of them, at least one."""
+    return max(1, min(256, math.ceil(BLOCK_S / max(per_sample_s, 1e-9))))
 
 
 def _side_values(runs: Sequence[PairRun], side: str) -> dict[str, list[float]]:
@@ -337,7 +340,7 @@ def run_paired(
         look = plan.look(summaries)
     details: dict[str, Any] = {
         "quads": sum(len(run.quads[metrics[0]]) for run in runs),
-        "block_samples": block_count(per_sample, generation=metrics != ("median",)),
+        "block_samples": block_count(per_sample),
         "ab_seconds": round(time.perf_counter() - started, 3),
         "pair_log_ratios": {m: [round(sm.mean, 6) for sm in summaries[m]] for m in metrics},
     }
