@@ -2,6 +2,7 @@
 and costs, for a range of between-process sds. No timing: the plan itself, fed pairs.
 
     python benchmarks/sequential_design.py [--reps 2000] [--se 0.01] [--family 12]
+        [--designs "now,futility as before"]
 
 Each comparison draws process pairs one at a time: the pair's log-ratio is the true effect,
 plus a between-process offset (sd ``tau``), plus its own sampling error (a standard error
@@ -13,7 +14,9 @@ alpha bounds, and so is a "no regression" claim), and +10%.
 
 Designs: ``now`` (what the plugin uses: group-sequential critical values, tau floor 2%,
 regression claims also held to the moderated t of the pairs' spread, the floor counting as
-``Design.claim_prior_df`` = 4 pairs), ``t, k - 1`` (no prior: the Hartung-Knapp-Sidik-Jonkman
+``Design.claim_prior_df`` = 4 pairs, futility judged on the predictive chance of a decision),
+``futility as before`` (the same, futility taking the current estimate as the truth: the
+rule until 2026-11-25), ``t, k - 1`` (no prior: the Hartung-Knapp-Sidik-Jonkman
 bound, exact at any sd but weak with few pairs),
 ``floor only`` (the rule until 2026-11-24: claims held to the floor-based bound alone,
 ``claim_prior_df`` infinite),
@@ -52,6 +55,9 @@ class Bonferroni(PairedPlan):
 def plans(family: int) -> dict[str, PairedPlan]:
     return {
         "now": PairedPlan(0.05, 0.05, ("median",), family, 0.01),
+        "futility as before": PairedPlan(
+            0.05, 0.05, ("median",), family, 0.01, Design(futility_rule="conditional")
+        ),
         "t, k - 1": PairedPlan(0.05, 0.05, ("median",), family, 0.01, Design(claim_prior_df=0.0)),
         "floor only": PairedPlan(
             0.05, 0.05, ("median",), family, 0.01, Design(claim_prior_df=math.inf)
@@ -91,6 +97,7 @@ def main() -> None:
     ap.add_argument("--se", type=float, default=0.01, help="a pair's own standard error")
     ap.add_argument("--family", type=int, default=12, help="perf tests in the run")
     ap.add_argument("--taus", default="0.01,0.02,0.03,0.05,0.07,0.09")
+    ap.add_argument("--designs", help="comma-separated design names (default: all)")
     args = ap.parse_args()
     passed = (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
     print(
@@ -103,7 +110,10 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for tau in (float(t) for t in args.taus.split(",")):
-        for name, plan in plans(args.family).items():
+        chosen = plans(args.family)
+        if args.designs:
+            chosen = {n: chosen[n] for n in args.designs.split(",")}
+        for name, plan in chosen.items():
             cells: dict[str, tuple[list[Verdict], list[int]]] = {}
             for label, effect in (("aa", 0.0), ("at", math.log(1.05)), ("p10", math.log(1.1))):
                 rng = np.random.default_rng(20261124)

@@ -140,6 +140,18 @@ def test_futility_stops_what_cannot_be_decided() -> None:
     assert not plan.look(noisy).stop
 
 
+def test_futility_weighs_where_the_truth_may_still_be() -> None:
+    """Two pairs at +4% with 2% errors. Taken as the truth (the rule until 2026-11-25),
+    +4% cannot be passed by the sixth pair: the first look would give up. Four more pairs
+    may still move the estimate by 1.6% (sd), which leaves a pass about 17% in reach, so
+    the predictive rule goes on."""
+    pairs = _pairs(0.04, 0.04, se=0.02)
+    before = PairedPlan(0.05, 0.05, ("median",), design=Design(futility_rule="conditional"))
+    assert before.look(pairs).why == "futility"
+    look = PairedPlan(0.05, 0.05, ("median",)).look(pairs)
+    assert not look.stop and look.verdicts["median"] is Verdict.INCONCLUSIVE
+
+
 def test_generation_regression_needs_holm_no_regression_needs_each() -> None:
     plan = PairedPlan(0.05, 0.05, ("ttft", "tpot"))
     both = {"ttft": _pairs(0.0)["median"], "tpot": _pairs(0.002)["median"]}

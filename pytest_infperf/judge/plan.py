@@ -85,6 +85,14 @@ class Design:
     #: verdicts left inconclusive had stopped for futility after one noisy pair).
     futility_quads: int = 16
     futility_pairs: int = 2
+    #: How "within reach" is judged: ``"predictive"`` averages over what the true effect may
+    #: still be given the pairs so far (the final estimate drawn around the current one with
+    #: the variance the remaining pairs add), ``"conditional"`` takes the current estimate as
+    #: the truth (the rule until 2026-11-25). Two or three pairs pin the estimate down
+    #: poorly: taken as the truth, an estimate near the threshold stopped generations for
+    #: futility after two pairs and 4 s (docs/MEASURED.md, "Futility from what may still
+    #: come"; benchmarks/sequential_design.py).
+    futility_rule: str = "predictive"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,16 +308,22 @@ class PairedPlan:
         return False, "undecided"
 
     def _futile(self, est: _pool.Pooled, k: int) -> bool:
-        """Neither decision within reach by the last pair, if the estimate were the truth:
-        the standard error shrinks about as 1 / sqrt(pairs)."""
+        """Neither decision within reach by the last pair. The standard error shrinks about
+        as 1 / sqrt(pairs), to ``se_end``; the last pair's estimate lies around the current
+        one with the variance the remaining pairs add (predictive: se^2 - se_end^2, the
+        uncertainty of where the truth is), or exactly at it with ``se_end`` (conditional:
+        the current estimate taken as the truth)."""
         d = self.design
         limit = math.log1p(self.threshold)
         se_end = est.se * math.sqrt(k / d.max_pairs)
-        if se_end <= 0:
+        remaining = max(0.0, 1.0 - k / d.max_pairs)
+        spread = se_end if d.futility_rule == "conditional" else est.se * math.sqrt(remaining)
+        if spread <= 0:
             return False
         z = self._z(d.max_pairs)
-        reach_regression = _NORMAL.cdf((est.estimate - limit) / se_end - z)
-        reach_pass = _NORMAL.cdf((limit - est.estimate) / se_end - z)
+        # The last estimate must clear the bound by z x se_end.
+        reach_regression = _NORMAL.cdf((est.estimate - limit - z * se_end) / spread)
+        reach_pass = _NORMAL.cdf((limit - z * se_end - est.estimate) / spread)
         return max(reach_regression, reach_pass) < d.futility
 
 
