@@ -165,6 +165,23 @@ def test_generation_regression_needs_holm_no_regression_needs_each() -> None:
     assert set(plan.look(close).verdicts.values()) == {Verdict.REGRESSION}
 
 
+def test_once_one_metric_fails_the_test_the_other_is_named_on_holm_alone() -> None:
+    """Pairs of a generation at four times the layers (a real run's): TPOT clears the
+    run-level guard; TTFT, whose single-prefill quads are noisy, clears its bound and Holm
+    but not the guard alone. The test fails on TPOT either way, so TTFT is named too, at
+    the second pair; with TPOT unchanged the guard still holds TTFT back."""
+    plan = PairedPlan(0.05, 0.05, ("ttft", "tpot"), family=2)
+    ttft = [PairSummary(0.7009, 0.1727, 8, 0.0, False), PairSummary(1.1186, 0.1001, 8, 0.0, False)]
+    tpot = [PairSummary(1.1571, 0.0350, 8, 0.0, False), PairSummary(1.1633, 0.0260, 8, 0.0, False)]
+    look = plan.look({"ttft": ttft, "tpot": tpot})
+    assert look.verdicts == {"ttft": Verdict.REGRESSION, "tpot": Verdict.REGRESSION}
+    assert look.stop and not look.held_back
+    flat = [PairSummary(0.0, 0.01, 8, 0.0, False), PairSummary(0.002, 0.01, 8, 0.0, False)]
+    alone = plan.look({"ttft": ttft, "tpot": flat})
+    assert alone.verdicts["ttft"] is Verdict.INCONCLUSIVE
+    assert "run-level guard" in alone.held_back["ttft"]
+
+
 class _Scripted:
     """A side whose block times are given: ``factor`` x the base time, with the first
     block after a switch ``penalty`` slower (as a real process pays it)."""
