@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 
 from pytest_infperf.stats.changepoint import detect
 
-from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo
+from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, infperf, init_repo
 
 SUITE = (
     BUSY_HEADER
@@ -30,29 +32,43 @@ def test_sweep(infer_bench, batch, seq):
 )
 
 
-@pytest.fixture
-def repo(pytester: pytest.Pytester, git_env: None) -> Path:
-    """main with a saved baseline; HEAD one commit later, 30% slower, also saved."""
-    pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
-    pytester.makepyfile(test_suite=SUITE)
-    (pytester.path / "factor.txt").write_text("1.0")
-    (pytester.path / ".gitignore").write_text("baselines/\n*.json\n")
-    init_repo(pytester.path, "suite")
-    pytester.runpytest("--perf-save", "--perf-json=old.json").assert_outcomes(passed=7)
-    (pytester.path / "factor.txt").write_text("1.3")
-    git(pytester.path, "commit", "-qam", "slower")
-    pytester.runpytest("--perf-save", "--perf-json=new.json").assert_outcomes(passed=7)
+@pytest.fixture(scope="module")
+def repo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """main with a saved baseline; HEAD one commit later, 30% slower, also saved. Built once
+    (two pytest runs) and copied for each test: prune and report write into their copy."""
+    root = tmp_path_factory.mktemp("cli")
+    (root / "pytest.ini").write_text(FAST_INI + "infperf_drift_guard = warn\n")
+    (root / "test_suite.py").write_text(SUITE)
+    (root / "factor.txt").write_text("1.0")
+    (root / ".gitignore").write_text("baselines/\n*.json\n__pycache__/\n")
+    init_repo(root, "suite")
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--perf-save"]
+    env = {**os.environ, **GIT_ENV}
+    for name in ("old", "new"):
+        if name == "new":
+            (root / "factor.txt").write_text("1.3")
+            git(root, "commit", "-qam", "slower")
+        done = subprocess.run(
+            [*run, f"--perf-json={name}.json"], cwd=root, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     # The command's verdicts and exit codes are under test here, not this machine's noise
     # between two runs (benchmarks/ measures that): the unchanged benchmarks of HEAD keep
     # the samples HEAD~1 measured, only test_slowed differs.
-    old = json.loads((pytester.path / "old.json").read_text())
+    old = json.loads((root / "old.json").read_text())
     unchanged = {b["key"]: b for b in old["benchmarks"] if not b["key"].endswith("test_slowed")}
-    for path in [pytester.path / "new.json", *sorted((pytester.path / "baselines").glob("*/*"))]:
+    for path in [root / "new.json", *sorted((root / "baselines").glob("*/*"))]:
         doc = json.loads(path.read_text())
-        if doc["commit"]["sha"] != git(pytester.path, "rev-parse", "HEAD"):
+        if doc["commit"]["sha"] != git(root, "rev-parse", "HEAD"):
             continue
         doc["benchmarks"] = [unchanged.get(b["key"], b) for b in doc["benchmarks"]]
         path.write_text(json.dumps(doc))
+    return root
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester, git_env: None, repo_template: Path) -> Path:
+    shutil.copytree(repo_template, pytester.path, dirs_exist_ok=True)
     return pytester.path
 
 

@@ -186,8 +186,14 @@ def test_bad_calls_say_what_to_fix(pytester: pytest.Pytester) -> None:
     )
 
 
-#: A suite whose decoder's depth comes from layers.txt: the branch doubles it.
+#: A suite whose decoder's depth comes from layers.txt: the branch quadruples it. Beside it
+#: an untouched benchmark that busy-waits (immune to this VM's speed, so decided at once):
+#: exactly the changed test fails. It was a second, smaller generation until 2026-11-25,
+#: whose time to first token (2 ms) read from -24% to +32% between process pairs of
+#: identical code: 5-6 pairs and 15-22 s of each run, for a verdict the test did not check
+#: (benchmarks/decision_quality.py --suite generation measures generations' A/A).
 DEPTH_SUITE = """
+import time
 from pathlib import Path
 from pytest_infperf import hf
 
@@ -197,16 +203,19 @@ def test_decoder(infer_bench):
     model = hf.build_causal_lm("tiny-llama", num_hidden_layers=LAYERS)
     infer_bench.generate(model, hf.prompt(model, 1, 128), max_new_tokens=16)
 
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
+
 def test_untouched(infer_bench):
-    model = hf.build_causal_lm("tiny-llama", num_hidden_layers=1, hidden_size=64,
-                               intermediate_size=128)
-    infer_bench.generate(model, hf.prompt(model, 1, 16), max_new_tokens=8)
+    infer_bench(lambda: busy(200))
 """
 
 
 @pytest.fixture(scope="module")
 def depth_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """main: a decoder of 2 layers, its baseline saved; branch `deeper`: 4 layers. Built
+    """main: a decoder of 2 layers, its baseline saved; branch `deeper`: 8 layers. Built
     once (the save is a 6 s generation run) and copied for each test."""
     root = tmp_path_factory.mktemp("depth")
     ini = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.5")
@@ -222,8 +231,14 @@ def depth_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-q", "--allow-empty", "-m", "baseline")
     git(root, "checkout", "-q", "-b", "deeper")
-    (root / "layers.txt").write_text("4")
-    git(root, "commit", "-qam", "twice the decoder layers")
+    # Four times, not twice (until 2026-11-25): at twice the layers the TTFT of single
+    # process pairs read from +13% to +100% (log 0.12 to 0.70), so naming TTFT as well as
+    # TPOT took 4-5 pairs and 26-37 s of interleaving; the statistics of smaller slowdowns
+    # are benchmarks/decision_quality.py's (--suite generation). And the stored pass alone
+    # judges test_metric_narrows_the_verdict_to_one on a baseline of 5 time units, where a
+    # noisy spell read twice the layers' TPOT as 1.12 [0.97, 1.25].
+    (root / "layers.txt").write_text("8")
+    git(root, "commit", "-qam", "four times the decoder layers")
     return root
 
 
@@ -239,7 +254,7 @@ def _verdicts(path: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("mode", ["--perf-compare=main", "--perf-ab=main"])
-def test_twice_the_layers_fails_on_ttft_and_tpot(
+def test_four_times_the_layers_fails_on_ttft_and_tpot(
     depth_repo: pytest.Pytester, mode: str, validate: Any
 ) -> None:
     result = depth_repo.runpytest_subprocess(mode, "--perf-json=cmp.json")
@@ -247,8 +262,8 @@ def test_twice_the_layers_fails_on_ttft_and_tpot(
     result.stdout.fnmatch_lines(
         [
             "PERFORMANCE REGRESSION in test_gen.py::test_decoder",
-            "*TTFT: now *, baseline *, ratio [12].*: regression",
-            "*TPOT: now *, baseline *, ratio [12].*: regression",
+            "*TTFT: now *, baseline *, ratio *: regression",
+            "*TPOT: now *, baseline *, ratio *: regression",
         ]
     )
     validate(load_json(depth_repo.path / "cmp.json"))
@@ -271,10 +286,6 @@ def test_metric_narrows_the_verdict_to_one(depth_repo: pytest.Pytester) -> None:
     suite.write_text(
         suite.read_text().replace("max_new_tokens=16)", "max_new_tokens=16, metric='tpot')")
     )
-    # Four times the baseline's layers, not twice: the stored pass alone judges here, on a
-    # baseline of 5 time units, and in a noisy spell twice the layers read 1.12 [0.97, 1.25]
-    # (inconclusive); the interleaved test above holds the same branch above 1.2x.
-    (depth_repo.path / "layers.txt").write_text("8")
     result = depth_repo.runpytest_subprocess(
         "--perf-compare=main",
         "--perf-settle=off",
