@@ -10,6 +10,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
+from typing import Literal
 
 from ..core.results import Verdict
 from ..measure import cpuwait as _cpuwait
@@ -92,7 +93,7 @@ class Design:
     #: poorly: taken as the truth, an estimate near the threshold stopped generations for
     #: futility after two pairs and 4 s (docs/MEASURED.md, "Futility from what may still
     #: come"; benchmarks/sequential_design.py).
-    futility_rule: str = "predictive"
+    futility_rule: Literal["predictive", "conditional"] = "predictive"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,8 +229,8 @@ class PairedPlan:
         lows = {m: pooled[m].lower_claim(alpha, d.claim_prior_df) for m in self.metrics}
         # The run-level guard decides whether the test fails. Once one metric of a generation
         # has cleared it the test fails anyway, so the others are claimed on Holm alone
-        # (the per-metric error every claim is held to): naming TTFT beside TPOT took two
-        # or three more process pairs where the guard held it back (docs/COMPARING.md).
+        # (the per-metric error every claim is held to): naming TTFT beside TPOT took one
+        # to three more process pairs where the guard held it back (docs/COMPARING.md).
         guarded = {
             m
             for m in self.metrics
