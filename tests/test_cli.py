@@ -42,16 +42,19 @@ def repo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "factor.txt").write_text("1.0")
     (root / ".gitignore").write_text("baselines/\n*.json\n__pycache__/\n")
     init_repo(root, "suite")
-    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--perf-save"]
-    env = {**os.environ, **GIT_ENV}
-    for name in ("old", "new"):
-        if name == "new":
-            (root / "factor.txt").write_text("1.3")
-            git(root, "commit", "-qam", "slower")
+
+    def save(json_name: str) -> None:
+        run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--perf-save"]
+        env = {**os.environ, **GIT_ENV}
         done = subprocess.run(
-            [*run, f"--perf-json={name}.json"], cwd=root, env=env, capture_output=True, text=True
+            [*run, f"--perf-json={json_name}"], cwd=root, env=env, capture_output=True, text=True
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+    save("old.json")
+    (root / "factor.txt").write_text("1.3")
+    git(root, "commit", "-qam", "slower")
+    save("new.json")
     # The command's verdicts and exit codes are under test here, not this machine's noise
     # between two runs (benchmarks/ measures that): the unchanged benchmarks of HEAD keep
     # the samples HEAD~1 measured, only test_slowed differs.

@@ -190,8 +190,8 @@ def test_bad_calls_say_what_to_fix(pytester: pytest.Pytester) -> None:
 #: an untouched benchmark that busy-waits (immune to this VM's speed, so decided at once):
 #: exactly the changed test fails. It was a second, smaller generation until 2026-11-25,
 #: whose time to first token (2 ms) read from -24% to +32% between process pairs of
-#: identical code: 5-6 pairs and 15-22 s of each run, for a verdict the test did not check
-#: (benchmarks/decision_quality.py --suite generation measures generations' A/A).
+#: identical code: 2-6 pairs and up to 22 s of each run, for a verdict the test did not
+#: check (benchmarks/decision_quality.py --suite generation measures generations' A/A).
 DEPTH_SUITE = """
 import time
 from pathlib import Path
@@ -233,7 +233,7 @@ def depth_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     git(root, "checkout", "-q", "-b", "deeper")
     # Four times, not twice (until 2026-11-25): at twice the layers the TTFT of single
     # process pairs read from +13% to +100% (log 0.12 to 0.70), so naming TTFT as well as
-    # TPOT took 4-5 pairs and 26-37 s of interleaving; the statistics of smaller slowdowns
+    # TPOT took 3-5 pairs and 10-37 s of interleaving; the statistics of smaller slowdowns
     # are benchmarks/decision_quality.py's (--suite generation). And the stored pass alone
     # judges test_metric_narrows_the_verdict_to_one on a baseline of 5 time units, where a
     # noisy spell read twice the layers' TPOT as 1.12 [0.97, 1.25].
