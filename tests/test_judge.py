@@ -273,6 +273,20 @@ def test_comparison_round_trips_through_json() -> None:
     assert again.first_pass.verdict is Verdict.REGRESSION
 
 
+def test_an_unconfirmed_remeasure_keeps_what_the_comparison_said() -> None:
+    # A re-measured regression that Bonferroni over the run does not confirm says so, and
+    # keeps the note it had (a compact baseline's): the test once lost it this way.
+    c = Judge(family=2).remeasured(
+        Comparison(Verdict.REGRESSION, ratio=1.3, p_value=0.01, reason=None),
+        Comparison(
+            Verdict.REGRESSION, ratio=1.2, p_value=0.04, reason=None, note="baseline from a summary"
+        ),
+    )
+    assert c.verdict is Verdict.INCONCLUSIVE
+    assert c.note.startswith("regression on fresh samples not confirmed")
+    assert c.note.endswith("; baseline from a summary")
+
+
 def test_strict_env_and_budget_are_the_gates_in_every_mode() -> None:
     judge = Judge(Policy(strict_env=True))
     r = _result([2e-3] * 20, max_median_ms=1.0)

@@ -288,6 +288,8 @@ class Judge:
                 f"regression on fresh samples not confirmed at alpha over the run's "
                 f"{self.family} perf tests (Bonferroni-adjusted p {adjusted:.2g})"
             )
+            # Keep what the comparison said already (a compact baseline's summary note).
+            note = f"{note}; {c.note}" if c.note else note
             c = dataclasses.replace(
                 c, verdict=Verdict.INCONCLUSIVE, reason=Reason.MULTIPLICITY, note=note
             )
