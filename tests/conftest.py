@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -21,8 +22,11 @@ from pytest_infperf.store.baselines import BaselineStore
 pytest_plugins = ["pytester"]
 
 # The store index (pytest_infperf/store/index.py) is a cache under ~/.cache: keep the suite's
-# (and its subprocesses') out of the user's.
-os.environ.setdefault("INFPERF_CACHE_DIR", tempfile.mkdtemp(prefix="infperf-test-cache-"))
+# (and its subprocesses', which inherit the variable) out of the user's, and remove it at
+# exit (every run used to leave one behind in the temp folder).
+if "INFPERF_CACHE_DIR" not in os.environ:
+    os.environ["INFPERF_CACHE_DIR"] = tempfile.mkdtemp(prefix="infperf-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["INFPERF_CACHE_DIR"], ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "pytest_infperf" / "schema" / "results-v1.schema.json"
