@@ -183,6 +183,17 @@ SESSION_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--perf-pin",
+        {
+            "metavar": "auto|off|CPU",
+            "default": None,
+            "help": "interleaved comparisons: the timing thread of both sides runs on one CPU "
+            "(auto: the highest-numbered this process may use; or a CPU number) for benchmarks "
+            "that run on one thread on the CPU; off: where the scheduler puts it (default: "
+            "ini infperf_pin, else auto)",
+        },
+    ),
+    (
         "--perf-gpu-throttle",
         {
             "default": None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -81,6 +82,11 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
         p for b in doc["benchmarks"] for p in (b.get("extra") or {}).get("ab", {}).get("pairs", [])
     ]
     assert any(p["started_workers"] for p in every if p["head_process"] == "head1")
+    # one-thread callables: both sides timed on one CPU (--perf-pin=auto), where there are two
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
+    pinned = max(cpus) if len(cpus) >= 2 else None
+    interleaved = [v["details"] for v in verdicts.values() if "quads" in v["details"]]
+    assert len(interleaved) == 3 and {d["pinned_cpu"] for d in interleaved} == {pinned}
     # one-thread callables: quads net of the run-queue wait, wherever Linux keeps it
     if Path("/proc/thread-self/schedstat").exists():
         assert all(p["net_of_waits_quads"]["median"] > 0 for p in every)

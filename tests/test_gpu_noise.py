@@ -106,7 +106,9 @@ class _Side:
     def __init__(self, factor: float) -> None:
         self.factor = factor
 
-    def block(self, count: int, calls: int) -> tuple[list[float], dict[str, list[float]]]:
+    def block(
+        self, count: int, calls: int, cpu: int | None = None
+    ) -> tuple[list[float], dict[str, list[float]]]:
         return [1e-3 * self.factor] * count, {}
 
 

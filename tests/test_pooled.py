@@ -189,7 +189,9 @@ class _Scripted:
     def __init__(self, factor: float, penalty: float, log: list[str], name: str) -> None:
         self.factor, self.penalty, self.log, self.name = factor, penalty, log, name
 
-    def block(self, count: int, calls: int) -> tuple[list[float], dict[str, list[float]]]:
+    def block(
+        self, count: int, calls: int, cpu: int | None = None
+    ) -> tuple[list[float], dict[str, list[float]]]:
         switched = bool(self.log) and self.log[-1] != self.name
         self.log.append(self.name)
         t = 1e-3 * self.factor * (1 + self.penalty if switched else 1)

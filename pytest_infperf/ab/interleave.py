@@ -37,6 +37,7 @@ from ..measure import cpuwait as _cpuwait
 from ..measure import environment
 from ..measure import gpu as _gpu
 from ..measure import memory as _memory
+from ..measure import pinning as _pinning
 from ..measure.call import BenchCall, gpu_index
 from ..measure.timing import Warm, take_block
 from ..stats import pooled as _pool
@@ -61,9 +62,9 @@ BLOCK_S = 0.025
 class Side(Protocol):
     """One side of an interleaved run: something that times blocks of calls on demand."""
 
-    def block(self, count: int, calls: int) -> Block:
+    def block(self, count: int, calls: int, cpu: int | None = None) -> Block:
         """``count`` samples of ``calls`` calls each, in seconds per call, and what the
-        sampler recorded per sample besides."""
+        sampler recorded per sample besides; ``cpu``: timed on that CPU only."""
         ...
 
 
@@ -74,8 +75,8 @@ class LocalSide:
         self.sampler = sampler
         self.disable_gc = disable_gc
 
-    def block(self, count: int, calls: int) -> Block:
-        return take_block(self.sampler, count, calls, self.disable_gc)
+    def block(self, count: int, calls: int, cpu: int | None = None) -> Block:
+        return take_block(self.sampler, count, calls, self.disable_gc, cpu)
 
 
 @dataclasses.dataclass
@@ -124,6 +125,7 @@ def interleave(
     plan: PairedPlan,
     head_process: str = "this process",
     watch: _gpu.BlockWatch | None = None,
+    cpu: int | None = None,
 ) -> PairRun:
     """One process pair: base (A) and head (B) blocks in ABBA quads, until the plan says
     the pair has enough. Each judged metric gets a quad contrast per quad: "median" is the
@@ -134,7 +136,8 @@ def interleave(
 
     ``watch``: on a GPU, NVML is read between blocks (never inside one); a quad with a
     throttled block, or one beside another process on the GPU, is set aside whole (its
-    contrast needs all four), unless the policy keeps such blocks."""
+    contrast needs all four), unless the policy keeps such blocks. ``cpu``: both sides time
+    their blocks on that CPU (:mod:`~pytest_infperf.measure.pinning`)."""
     metrics = plan.metrics
     count = block_count(per_sample_s)
     a_all: list[float] = []
@@ -153,7 +156,7 @@ def interleave(
         for i, (who, label) in enumerate(
             ((base, "base"), (head, "head"), (head, "head"), (base, "base"))
         ):
-            blocks.append(who.block(count, calls))
+            blocks.append(who.block(count, calls, cpu))
             if watch is not None:
                 flagged = bool(watch.block_done(label, quad_end=i == 3)) or flagged
         # Every block stays in the sides' samples (the record of what was measured); a set
@@ -312,11 +315,14 @@ def run_paired(
     metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
     plan = judge.plan(opts, metrics)
     local = LocalSide(call.prepared.sampler, opts.disable_gc)
+    cpu = pinned_cpu(call, controller.pin_cpu)
     per_sample = warm.per_call_s * warm.block
     watch = _watcher(gpu_index(call.prepared), controller, judge.policy.gpu_throttle)
     started = time.perf_counter()
     _memory.before_timed()
-    runs = [interleave(controller.base, local, warm.block, per_sample, plan, watch=watch())]
+    runs = [
+        interleave(controller.base, local, warm.block, per_sample, plan, watch=watch(), cpu=cpu)
+    ]
     runs[0].ready_s, runs[0].started = ready_s, fresh
     memory = _memory.after_timed()
     controller.base.finish_call()
@@ -330,7 +336,7 @@ def run_paired(
             break
         k = len(runs)
         try:
-            run = _worker_pair(controller, k, call, warm.block, per_sample, plan, watch())
+            run = _worker_pair(controller, k, call, warm.block, per_sample, plan, watch(), cpu)
         except ABError as exc:
             stopped_early = f"process pair {k + 1} could not measure: {exc}"
             break
@@ -343,6 +349,7 @@ def run_paired(
         "block_samples": block_count(per_sample),
         "ab_seconds": round(time.perf_counter() - started, 3),
         "pair_log_ratios": {m: [round(sm.mean, 6) for sm in summaries[m]] for m in metrics},
+        "pinned_cpu": cpu,
     }
     if stopped_early:
         details["replication_stopped"] = stopped_early
@@ -364,6 +371,7 @@ def _worker_pair(
     per_sample_s: float,
     plan: PairedPlan,
     watch: _gpu.BlockWatch | None,
+    cpu: int | None,
 ) -> PairRun:
     """Process pair ``k + 1``, of worker processes: both sides brought to the call (timed
     apart, as the pair's cost besides its quads), then interleaved as :func:`interleave`."""
@@ -372,11 +380,23 @@ def _worker_pair(
     started = pair.begin(call.nodeid, call.name)
     ready_s = time.perf_counter() - asked
     try:
-        run = interleave(pair.base, pair.head, calls, per_sample_s, plan, pair.head.label, watch)
+        run = interleave(
+            pair.base, pair.head, calls, per_sample_s, plan, pair.head.label, watch, cpu
+        )
     finally:
         pair.finish()
     run.ready_s, run.started = ready_s, started
     return run
+
+
+def pinned_cpu(call: BenchCall, cpu: int | None) -> int | None:
+    """The CPU both sides time this benchmark's blocks on: the session's (--perf-pin) for a
+    benchmark that runs on one thread on the CPU; None (the scheduler's choice) for one
+    that runs on several threads, which would share that one CPU, and for one on a GPU,
+    whose xdist workers time at once, one per GPU, and would share it too."""
+    if cpu is None or gpu_index(call.prepared) is not None:
+        return None
+    return cpu if _pinning.single_threaded(call.prepared.env) else None
 
 
 def _both_ready(

@@ -8,7 +8,8 @@ worker answers with ``ev``s:
 
 - ``run`` a test -> ``ready`` at each ``infer_bench`` call (warmed up, waiting), then
   ``done`` with the test's outcome;
-- inside a ready call: ``block`` -> ``samples`` (``values``, seconds per call, and
+- inside a ready call: ``block`` (``n`` samples of ``calls`` calls, timed on CPU ``cpu``
+  when it is not None) -> ``samples`` (``values``, seconds per call, and
   ``metrics``, what the sampler recorded per sample besides: a generation's TTFT, TPOT...);
   ``finish`` -> ``result``; ``skip`` (return unmeasured: the controller wants a later call
   of the same test); ``end`` (let the test finish, measuring nothing more);

@@ -154,8 +154,14 @@ class ABWorkerPlugin:
                 # The controller's calls per sample: both sides must time identical
                 # blocks, or drift (preemption by a noisy neighbour) hits them unequally.
                 calls = int(message.get("calls") or warm.block)
+                # The CPU the controller times both sides on (None: not pinned).
+                cpu = message.get("cpu")
                 values, metrics = take_block(
-                    sampler, int(message["n"]), calls, call.opts.disable_gc
+                    sampler,
+                    int(message["n"]),
+                    calls,
+                    call.opts.disable_gc,
+                    None if cpu is None else int(cpu),
                 )
                 samples.extend(values)
                 self.send(ev=protocol.SAMPLES, values=values, metrics=metrics)

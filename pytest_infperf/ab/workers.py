@@ -339,8 +339,8 @@ class WorkerSide:
                     return BaseCall("failed", error=str(message.get("longrepr") or "").strip())
                 return BaseCall("missing")
 
-    def block(self, count: int, calls: int) -> Block:
-        self._send(op=protocol.BLOCK, n=count, calls=calls)
+    def block(self, count: int, calls: int, cpu: int | None = None) -> Block:
+        self._send(op=protocol.BLOCK, n=count, calls=calls, cpu=cpu)
         message = self._recv()
         metrics = {
             str(k): [float(v) for v in values]
@@ -403,8 +403,11 @@ class ABController:
         selection: Selection,
         title: str = "merge-base",
         warn: Callable[[str], None] | None = None,
+        pin_cpu: int | None = None,
     ) -> None:
         self.base_sha = base_sha
+        #: The CPU interleaved blocks are timed on (--perf-pin), for benchmarks that can be.
+        self.pin_cpu = pin_cpu
         self.warn = warn
         self._noticed: set[str] = set()
         self.toplevel = toplevel

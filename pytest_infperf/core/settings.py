@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from . import cpus as _cpus
 from . import options as _options
 
 #: ini keys that are not benchmark options.
@@ -51,6 +52,12 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "what a stored baseline cannot decide, and every benchmark at once when the machine "
         "moved since the baseline's run; stored-first: always the stored pass first; off: "
         "the stored verdict stands",
+        "auto",
+    ),
+    "infperf_pin": (
+        "auto (default): the timing thread of both sides of an interleaved comparison runs "
+        "on one CPU, the highest-numbered this process may use, for benchmarks that run on "
+        "one thread on the CPU; a number: that CPU; off: where the scheduler puts it",
         "auto",
     ),
     "infperf_gpu_throttle": (
@@ -106,6 +113,8 @@ class Settings:
     settle: str
     #: What a throttled or shared GPU block does (GPU_THROTTLE_CHOICES).
     gpu_throttle: str
+    #: The CPU interleaved blocks are pinned to (--perf-pin; None: not pinned).
+    pin_cpu: int | None
     #: --perf-accept patterns (each maybe followed by a reason).
     accept: tuple[str, ...]
     allow_missing: bool
@@ -241,6 +250,22 @@ def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def _pin_cpu(config: pytest.Config) -> int | None:
+    """--perf-pin / infperf_pin: auto, off or a CPU number, resolved to the CPU."""
+    value = config.getoption("perf_pin") or _ini(config, "infperf_pin").lower() or "auto"
+    if value not in _cpus.CHOICES and not value.isdigit():
+        raise pytest.UsageError(
+            f"--perf-pin / infperf_pin = {value!r}: expected auto, off or a CPU number "
+            "(e.g. 3, as taskset -c numbers them)"
+        )
+    try:
+        return _cpus.resolve(value)
+    except ValueError as exc:
+        raise pytest.UsageError(
+            f"--perf-pin / infperf_pin = {value!r}: {exc}; pick one of those, or auto"
+        ) from None
+
+
 def from_config(config: pytest.Config) -> Settings:
     """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``."""
     layer = _bench_layer(config)
@@ -284,6 +309,7 @@ def from_config(config: pytest.Config) -> Settings:
         drift_guard=drift_guard,
         settle=settle,
         gpu_throttle=gpu_throttle,
+        pin_cpu=_pin_cpu(config),
         accept=tuple(config.getoption("perf_accept") or ()),
         allow_missing=_switch(config, "perf_allow_missing", "infperf_allow_missing"),
         require_baseline=_switch(config, "perf_require_baseline", "infperf_require_baseline"),

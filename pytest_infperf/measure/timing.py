@@ -24,6 +24,7 @@ from ..core.options import BenchOptions
 from ..stats.descriptive import ci_rel_halfwidth
 from . import cpuwait as _cpuwait
 from . import memory as _memory
+from . import pinning as _pinning
 from .drift import summarize_probes
 
 T = TypeVar("T")
@@ -371,16 +372,22 @@ def take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool = Tr
 
 
 def take_block(
-    sampler: Sampler, count: int, block: int, disable_gc: bool = True
+    sampler: Sampler, count: int, block: int, disable_gc: bool = True, cpu: int | None = None
 ) -> tuple[list[float], dict[str, list[float]]]:
     """:func:`take_samples`, with the per-sample figures the sampler recorded for exactly
-    these samples (what warmup or an earlier block left is dropped first)."""
+    these samples (what warmup or an earlier block left is dropped first). ``cpu``: the
+    fresh thread runs on that CPU only (:mod:`~pytest_infperf.measure.pinning`)."""
     __tracebackhide__ = True
     take_metrics(sampler)
     waits: dict[str, list[float]] = {}
-    values = on_fresh_stack(
-        sampler, functools.partial(_take_samples, sampler, count, block, disable_gc, waits)
-    )
+    sample = functools.partial(_take_samples, sampler, count, block, disable_gc, waits)
+
+    def pinned() -> list[float]:
+        __tracebackhide__ = True
+        _pinning.pin_this_thread(cpu)
+        return sample()
+
+    values = on_fresh_stack(sampler, pinned if cpu is not None else sample)
     return values, {**take_metrics(sampler), **waits}
 
 

@@ -301,6 +301,7 @@ class Stored(Plain):
                 self.selection,
                 title="baseline commit",
                 warn=self.context.warn,
+                pin_cpu=self.context.settings.pin_cpu,
             )
             controller.setup()
             controller.collected(self.perf_files)
@@ -466,7 +467,11 @@ def _ab_head(config: pytest.Config, context: RunContext) -> ABHead:
     s = context.settings
     assert context.source is not None and context.source.sha and context.toplevel
     controller = ABController(
-        context.source.sha, context.toplevel, selection(config, s), warn=context.warn
+        context.source.sha,
+        context.toplevel,
+        selection(config, s),
+        warn=context.warn,
+        pin_cpu=s.pin_cpu,
     )
     try:
         controller.setup()
