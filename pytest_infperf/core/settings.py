@@ -252,7 +252,7 @@ def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
 
 def _pin_cpu(config: pytest.Config) -> int | None:
     """--perf-pin / infperf_pin: auto, off or a CPU number, resolved to the CPU."""
-    value = config.getoption("perf_pin") or _ini(config, "infperf_pin").lower() or "auto"
+    value = (config.getoption("perf_pin") or _ini(config, "infperf_pin") or "auto").strip().lower()
     if value not in _cpus.CHOICES and not value.isdigit():
         raise pytest.UsageError(
             f"--perf-pin / infperf_pin = {value!r}: expected auto, off or a CPU number "
