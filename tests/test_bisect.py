@@ -131,8 +131,15 @@ def test_an_interrupted_bisect_leaves_the_checkout_as_it_was(
     before = _state(repo)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    # Started with Ctrl-C's default action, as from a terminal: a shell's background job
+    # (`cmd &` without job control) ignores SIGINT, and Python keeps an ignored SIGINT
+    # ignored, so run under such a job the bisect ran on to its end.
+    unignore = (
+        "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('pytest_infperf', run_name='__main__', alter_sys=True)"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_infperf", "bisect", shas[0], shas[6], "-k", "slowed"],
+        [sys.executable, "-c", unignore, "bisect", shas[0], shas[6], "-k", "slowed"],
         cwd=repo,
         env={**os.environ, **GIT_ENV, "TMPDIR": str(tmp)},
         stdout=subprocess.PIPE,
