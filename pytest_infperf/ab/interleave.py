@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from statistics import median
 from typing import Any, Protocol
 
@@ -315,9 +315,10 @@ def run_paired(
     metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
     plan = judge.plan(opts, metrics)
     local = LocalSide(call.prepared.sampler, opts.disable_gc)
-    cpu = pinned_cpu(call, controller.pin_cpu)
+    gpu_at = gpu_index(call.prepared)
+    cpu = pinned_cpu(call.prepared.env, gpu_at, controller.pin_cpu)
     per_sample = warm.per_call_s * warm.block
-    watch = _watcher(gpu_index(call.prepared), controller, judge.policy.gpu_throttle)
+    watch = _watcher(gpu_at, controller, judge.policy.gpu_throttle)
     started = time.perf_counter()
     _memory.before_timed()
     runs = [
@@ -389,14 +390,14 @@ def _worker_pair(
     return run
 
 
-def pinned_cpu(call: BenchCall, cpu: int | None) -> int | None:
+def pinned_cpu(env: Mapping[str, Any], gpu_at: int | None, cpu: int | None) -> int | None:
     """The CPU both sides time this benchmark's blocks on: the session's (--perf-pin) for a
     benchmark that runs on one thread on the CPU; None (the scheduler's choice) for one
     that runs on several threads, which would share that one CPU, and for one on a GPU,
     whose xdist workers time at once, one per GPU, and would share it too."""
-    if cpu is None or gpu_index(call.prepared) is not None:
+    if cpu is None or gpu_at is not None:
         return None
-    return cpu if _pinning.single_threaded(call.prepared.env) else None
+    return cpu if _pinning.single_threaded(env) else None
 
 
 def _both_ready(

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.cpus import available
 from . import gpu as _gpu
 
 #: Packages whose version and build decide what a model's kernels are.
@@ -66,11 +67,6 @@ def _physical_cores() -> int | None:
         return None
 
 
-def _affinity() -> int | None:
-    getter = getattr(os, "sched_getaffinity", None)
-    return len(getter(0)) if getter is not None else None
-
-
 def _read(path: str) -> str | None:
     try:
         return Path(path).read_text().strip()
@@ -89,7 +85,8 @@ def hard_fields(gpu: dict[str, Any] | None) -> dict[str, Any]:
         "arch": platform.machine(),
         "cpu_model": cpu_model(),
         "cpu_logical": os.cpu_count(),
-        "cpu_affinity": _affinity(),
+        # None where the platform does not say (not Linux).
+        "cpu_affinity": len(available()) or None,
         "python": f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}",
     }
     for name in HARD_PACKAGES:
