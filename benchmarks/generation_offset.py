@@ -4,6 +4,7 @@ and what shrinks the spread between them.
     python benchmarks/generation_offset.py --pairs 16 [--quads 8] --variants plain,plain-core0
     python benchmarks/generation_offset.py [--processes 4] [--rounds 60] [--model tiny-llama]
         [--prompt 32] [--cache static] [--variants plain,fresh-inputs,gc-off]
+    python benchmarks/generation_offset.py --prompt 256 --variants plain,big-free,heap-steady
 
 Every worker builds the same decoder from its config (seed 0, one intra-op thread) and
 warms it with 10 greedy generations of 16 tokens. Variants (the worker changes only this):
@@ -12,6 +13,12 @@ warms it with 10 greedy generations of 16 tokens. Variants (the worker changes o
 - ``fresh-inputs``: a fresh copy of the input tensors for every generation (is the offset
   in where the prompt lies in memory?);
 - ``gc-off``: the cyclic garbage collector frozen and off while generating;
+- ``big-free``: first allocates and frees tensors of 4, 16 and 30 MiB, as a larger model
+  run before in the process would: glibc raises its mmap threshold to the size of a freed
+  mmapped block, so later requests of that size reuse heap pages instead of fresh ones;
+- ``heap-steady``: glibc's thresholds fixed as ``--perf-heap=steady`` (the plugin's
+  default) fixes them, 32 MiB and 64 MiB; ``heap-start``: fixed at its start values
+  (128 KiB), every large request fresh pages; names combine (``big-free-heap-steady``);
 - a name ending in ``-core0``: that variant with its workers on CPU 0 only (``taskset -c 0``).
 
 With ``--pairs``: process pairs as an interleaved comparison runs them, the variants taking
@@ -19,7 +26,9 @@ turns pair by pair: two fresh workers, ``--quads`` ABBA quads of one generation 
 each pair's figure the mean quad contrast (log B - log A) and its own standard error.
 Prints per variant the sd of the pair means against the pairs' own errors (their root mean
 square): the excess is what pooling process pairs has to average out. ``plain,plain-core0``
-is the experiment behind ``--perf-pin`` (docs/MEASURED.md, "One CPU for both sides").
+is the experiment behind ``--perf-pin`` (docs/MEASURED.md, "One CPU for both sides");
+``plain,big-free,heap-start,heap-steady`` the one behind ``--perf-heap`` ("The same heap in
+every process").
 
 Without ``--pairs``: ``--processes`` workers per variant, all started at once, then asked in
 turn, in a new random order each round, for one generation: one runs at a time and all see
@@ -49,6 +58,7 @@ def worker(args: argparse.Namespace) -> None:
     import transformers
 
     from pytest_infperf import hf
+    from pytest_infperf.measure import heap
     from pytest_infperf.measure.backends.generate import TokenClock
 
     torch.set_num_threads(1)
@@ -68,6 +78,16 @@ def worker(args: argparse.Namespace) -> None:
         gc.collect()
         gc.freeze()
         gc.disable()
+    if "heap-start" in args.worker:
+        _mallopt_start()
+    if "heap-steady" in args.worker:
+        heap.settle("steady")  # what --perf-heap=steady (the default) does
+    if "big-free" in args.worker:
+        # What a larger model run before leaves behind: glibc raises its mmap threshold to
+        # the size of a freed mmapped chunk (up to 32 MiB), so later allocations of that size
+        # come from the heap instead of fresh, zero-filled pages.
+        for mib in (4, 16, 30):
+            torch.ones(mib * 2**18).sum()
 
     def one() -> tuple[float, float]:
         feed = {k: v.clone() for k, v in inputs.items()} if fresh else inputs
@@ -85,6 +105,16 @@ def worker(args: argparse.Namespace) -> None:
         if line.strip() != "go":
             break
         print(json.dumps(one()), flush=True)
+
+
+def _mallopt_start() -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    # M_MMAP_THRESHOLD (-3) and M_TRIM_THRESHOLD (-1) at glibc's start values: setting
+    # either turns its adjustment off, so every large request gets fresh pages.
+    libc.mallopt(-3, 128 * 1024)
+    libc.mallopt(-1, 128 * 1024)
 
 
 def _start(base: list[str], variant: str) -> subprocess.Popen[str]:

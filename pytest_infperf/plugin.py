@@ -194,6 +194,17 @@ SESSION_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--perf-heap",
+        {
+            "default": None,
+            "choices": _settings.HEAP_CHOICES,
+            "help": "steady: every process that measures (this one, xdist and A/B workers) "
+            "fixes glibc's malloc thresholds as a long-running process has them, so that "
+            "processes of identical code run alike; system: glibc as it is (default: ini "
+            "infperf_heap, else steady)",
+        },
+    ),
+    (
         "--perf-gpu-throttle",
         {
             "default": None,

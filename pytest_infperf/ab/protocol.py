@@ -31,6 +31,9 @@ AUTHKEY_ENV = "INFPERF_AB_AUTHKEY"
 #: option lists, :class:`~pytest_infperf.core.cmdline.Forwarded`): the worker adds those its
 #: checkout defines and lists the others in ``collected``'s ``dropped``.
 OPTIONS_ENV = "INFPERF_AB_OPTIONS"
+#: Environment variable carrying the session's heap policy (--perf-heap), which the worker
+#: applies before its own session starts (:mod:`~pytest_infperf.measure.heap`).
+HEAP_ENV = "INFPERF_AB_HEAP"
 #: Environment variable carrying the folder the worker works in: where the controller's
 #: pytest was invoked, mapped into the worker's checkout.
 CWD_ENV = "INFPERF_AB_CWD"

@@ -31,6 +31,7 @@ import pytest
 
 from ..core import cmdline
 from ..core.keys import mode_key
+from ..measure import heap
 from ..measure.call import BenchCall, from_warm
 from ..measure.timing import take_block
 from . import protocol
@@ -193,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     pytest_args = args[args.index("--") + 1 :] if "--" in args else []
     authkey = bytes.fromhex(os.environ.pop(protocol.AUTHKEY_ENV))
     options = json.loads(os.environ.pop(protocol.OPTIONS_ENV, "") or "[]")
+    # The controller's heap policy, before this process builds any model: the first call
+    # decides, so the checkout's own ini cannot set another.
+    heap.settle(os.environ.pop(protocol.HEAP_ENV, "") or "steady")
     # Listen on a socket only the controller knows (temp folder) and only it can
     # authenticate to (a fresh random key, passed in the environment).
     with Listener(address, family="AF_UNIX", authkey=authkey) as listener:

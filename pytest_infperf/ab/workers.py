@@ -132,6 +132,9 @@ class Selection:
     inifile: str = ""
     #: Where pytest was invoked: a worker works in the same folder of its checkout.
     invocation_dir: Path | None = None
+    #: The session's heap policy (--perf-heap): every worker applies it before its session
+    #: starts, whatever its own checkout's ini says, so both sides run alike.
+    heap: str = "steady"
 
     def args_in(self, checkout: Checkout) -> list[str]:
         """The worker's pytest arguments in ``checkout``: paths and the ini file mapped
@@ -213,6 +216,7 @@ class WorkerSide:
             env["PYTHONHASHSEED"] = str(self.hash_seed)
         # The project's options: the worker adds those its checkout's conftest defines.
         env[protocol.OPTIONS_ENV] = json.dumps(self.selection.forwarded.project)
+        env[protocol.HEAP_ENV] = self.selection.heap
         rootdir = self.checkout.map(self.selection.rootdir)
         here = self.checkout.map(self.selection.invocation_dir or self.selection.rootdir)
         env[protocol.CWD_ENV] = str(here if here.is_dir() else rootdir)

@@ -60,6 +60,13 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "one thread on the CPU; a number: that CPU; off: where the scheduler puts it",
         "auto",
     ),
+    "infperf_heap": (
+        "steady (default): in every process that measures, glibc's malloc serves requests "
+        "up to 32 MiB from its heap and keeps 64 MiB free at its top, as a long-running "
+        "process tends to, instead of thresholds that move with what the process freed "
+        "before (a speed offset between processes of identical code); system: glibc as it is",
+        "steady",
+    ),
     "infperf_gpu_throttle": (
         "GPU blocks that ran throttled (power, thermal, sync boost, HW slowdown) or beside "
         "another process on the GPU: exclude (default): set aside, and the verdict withheld "
@@ -77,6 +84,8 @@ SESSION_INI: dict[str, tuple[str, str]] = {
 
 #: What --perf-settle / infperf_settle accept.
 SETTLE_CHOICES = ("auto", "stored-first", "off")
+#: What --perf-heap / infperf_heap accept (measure/heap.py).
+HEAP_CHOICES = ("steady", "system")
 #: What --perf-gpu-throttle / infperf_gpu_throttle accept.
 GPU_THROTTLE_CHOICES = ("exclude", "keep", "fail")
 
@@ -115,6 +124,8 @@ class Settings:
     gpu_throttle: str
     #: The CPU interleaved blocks are pinned to (--perf-pin; None: not pinned).
     pin_cpu: int | None
+    #: The heap policy of every process that measures (HEAP_CHOICES).
+    heap: str
     #: --perf-accept patterns (each maybe followed by a reason).
     accept: tuple[str, ...]
     allow_missing: bool
@@ -280,6 +291,7 @@ def from_config(config: pytest.Config) -> Settings:
         )
     settle = _choice(config, "settle", SETTLE_CHOICES)
     gpu_throttle = _choice(config, "gpu_throttle", GPU_THROTTLE_CHOICES)
+    heap = _choice(config, "heap", HEAP_CHOICES)
     drift_limit, run_alpha = _numbers(config)
     compare = config.getoption("perf_compare")
     ab = config.getoption("perf_ab")
@@ -310,6 +322,7 @@ def from_config(config: pytest.Config) -> Settings:
         settle=settle,
         gpu_throttle=gpu_throttle,
         pin_cpu=_pin_cpu(config),
+        heap=heap,
         accept=tuple(config.getoption("perf_accept") or ()),
         allow_missing=_switch(config, "perf_allow_missing", "infperf_allow_missing"),
         require_baseline=_switch(config, "perf_require_baseline", "infperf_require_baseline"),

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.cpus import available
 from . import gpu as _gpu
+from . import heap as _heap
 
 #: Packages whose version and build decide what a model's kernels are.
 HARD_PACKAGES = ("torch", "onnxruntime", "onnxruntime-gpu")
@@ -136,6 +137,9 @@ def collect(with_gpu: bool = True) -> dict[str, Any]:
         "gpu_count": len(gpu["devices"]) if gpu else 0,
         # Soft: a locked-clock baseline and an unlocked run compare, flagged.
         "gpu_clocks_locked": _gpu.clocks_locked(gpu),
+        # Soft: a baseline saved before --perf-heap existed still compares (settling
+        # measures both sides on the same heap).
+        "heap": _heap.state(),
     }
     for name in SOFT_PACKAGES:
         soft[f"pkg:{name}"] = package_version(name)

@@ -1,0 +1,81 @@
+"""The same heap in every process that measures (``--perf-heap``, ini ``infperf_heap``).
+
+glibc's ``malloc`` serves a large request (from 128 KiB) with fresh pages of its own
+``mmap``, zero-filled by the kernel on first touch, and returns them on ``free``; but each
+time such a block is freed it raises that threshold to the block's size (up to 32 MiB on
+64-bit), after which requests of that size come from the heap and reuse pages already
+touched. So a process's speed on allocation-heavy work (a transformer's prefill, a dynamic
+KV cache) depends on the order in which it happened to free large blocks: what ran before
+in it, how its warmup went. Four processes of identical code generating with a tiny
+Llama at prompt 256 read time to first token 15.4, 15.4, 18.9 and 15.5 ms; six with the
+dynamic KV cache spread by an sd of 4.1% against 0.7% with the threshold fixed, and the
+threshold fixed at glibc's start value made every process 55% slower alike (``python
+benchmarks/generation_offset.py --prompt 256 --variants plain,malloc-steady``,
+docs/MEASURED.md, "The same heap in every process"). That offset is between processes,
+where an interleaved comparison's variance lives, and no number of blocks removes it.
+
+``steady`` (the default) fixes both thresholds at what a long-running process tends to
+reach: requests up to 32 MiB come from the heap (``M_MMAP_THRESHOLD``), and the heap keeps
+up to 64 MiB of free memory at its top instead of giving it back (``M_TRIM_THRESHOLD``).
+Setting either turns glibc's adjustment off for the process's life, whatever it freed
+before. ``system`` leaves glibc as it is. Elsewhere (not glibc: macOS, Windows, musl)
+nothing is changed and :func:`state` says so.
+
+The first call in a process decides (:func:`settle`): an A/B worker applies the
+controller's policy before its session starts, and its own checkout's ini cannot undo it.
+"""
+
+from __future__ import annotations
+
+import os
+
+# mallopt parameters (glibc's malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+_state: str | None = None
+
+
+def _glibc() -> bool:
+    try:
+        return bool((os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"))
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _fix_thresholds() -> bool:
+    """glibc's mmap and trim thresholds fixed at 32 MiB and 64 MiB (32-bit: their
+    maximum there, 512 KiB, and twice that); whether glibc took both."""
+    import ctypes  # noqa: PLC0415 (only where a session measures: not at pytest start-up)
+
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    # glibc's DEFAULT_MMAP_THRESHOLD_MAX: 4 MiB x sizeof(long); a larger value is refused.
+    mmap_max = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)
+    return bool(mallopt(_M_MMAP_THRESHOLD, mmap_max) and mallopt(_M_TRIM_THRESHOLD, 2 * mmap_max))
+
+
+def settle(policy: str) -> str:
+    """Apply ``policy`` (``steady`` or ``system``, ``core.settings.HEAP_CHOICES``) to this
+    process's heap, once: a later call keeps the first one's. Returns :func:`state`."""
+    global _state
+    if _state is None:
+        if policy == "steady":
+            if not _glibc():
+                _state = "system (not glibc)"
+            else:
+                _state = "steady" if _fix_thresholds() else "system (mallopt refused)"
+        else:
+            _state = "system"
+    return _state
+
+
+def state() -> str | None:
+    """What holds in this process: ``steady``, ``system`` (with why, where steady was asked
+    for and could not be had), or None before :func:`settle`."""
+    return _state

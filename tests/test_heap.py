@@ -1,0 +1,97 @@
+"""--perf-heap: every process that measures runs on the same heap (measure/heap.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import AB_INI, git, init_repo, load_json
+
+GLIBC = (
+    (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+    if hasattr(os, "confstr")
+    else False
+)
+
+#: A perf test that says, for the process running it, whether glibc serves a 20 MiB request
+#: with pages of its own mmap (the chunk's IS_MMAPPED bit): yes at glibc's start threshold
+#: (128 KiB, and nothing freed so large before), no where --perf-heap=steady fixed it at
+#: 32 MiB. Each process appends "pid mmapped" to $HEAP_LOG.
+SUITE = """
+import ctypes, os
+
+def _mmapped(size=20 << 20):
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = (ctypes.c_size_t,)
+    libc.free.argtypes = (ctypes.c_void_p,)
+    p = libc.malloc(size)
+    try:
+        return bool(ctypes.c_size_t.from_address(p - ctypes.sizeof(ctypes.c_size_t)).value & 2)
+    finally:
+        libc.free(p)
+
+def test_heap(infer_bench):
+    with open(os.environ["HEAP_LOG"], "a") as fh:
+        fh.write(f"{os.getpid()} {int(_mmapped())}\\n")
+    infer_bench(lambda: None)
+"""
+
+
+def _log(path: Path) -> dict[int, bool]:
+    lines = [line.split() for line in path.read_text().splitlines()]
+    return {int(pid): bool(int(bit)) for pid, bit in lines}
+
+
+@pytest.mark.skipif(not GLIBC, reason="the heap policy is glibc's (mallopt)")
+@pytest.mark.parametrize(
+    ("args", "mmapped", "state"), [((), False, "steady"), (("--perf-heap=system",), True, "system")]
+)
+def test_the_policy_holds_in_the_measuring_process(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    mmapped: bool,
+    state: str,
+) -> None:
+    log = pytester.path / "heap.log"
+    monkeypatch.setenv("HEAP_LOG", str(log))
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.makefile(".ini", pytest=AB_INI)
+    result = pytester.runpytest_subprocess("--perf-json=out.json", *args)
+    result.assert_outcomes(passed=1)
+    assert list(_log(log).values()) == [mmapped]
+    assert load_json(pytester.path / "out.json")["environment"]["soft"]["heap"] == state
+
+
+@pytest.mark.skipif(not GLIBC, reason="the heap policy is glibc's (mallopt)")
+def test_interleaving_workers_take_the_controllers_policy(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, git_env: None
+) -> None:
+    """The base checkout's ini says system, the session says steady: every process of the
+    comparison, this one and the workers in either checkout, runs steady."""
+    log = pytester.path / "heap.log"
+    monkeypatch.setenv("HEAP_LOG", str(log))
+    pytester.makepyfile(test_suite=SUITE)
+    pytester.makefile(".ini", pytest=AB_INI + "infperf_heap = system\n")
+    (pytester.path / ".gitignore").write_text("heap.log\n*.json\n__pycache__/\n")
+    init_repo(pytester.path)
+    git(pytester.path, "checkout", "-q", "-b", "change")
+    result = pytester.runpytest_subprocess("--perf-ab=main", "--perf-heap=steady")
+    result.assert_outcomes(passed=1)
+    seen = _log(log)
+    assert len(seen) >= 2  # this process and the base worker at least
+    assert not any(seen.values()), seen
+
+
+@pytest.mark.parametrize("value", ["fast", "1"])
+def test_a_bad_heap_setting_says_what_to_give(pytester: pytest.Pytester, value: str) -> None:
+    pytester.makepyfile("def test_x(infer_bench):\n    infer_bench(lambda: None)\n")
+    pytester.makefile(".ini", pytest=f"[pytest]\ninfperf_heap = {value}\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*--perf-heap / infperf_heap = '{value}': expected one of steady, system*"]
+    )
