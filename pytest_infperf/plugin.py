@@ -286,11 +286,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "infperf(**options): tune infer_bench for this test (rounds, max_time, warmup, "
         "threshold, alpha, metric, batch_size, max_median_ms, ...)",
     )
+    from .measure import heap
     from .session.collector import Collector
     from .session.context import RunContext
     from .session.modes import choose
 
     settings = _settings.from_config(config)
+    if not settings.disable:
+        # Before any test builds a model: every process that measures runs on the same heap
+        # (an A/B worker has already applied its controller's: the first call decides).
+        heap.settle(settings.heap)
     context = RunContext.create(config, settings)
     mode = choose(config, context)
     collector = Collector(context)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_infperf.measure import heap
+
 from .conftest import AB_INI, git, init_repo, load_json
 
 GLIBC = (
@@ -94,4 +96,36 @@ def test_a_bad_heap_setting_says_what_to_give(pytester: pytest.Pytester, value: 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [f"*--perf-heap / infperf_heap = '{value}': expected one of steady, system*"]
+    )
+
+
+def test_a_baseline_on_another_heap_is_said() -> None:
+    assert heap.changed("steady", "steady") is None
+    assert heap.changed("system", "system (not glibc)") is None  # steady on neither side
+    before = heap.changed(None, "steady")  # a baseline saved before --perf-heap existed
+    assert before is not None and "glibc's own malloc thresholds" in before
+    assert "settled interleaved, both sides on this run's heap" in before
+    assert "heap system and this run on heap steady" in str(heap.changed("system", "steady"))
+    assert "on heap steady and this run on heap system" in str(heap.changed("steady", "system"))
+
+
+@pytest.mark.skipif(not GLIBC, reason="the heap policy is glibc's (mallopt)")
+def test_a_compare_against_a_baseline_on_another_heap_warns(
+    pytester: pytest.Pytester, git_env: None
+) -> None:
+    pytester.makepyfile("def test_x(infer_bench):\n    infer_bench(lambda: None)\n")
+    pytester.makefile(".ini", pytest=AB_INI.replace("settle = stored-first", "settle = off"))
+    (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
+    init_repo(pytester.path)
+    pytester.runpytest_subprocess("--perf-save", "--perf-heap=system").assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess("--perf-compare=main")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*the baseline was measured on heap system and this run on heap steady*"]
+    )
+    assert (
+        "measured on heap"
+        not in pytester.runpytest_subprocess(
+            "--perf-compare=main", "--perf-heap=system"
+        ).stdout.str()
     )

@@ -75,6 +75,23 @@ def settle(policy: str) -> str:
     return _state
 
 
+def changed(baseline: object, now: str | None) -> str | None:
+    """A warning when a baseline's heap (its ``environment.soft.heap``; None where it was
+    saved before the setting existed) differs from this run's, where one of them is steady;
+    else None. Not an environment difference that makes verdicts incomparable: settling
+    measures both sides on this run's heap, and a save on main makes the next reference."""
+    was = baseline if isinstance(baseline, str) else None
+    if (was == "steady") == (now == "steady"):
+        return None
+    then = f"heap {was}" if was else "glibc's own malloc thresholds (saved before --perf-heap)"
+    return (
+        f"the baseline was measured on {then} and this run on heap {now}: allocation-heavy "
+        "models (a transformer's prefill) can read a few percent to a fifth faster or slower "
+        "for that alone. What the stored pass flags is settled interleaved, both sides on "
+        "this run's heap; the next baseline saved on main is measured on it too"
+    )
+
+
 def state() -> str | None:
     """What holds in this process: ``steady``, ``system`` (with why, where steady was asked
     for and could not be had), or None before :func:`settle`."""

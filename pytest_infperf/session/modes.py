@@ -28,7 +28,6 @@ from ..core.keys import forwarded_key, mode_key
 from ..core.names import CompareMode
 from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.settings import Settings
-from ..measure import heap
 from .context import RunContext
 
 if TYPE_CHECKING:
@@ -455,8 +454,6 @@ def choose(config: pytest.Config, context: RunContext) -> Mode:
     s = context.settings
     if s.disable:
         return Disabled()
-    # Before any test builds a model: every process that measures runs on the same heap.
-    heap.settle(s.heap)
     if s.ab:
         return _ab_head(config, context)
     if context.source is not None:
