@@ -1,6 +1,7 @@
 """Identical code on real models, through the real plugin: verdicts and what a compare costs.
 
     python benchmarks/real_models.py [--reps 5] [--mode stored|ab] [--neighbour] [--threads N]
+        [-k EXPR] [--variants 'ARGS;ARGS'] [--keep DIR]
 
 The suite is this project's ``examples/`` (the main job's benchmarks: a torch and an ONNX
 Runtime MLP at batch 1 and 32, DistilBERT and BERT-base in torch and ONNX Runtime at
@@ -10,9 +11,12 @@ repository. Stored mode saves the baseline on ``main`` once per repetition; each
 then runs, on a branch with an empty commit (identical code, A/A), a plain ``pytest`` and
 the comparing run (``--perf-compare=main`` or ``--perf-ab=main``), one after the other.
 ``--threads 0`` runs torch and ONNX Runtime at their default threading (the examples' own
-default is one intra-op thread, the least noisy). Prints the verdicts, who decided them,
-the process pairs and the comparing run's wall time against the plain run's of the same
-repetition (the issue's "<= 2.5x a plain run").
+default is one intra-op thread, the least noisy). ``-k`` narrows the examples (``-k
+generation``); ``--variants`` runs each repetition once per set of pytest arguments, in
+turn, and reports each apart (``--variants '--perf-heap=steady;--perf-heap=system'``: the
+comparison behind ``--perf-heap``). Prints the verdicts, who decided them, the process
+pairs and the spread of their log-ratios, and the comparing run's wall time against the
+plain run's of the same repetition (the issue's "<= 2.5x a plain run").
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import shutil
 import statistics
 import sys
@@ -43,6 +48,109 @@ def make_repo(root: Path) -> Path:
     return repo
 
 
+class Tally:
+    """What one variant's comparing runs found."""
+
+    def __init__(self) -> None:
+        self.verdicts: collections.Counter[str] = collections.Counter()
+        self.deciders: collections.Counter[str] = collections.Counter()
+        # Why each interleaved verdict was interleaved: the session was routed at once
+        # ("machine-moved"), or the stored pass's verdict that was settled.
+        self.because: collections.Counter[str] = collections.Counter()
+        self.moved: list[str] = []
+        self.ab_seconds: dict[str, list[float]] = collections.defaultdict(list)
+        # Seconds a worker process pair took to be ready for a benchmark (not its quads):
+        # with workers started for it, or reused from an earlier benchmark.
+        self.ready: dict[str, list[float]] = collections.defaultdict(list)
+        self.undecided: list[str] = []
+        self.regressed: list[str] = []
+        self.pairs: list[int] = []
+        self.detectable: list[float] = []
+        self.ratios: list[float] = []
+        # Root mean square of the process pairs' log-ratios, per metric (A/A: the spread
+        # between processes that pooling has to average out).
+        self.pair_logs: dict[str, list[float]] = collections.defaultdict(list)
+        self.runs = 0
+        self.runs_with_regression = 0
+
+    def add(self, doc: dict[str, Any], rep: int) -> None:
+        self.runs += 1
+        found: list[dict[str, Any]] = [b.get("comparison") or {} for b in doc["benchmarks"]]
+        drift = (doc.get("comparison") or {}).get("environment_drift") or {}
+        self.moved.append("moved" if drift.get("drifted") else "still" if drift else "no reference")
+        if any(c.get("verdict") == "regression" for c in found):
+            self.runs_with_regression += 1
+        for b, c in zip(doc["benchmarks"], found, strict=True):
+            self.verdicts[str(c.get("verdict", "none"))] += 1
+            self.deciders[str(c.get("decided_by") or "-")] += 1
+            self.because[str(c.get("settled_because") or "-")] += 1
+            for p in process_pairs(b):
+                if p.get("head_process") != "this process" and "ready_seconds" in p:
+                    kind = "new workers" if p.get("started_workers") else "reused workers"
+                    self.ready[kind].append(float(p["ready_seconds"]))
+            details = c.get("details") or {}
+            spent = details.get("ab_seconds")
+            if spent is not None:
+                self.ab_seconds[b["key"].split("::")[-1].split("[")[0]].append(float(spent))
+            logs = details.get("pair_log_ratios") or {}
+            for metric, values in logs.items():
+                self.pair_logs[metric] += [float(v) for v in values]
+            if c.get("process_pairs"):
+                self.pairs.append(int(c["process_pairs"]))
+            if c.get("detectable") is not None:
+                self.detectable.append(float(c["detectable"]))
+            if c.get("verdict") == "inconclusive":
+                self.undecided.append(f"{b['key'].split('::')[-1]} (rep {rep})")
+            if c.get("verdict") == "regression":
+                self.regressed.append(
+                    f"{b['key'].split('::')[-1]} (rep {rep}): x{c.get('ratio', 0):.3f} "
+                    f"[{c.get('ci_low', 0):.3f}, {c.get('ci_high', 0):.3f}], "
+                    f"{c.get('settled_because')}, pair log-ratios {logs}"
+                )
+
+    def report(self, title: str) -> None:
+        n = sum(self.verdicts.values())
+        print(f"\n{title}")
+        print(f"| benchmarks | {' | '.join(NAMES)} | runs with a regression | compare / plain |")
+        print("|---|" + "---|" * (len(NAMES) + 2))
+        shares = " | ".join(
+            f"{self.verdicts[k]} ({100 * self.verdicts[k] / max(n, 1):.1f}%)" for k in NAMES
+        )
+        ratios = self.ratios
+        cost = f"median {statistics.median(ratios):.2f}x, max {max(ratios):.2f}x" if ratios else "-"
+        print(f"| {n} | {shares} | {self.runs_with_regression}/{self.runs} | {cost} |")
+        if ratios:
+            print("compare / plain per run: " + ", ".join(f"{r:.2f}x" for r in ratios))
+        print(f"decided by: {dict(self.deciders)}; interleaved because: {dict(self.because)}")
+        moved = dict(collections.Counter(self.moved))
+        print(f"session-start reference against the baseline's: {moved}")
+        for test, spent in sorted(self.ab_seconds.items()):
+            print(
+                f"interleaved seconds, {test}: {len(spent)} verdicts, median "
+                f"{statistics.median(spent):.1f} s, total {sum(spent):.0f} s"
+            )
+        if self.pairs:
+            print(f"process pairs: median {statistics.median(self.pairs):g}, max {max(self.pairs)}")
+        for metric, logs in sorted(self.pair_logs.items()):
+            rms = math.sqrt(statistics.fmean(v * v for v in logs))
+            print(f"pair log-ratios, {metric}: rms {rms:.2%} (n {len(logs)})")
+        for kind, took in sorted(self.ready.items()):
+            print(
+                f"worker pairs ready, {kind}: {len(took)}, median "
+                f"{statistics.median(took):.2f} s, range {min(took):.2f}-{max(took):.2f} s"
+            )
+        if self.detectable:
+            d = self.detectable
+            print(
+                f"detectable effect: median +{statistics.median(d):.1%}, "
+                f"range +{min(d):.1%} to +{max(d):.1%}"
+            )
+        if self.undecided:
+            print("inconclusive: " + ", ".join(self.undecided))
+        for line in self.regressed:
+            print("regression: " + line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
@@ -52,115 +160,60 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, help="the examples' --threads (0: the libraries' default)"
     )
+    parser.add_argument("-k", dest="keyword", help="only the examples matching this -k expression")
+    parser.add_argument(
+        "--variants",
+        default="",
+        help="';'-separated pytest arguments, e.g. '--perf-heap=steady;--perf-heap=system': "
+        "each repetition runs every variant in turn (its save, plain run and compare), and "
+        "each is reported apart",
+    )
     args = parser.parse_args()
     # The examples' own options need their folder named (its conftest.py then loads first).
     extra = [] if args.threads is None else ["examples", f"--threads={args.threads}"]
-    verdicts: collections.Counter[str] = collections.Counter()
-    deciders: collections.Counter[str] = collections.Counter()
-    # Why each interleaved verdict was interleaved: the session was routed at once
-    # ("machine-moved"), or the stored pass's verdict that was settled.
-    because: collections.Counter[str] = collections.Counter()
-    moved: list[str] = []
-    ab_seconds: dict[str, list[float]] = collections.defaultdict(list)
-    # Seconds a worker process pair took to be ready for a benchmark (not its quads): with
-    # workers started for it, or reused from an earlier benchmark.
-    ready: dict[str, list[float]] = collections.defaultdict(list)
-    undecided: list[str] = []
-    regressed: list[str] = []
-    pairs: list[int] = []
-    detectable: list[float] = []
-    ratios: list[float] = []
-    runs_with_regression = 0
+    if args.keyword:
+        extra += ["-k", args.keyword]
+    variants = [v.strip() for v in args.variants.split(";")] if args.variants else [""]
+    tallies = {v: Tally() for v in variants}
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_repo(Path(tmp))
-        for rep in range(args.reps):
-            git(repo, "checkout", "-q", "main")
-            if args.mode == "stored":
-                pytest_run(repo, "--perf-save", *extra)  # quiet: the neighbour is off
-            git(repo, "checkout", "-q", "-B", "aa", "main")
-            git(repo, "commit", "-q", "--allow-empty", "-m", "A/A")
-            with Neighbour(args.neighbour):
-                _, _, plain = pytest_run(repo, *extra)
-            with Neighbour(args.neighbour):
-                doc, code, took = pytest_run(repo, "--perf-warn-only", *MODES[args.mode], *extra)
-            ratios.append(took / plain)
-            if args.keep is not None and doc is not None:
-                args.keep.mkdir(parents=True, exist_ok=True)
-                (args.keep / f"compare-{rep + 1}.json").write_text(json.dumps(doc))
-            if doc is None:
-                print(f"rep {rep + 1}: no JSON (exit {code})", file=sys.stderr)
-                continue
-            found: list[dict[str, Any]] = [b.get("comparison") or {} for b in doc["benchmarks"]]
-            drift = (doc.get("comparison") or {}).get("environment_drift") or {}
-            moved.append("moved" if drift.get("drifted") else "still" if drift else "no reference")
-            if any(c.get("verdict") == "regression" for c in found):
-                runs_with_regression += 1
-            for b, c in zip(doc["benchmarks"], found, strict=True):
-                verdicts[str(c.get("verdict", "none"))] += 1
-                deciders[str(c.get("decided_by") or "-")] += 1
-                because[str(c.get("settled_because") or "-")] += 1
-                for p in process_pairs(b):
-                    if p.get("head_process") != "this process" and "ready_seconds" in p:
-                        kind = "new workers" if p.get("started_workers") else "reused workers"
-                        ready[kind].append(float(p["ready_seconds"]))
-                spent = (c.get("details") or {}).get("ab_seconds")
-                if spent is not None:
-                    ab_seconds[b["key"].split("::")[-1].split("[")[0]].append(float(spent))
-                if c.get("process_pairs"):
-                    pairs.append(int(c["process_pairs"]))
-                if c.get("detectable") is not None:
-                    detectable.append(float(c["detectable"]))
-                if c.get("verdict") == "inconclusive":
-                    undecided.append(f"{b['key'].split('::')[-1]} (rep {rep + 1})")
-                if c.get("verdict") == "regression":
-                    logs = (c.get("details") or {}).get("pair_log_ratios")
-                    regressed.append(
-                        f"{b['key'].split('::')[-1]} (rep {rep + 1}): x{c.get('ratio', 0):.3f} "
-                        f"[{c.get('ci_low', 0):.3f}, {c.get('ci_high', 0):.3f}], "
-                        f"{c.get('settled_because')}, pair log-ratios {logs}"
-                    )
-            print(
-                f"rep {rep + 1}/{args.reps}: plain {plain:.0f} s, compare {took:.0f} s "
-                f"({took / plain:.2f}x), exit {code} ({time.time() - started:.0f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
-    n = sum(verdicts.values())
+        for rep in range(1, args.reps + 1):
+            for variant in variants:
+                tally, own = tallies[variant], [*extra, *variant.split()]
+                git(repo, "checkout", "-q", "main")
+                if args.mode == "stored":
+                    pytest_run(repo, "--perf-save", *own)  # quiet: the neighbour is off
+                git(repo, "checkout", "-q", "-B", "aa", "main")
+                git(repo, "commit", "-q", "--allow-empty", "-m", "A/A")
+                with Neighbour(args.neighbour):
+                    _, _, plain = pytest_run(repo, *own)
+                with Neighbour(args.neighbour):
+                    doc, code, took = pytest_run(repo, "--perf-warn-only", *MODES[args.mode], *own)
+                tally.ratios.append(took / plain)
+                name = f"compare-{rep}" + (f"-{variants.index(variant) + 1}" if variant else "")
+                if args.keep is not None and doc is not None:
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    (args.keep / f"{name}.json").write_text(json.dumps(doc))
+                if doc is None:
+                    print(f"rep {rep} {variant}: no JSON (exit {code})", file=sys.stderr)
+                    continue
+                tally.add(doc, rep)
+                print(
+                    f"rep {rep}/{args.reps} {variant}: plain {plain:.0f} s, compare {took:.0f} s "
+                    f"({took / plain:.2f}x), exit {code} ({time.time() - started:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     neighbour = "busy loop on every core" if args.neighbour else "quiet"
-    print(
-        f"\nreal models (examples/), A/A, mode {args.mode} ({' '.join(MODES[args.mode])}), "
+    head = (
+        f"real models (examples/), A/A, mode {args.mode} ({' '.join(MODES[args.mode])}), "
         f"{neighbour}; {args.reps} repetitions; {time.time() - started:.0f} s"
         + ("" if args.threads is None else f"; --threads={args.threads}")
+        + ("" if not args.keyword else f"; -k {args.keyword!r}")
     )
-    print(f"| benchmarks | {' | '.join(NAMES)} | runs with a regression | compare / plain |")
-    print("|---|" + "---|" * (len(NAMES) + 2))
-    shares = " | ".join(f"{verdicts[k]} ({100 * verdicts[k] / max(n, 1):.1f}%)" for k in NAMES)
-    cost = f"median {statistics.median(ratios):.2f}x, max {max(ratios):.2f}x" if ratios else "-"
-    print(f"| {n} | {shares} | {runs_with_regression}/{args.reps} | {cost} |")
-    print(f"decided by: {dict(deciders)}; interleaved because: {dict(because)}")
-    print(f"session-start reference against the baseline's: {dict(collections.Counter(moved))}")
-    for test, spent in sorted(ab_seconds.items()):
-        print(
-            f"interleaved seconds, {test}: {len(spent)} verdicts, median "
-            f"{statistics.median(spent):.1f} s, total {sum(spent):.0f} s"
-        )
-    if pairs:
-        print(f"process pairs: median {statistics.median(pairs):g}, max {max(pairs)}")
-    for kind, took in sorted(ready.items()):
-        print(
-            f"worker pairs ready, {kind}: {len(took)}, median {statistics.median(took):.2f} s, "
-            f"range {min(took):.2f}-{max(took):.2f} s"
-        )
-    if detectable:
-        print(
-            f"detectable effect: median +{statistics.median(detectable):.1%}, "
-            f"range +{min(detectable):.1%} to +{max(detectable):.1%}"
-        )
-    if undecided:
-        print("inconclusive: " + ", ".join(undecided))
-    for line in regressed:
-        print("regression: " + line)
+    for variant, tally in tallies.items():
+        tally.report(head + (f"; {variant}" if variant else ""))
 
 
 if __name__ == "__main__":
