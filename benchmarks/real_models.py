@@ -1,7 +1,7 @@
 """Identical code on real models, through the real plugin: verdicts and what a compare costs.
 
     python benchmarks/real_models.py [--reps 5] [--mode stored|ab] [--neighbour] [--threads N]
-        [-k EXPR] [--variants 'ARGS;ARGS'] [--keep DIR]
+        [-k EXPR] [--variants='ARGS;ARGS'] [--keep DIR]
 
 The suite is this project's ``examples/`` (the main job's benchmarks: a torch and an ONNX
 Runtime MLP at batch 1 and 32, DistilBERT and BERT-base in torch and ONNX Runtime at
@@ -13,7 +13,7 @@ the comparing run (``--perf-compare=main`` or ``--perf-ab=main``), one after the
 ``--threads 0`` runs torch and ONNX Runtime at their default threading (the examples' own
 default is one intra-op thread, the least noisy). ``-k`` narrows the examples (``-k
 generation``); ``--variants`` runs each repetition once per set of pytest arguments, in
-turn, and reports each apart (``--variants '--perf-heap=steady;--perf-heap=system'``: the
+turn, and reports each apart (``--variants='--perf-heap=steady;--perf-heap=system'``: the
 comparison behind ``--perf-heap``). Prints the verdicts, who decided them, the process
 pairs and the spread of their log-ratios, and the comparing run's wall time against the
 plain run's of the same repetition (the issue's "<= 2.5x a plain run").
@@ -164,9 +164,9 @@ def main() -> None:
     parser.add_argument(
         "--variants",
         default="",
-        help="';'-separated pytest arguments, e.g. '--perf-heap=steady;--perf-heap=system': "
-        "each repetition runs every variant in turn (its save, plain run and compare), and "
-        "each is reported apart",
+        help="';'-separated pytest arguments, given with '=' "
+        "(--variants='--perf-heap=steady;--perf-heap=system'): each repetition runs every "
+        "variant in turn (its save, plain run and compare), and each is reported apart",
     )
     args = parser.parse_args()
     # The examples' own options need their folder named (its conftest.py then loads first).
