@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import importlib
 import json
 import os
 import shutil
@@ -18,6 +20,20 @@ import pytest
 # and with it numpy, here in the outer process.
 import pytest_infperf.session.fixture  # noqa: F401
 from pytest_infperf.store.baselines import BaselineStore
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The same holds for the optional frameworks a test imports in this process
+    (importorskip) while its pytester fixture is live: the fixture drops them from
+    sys.modules when the test ends, and torch imported a second time crashed the process
+    (test_ab's torch test, then test_gpu's importorskip("torch"), with test_backends not
+    selected: its module-level import at collection kept the whole suite safe). Imported
+    here, before any snapshot; in a hook, not at import, so that the helper processes
+    that import this module (test_reliability's savers) do not pay for them."""
+    for name in ("torch", "onnxruntime", "transformers", "matplotlib"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
 
 pytest_plugins = ["pytester"]
 
