@@ -117,6 +117,9 @@ def test_a_compare_against_a_baseline_on_another_heap_warns(
     pytester.makefile(".ini", pytest=AB_INI.replace("settle = stored-first", "settle = off"))
     (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
     init_repo(pytester.path)
+    # No baseline found: nothing to say about its heap.
+    nothing = pytester.runpytest_subprocess("--perf-compare=main", "--perf-allow-missing")
+    assert "measured on" not in nothing.stdout.str()
     pytester.runpytest_subprocess("--perf-save", "--perf-heap=system").assert_outcomes(passed=1)
     result = pytester.runpytest_subprocess("--perf-compare=main")
     result.assert_outcomes(passed=1)

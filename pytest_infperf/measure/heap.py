@@ -10,7 +10,7 @@ in it, how its warmup went. Four processes of identical code generating with a t
 Llama at prompt 256 read time to first token 15.4, 15.4, 18.9 and 15.5 ms; six with the
 dynamic KV cache spread by an sd of 4.1% against 0.7% with the threshold fixed, and the
 threshold fixed at glibc's start value made every process 55% slower alike (``python
-benchmarks/generation_offset.py --prompt 256 --variants plain,malloc-steady``,
+benchmarks/generation_offset.py --prompt 256 --variants plain,big-free,heap-start,heap-steady``,
 docs/MEASURED.md, "The same heap in every process"). That offset is between processes,
 where an interleaved comparison's variance lives, and no number of blocks removes it.
 

@@ -148,7 +148,8 @@ class RunContext:
                 raise pytest.UsageError(str(exc)) from None
             if self.source.origin == "none" and self.source.note:
                 self.warn(self.source.note)
-            if heap_moved := _heap.changed(self.source.soft.get("heap"), _heap.state()):
+            found = self.source.origin != "none"
+            if found and (heap_moved := _heap.changed(self.source.soft.get("heap"), _heap.state())):
                 self.warn(heap_moved)
             locked = self.source.soft.get("gpu_clocks_locked")
             if changed := _gpu.clock_lock_changed(locked, _gpu.clocks_locked(snapshot)):
