@@ -79,7 +79,8 @@ def worker(args: argparse.Namespace) -> None:
         gc.freeze()
         gc.disable()
     if "heap-start" in args.worker:
-        _mallopt_start()
+        # glibc's start values, fixed: every large request gets fresh pages.
+        heap.set_thresholds(128 * 1024, 128 * 1024)
     if "heap-steady" in args.worker:
         heap.settle("steady")  # what --perf-heap=steady (the default) does
     if "big-free" in args.worker:
@@ -105,16 +106,6 @@ def worker(args: argparse.Namespace) -> None:
         if line.strip() != "go":
             break
         print(json.dumps(one()), flush=True)
-
-
-def _mallopt_start() -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None)
-    # M_MMAP_THRESHOLD (-3) and M_TRIM_THRESHOLD (-1) at glibc's start values: setting
-    # either turns its adjustment off, so every large request gets fresh pages.
-    libc.mallopt(-3, 128 * 1024)
-    libc.mallopt(-1, 128 * 1024)
 
 
 def _start(base: list[str], variant: str) -> subprocess.Popen[str]:
@@ -212,13 +203,7 @@ def main() -> None:
     if args.pairs:
         pairs(args, base, variants)
         return
-    procs: list[tuple[str, subprocess.Popen[str]]] = []
-    for v in variants:
-        for _ in range(args.processes):
-            p = subprocess.Popen(
-                [*base, "--worker", v], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-            )
-            procs.append((v, p))
+    procs = [(v, _start(base, v)) for v in variants for _ in range(args.processes)]
     for _, p in procs:  # started together; wait until each has warmed up
         assert p.stdout is not None and p.stdout.readline().strip() == "ready"
     rng = random.Random(0)
@@ -228,15 +213,9 @@ def main() -> None:
         order = list(range(len(procs)))
         rng.shuffle(order)
         for i in order:
-            p = procs[i][1]
-            assert p.stdin is not None and p.stdout is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-            samples[i].append(tuple(json.loads(p.stdout.readline())))  # type: ignore[arg-type]
+            samples[i].append(_ask(procs[i][1]))
     for _, p in procs:
-        assert p.stdin is not None
-        p.stdin.close()
-        p.wait()
+        _stop(p)
     print(
         f"{args.model}, prompt {args.prompt}, {args.cache} cache, {args.processes} processes a "
         f"variant, {args.rounds} rounds, {time.monotonic() - t_start:.0f} s"

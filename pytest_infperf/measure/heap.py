@@ -43,10 +43,14 @@ def _glibc() -> bool:
         return False
 
 
-def _fix_thresholds() -> bool:
-    """glibc's mmap and trim thresholds fixed at 32 MiB and 64 MiB (32-bit: their
-    maximum there, 512 KiB, and twice that); whether glibc took both."""
-    import ctypes  # noqa: PLC0415 (only where a session measures: not at pytest start-up)
+def set_thresholds(mmap_bytes: int | None = None, trim_bytes: int | None = None) -> bool:
+    """glibc's mmap and trim thresholds fixed (``mallopt``), which also turns its adjustment
+    off; by default at 32 MiB and 64 MiB (32-bit: the mmap threshold's maximum there,
+    512 KiB, and twice that). Whether glibc took both. ``benchmarks/generation_offset.py``
+    sets other values through it."""
+    # ctypes (about 2 ms to import) only when pytest_configure settles a session's heap, not
+    # when the plugin's modules are imported.
+    import ctypes  # noqa: PLC0415
 
     try:
         libc = ctypes.CDLL(None)
@@ -56,8 +60,9 @@ def _fix_thresholds() -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     # glibc's DEFAULT_MMAP_THRESHOLD_MAX: 4 MiB x sizeof(long); a larger value is refused.
-    mmap_max = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)
-    return bool(mallopt(_M_MMAP_THRESHOLD, mmap_max) and mallopt(_M_TRIM_THRESHOLD, 2 * mmap_max))
+    mmap = mmap_bytes if mmap_bytes is not None else 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)
+    trim = trim_bytes if trim_bytes is not None else 2 * mmap
+    return bool(mallopt(_M_MMAP_THRESHOLD, mmap) and mallopt(_M_TRIM_THRESHOLD, trim))
 
 
 def settle(policy: str) -> str:
@@ -69,7 +74,7 @@ def settle(policy: str) -> str:
             if not _glibc():
                 _state = "system (not glibc)"
             else:
-                _state = "steady" if _fix_thresholds() else "system (mallopt refused)"
+                _state = "steady" if set_thresholds() else "system (mallopt refused)"
         else:
             _state = "system"
     return _state
