@@ -27,7 +27,12 @@ def test_moses_rank_matches_the_normal_approximation() -> None:
     # n = m = 10: 50 - 1.645 * sqrt(100 * 21 / 12) + 0.5 = 28.7 -> 28 (exact tables: 28)
     assert compare.moses_rank(10, 10, 0.05) == 28
     assert compare.moses_rank(5, 5, 0.05) == 5
-    assert compare.moses_rank(2, 2, 0.05) == 1
+    # 2 and 2: P(U = 0) = 1/6 > 0.05, so no difference bounds the shift at 95%
+    assert compare.moses_rank(2, 2, 0.05) == 0
+    assert compare.shift_estimate(np.array([2.0, 3.0]), np.array([0.0, 1.0]), 0.05)[1:] == (
+        -np.inf,
+        np.inf,
+    )
 
 
 def test_mann_whitney_u_counts_ties_as_half() -> None:

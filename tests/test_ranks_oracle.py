@@ -73,7 +73,10 @@ def test_shift_estimate_is_hodges_lehmann_with_moses_bounds(
     # Moses: the k-th and (nm + 1 - k)-th differences, k from the normal quantile of U.
     n, m = len(x), len(y)
     z = stats.norm.ppf(1 - alpha)
-    k = max(math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12) + 0.5), 1)
+    k = math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12) + 0.5)
+    if k < 1:  # too few samples for this confidence: no bound (test_compare: 2 and 2)
+        assert (low, high) == (-math.inf, math.inf)
+        return
     assert math.isclose(low, every[k - 1], abs_tol=1e-9)
     assert math.isclose(high, every[n * m - k], abs_tol=1e-9)
     assert low <= hl <= high
