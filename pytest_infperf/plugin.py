@@ -286,12 +286,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "infperf(**options): tune infer_bench for this test (rounds, max_time, warmup, "
         "threshold, alpha, metric, batch_size, max_median_ms, ...)",
     )
-    from .measure import heap
+    from .measure import gpu, heap
     from .session.collector import Collector
     from .session.context import RunContext
     from .session.modes import choose
 
     settings = _settings.from_config(config)
+    # Every process this run starts from here on (xdist and A/B workers, their children)
+    # descends from the run's root: none of them is ever taken for a GPU's tenant.
+    gpu.mark_run()
     if not settings.disable:
         # Before any test builds a model: every process that measures runs on the same heap
         # (an A/B worker has already applied its controller's: the first call decides).

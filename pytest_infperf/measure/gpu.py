@@ -14,8 +14,10 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Container, Sequence
 from typing import Any
+
+import psutil
 
 _nvml: Any = None
 _failed = False
@@ -104,15 +106,74 @@ def _reasons(nv: Any, handle: Any) -> list[str] | None:
     return [name for bit, name in _THROTTLE_BITS.items() if reasons & bit]
 
 
+#: The PID of this run's first pytest process, inherited by every process it starts (xdist
+#: workers, A/B workers, their children): the root of the run's own process tree.
+RUN_ROOT_ENV = "INFPERF_RUN_ROOT"
+
+
+def descends(pid: int, root: int) -> bool:
+    """Whether ``pid`` is ``root`` or one of its descendants (False for a process this one
+    cannot see: another PID namespace, or gone)."""
+    if pid == root:
+        return True
+    try:
+        return any(p.pid == root for p in psutil.Process(pid).parents())
+    except psutil.Error:
+        return False
+
+
+def run_root() -> int:
+    """The root of this run's process tree: the PID the environment names when it is this
+    process or one of its ancestors (a stale value, exported by a shell, is not; nor is
+    PID 1, the ancestor of every process, which would make every GPU tenant "ours"), else
+    this process."""
+    value = os.environ.get(RUN_ROOT_ENV, "")
+    me = os.getpid()
+    if value.isdigit() and int(value) > 1 and descends(me, int(value)):
+        return int(value)
+    return me
+
+
+def mark_run() -> None:
+    """Name this run's root for every process it will start (``pytest_configure``)."""
+    os.environ[RUN_ROOT_ENV] = str(run_root())
+
+
+class Ours(Container[int]):
+    """This run's own processes, which are never a GPU's tenants: the run's root process
+    and every process that descends from it (the controller, the A/B workers of every
+    process pair whenever they started, a restarted worker, their children, xdist
+    workers), and the PIDs given. One rule for both watches (the stored pass's region
+    watch and the interleaved run's block watch): on an H100 the block watch, built with
+    the PIDs known before a pair's workers started, took the session's own workers for
+    tenants and withheld every interleaved verdict (issue 44)."""
+
+    def __init__(self, pids: Collection[int] = (), root: int | None = None) -> None:
+        self.pids = set(pids) | {os.getpid()}
+        self.root = run_root() if root is None else root
+        self._seen: dict[int, bool] = {}
+
+    def __contains__(self, pid: object) -> bool:
+        if not isinstance(pid, int):
+            return False
+        if pid in self.pids:
+            return True
+        if pid not in self._seen:  # a PID's parentage is fixed at its start
+            self._seen[pid] = descends(pid, self.root)
+        return self._seen[pid]
+
+
 class RegionWatch:
     """NVML readings across a GPU benchmark's timed region, taken at its start, at every
     sampling checkpoint (between samples, never inside one) and at its end, while the GPU
     is busy: an idle GPU before warmup or after the run says nothing about throttling
     under load. Records energy per call (the total-energy counter, mJ), the throttle
-    reasons seen, the power-violation time, and the compute processes of *other* PIDs on
-    the same GPU: another job on the GPU is the GPU runner's noisy neighbour."""
+    reasons seen, the power-violation time, and the compute processes on the same GPU that
+    are not this run's own (:class:`Ours`): another job on the GPU is the GPU runner's
+    noisy neighbour."""
 
     def __init__(self, index: int) -> None:
+        self.ours = Ours()
         self.nv = _init()
         self.handle = _try(self.nv.nvmlDeviceGetHandleByIndex, index) if self.nv else None
         self.energy0: int | None = None
@@ -146,8 +207,7 @@ class RegionWatch:
             self.reasons_known = True
             self.reasons.update(reasons)
         procs = _try(self.nv.nvmlDeviceGetComputeRunningProcesses, self.handle) or []
-        me = os.getpid()
-        self.tenants.update(int(p.pid) for p in procs if int(p.pid) != me)
+        self.tenants.update(int(p.pid) for p in procs if int(p.pid) not in self.ours)
 
     def result(self, calls: int) -> dict[str, Any]:
         if self.handle is None:
@@ -185,7 +245,7 @@ class GpuRead:
     pids: frozenset[int]
 
 
-def block_flags(before: GpuRead, after: GpuRead, ours: Collection[int]) -> tuple[str, ...]:
+def block_flags(before: GpuRead, after: GpuRead, ours: Container[int]) -> tuple[str, ...]:
     """Why the block between two readings is not a fair measurement of its code: each
     slowdown reason active at either reading, and another process computing on the GPU at
     either reading. Empty: a clean block. (The power/thermal violation counters would also
@@ -196,7 +256,7 @@ def block_flags(before: GpuRead, after: GpuRead, ours: Collection[int]) -> tuple
         for bit, name in _THROTTLE_BITS.items():
             if reading.reasons is not None and reading.reasons & bit and name not in flags:
                 flags.append(name)
-    if (before.pids | after.pids) - set(ours):
+    if any(pid not in ours for pid in before.pids | after.pids):
         flags.append(OTHER_PROCESS)
     return tuple(flags)
 
@@ -219,12 +279,12 @@ class BlockTally:
     #: Other processes that held a context on the GPU when the run began.
     present_at_start: set[int] = dataclasses.field(default_factory=set)
 
-    def add(self, side: str, flags: Sequence[str], reading: GpuRead, ours: Collection[int]) -> None:
+    def add(self, side: str, flags: Sequence[str], reading: GpuRead, ours: Container[int]) -> None:
         self.blocks[side] += 1
         if flags:
             self.flagged[side] += 1
             self.reasons.update(flags)
-        self.others |= set(reading.pids) - set(ours)
+        self.others |= {pid for pid in reading.pids if pid not in ours}
         if reading.sm_clock_mhz is not None:
             self.sm_clocks.append(reading.sm_clock_mhz)
         if reading.reasons is not None and reading.reasons & _USER_CLOCKS_BIT:
@@ -268,8 +328,8 @@ class BlockTally:
 
 
 class BlockWatch:
-    """Readings of one GPU between the blocks of an interleaved run. ``ours``: the PIDs of
-    this run's own processes (this one and its workers).
+    """Readings of one GPU between the blocks of an interleaved run. ``ours``: PIDs of this
+    run's own besides those :class:`Ours` finds (the run's process tree).
 
     Every block: the clock-event reasons and the SM clock (3.4 us on an H100). At each
     quad's end (the unit set aside), the processes holding a context on the GPU (9 us): a
@@ -288,7 +348,7 @@ class BlockWatch:
     ) -> None:
         self.nv = _init()
         self.handle = _try(self.nv.nvmlDeviceGetHandleByIndex, index) if self.nv else None
-        self.ours = frozenset(ours) | {os.getpid()}
+        self.ours = Ours(ours)
         self.tally = BlockTally(policy)
         self.last: GpuRead | None = None
         #: The processes on the GPU before the session began (None: at :meth:`start`).
@@ -324,7 +384,7 @@ class BlockWatch:
 
     def start(self) -> None:
         self.before = self.given_before if self.given_before is not None else self._contexts()
-        self.tally.present_at_start |= set(self.before) - self.ours
+        self.tally.present_at_start |= {pid for pid in self.before if pid not in self.ours}
         self.last = self.read(processes=False)
 
     def block_done(self, side: str, quad_end: bool = False) -> tuple[str, ...]:
