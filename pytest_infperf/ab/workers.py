@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.cmdline import Forwarded
+from ..core.results import WorkProfile
 from ..measure import gpu as _gpu
 from ..store.git import GitError
 from . import protocol
@@ -35,7 +37,24 @@ if TYPE_CHECKING:
 #: sampler recorded besides (a generation's TTFT and TPOT; empty otherwise).
 Block = tuple[list[float], dict[str, list[float]]]
 CONNECT_TIMEOUT_S = 120.0
+#: How long a worker may stay silent when asked for a block, a profile or its result
+#: (``infperf_worker_timeout``; a block expected to take long gets fifty times its
+#: expected length), and, times ``READY_FACTOR``, while it collects or builds and warms a
+#: model (a torch.compile of a large model takes minutes). Past it the worker "stopped
+#: answering": its process group is killed and the test that needed it fails with that.
+WORKER_TIMEOUT_S = 120.0
+READY_FACTOR = 15
 _SERIAL = itertools.count(1)
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a worker and every process it started (its own process group, made at spawn)
+    and reap it: a worker is never forgotten while it or a child of it still runs (it would
+    hold its GPU context, look like a GPU tenant, and run on in a deleted worktree)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
 
 
 #: AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS), less than a deep
@@ -135,6 +154,8 @@ class Selection:
     #: The session's heap policy (--perf-heap): every worker applies it before its session
     #: starts, whatever its own checkout's ini says, so both sides run alike.
     heap: str = "steady"
+    #: Seconds a worker may stay silent (``infperf_worker_timeout``: see WORKER_TIMEOUT_S).
+    timeout: float = WORKER_TIMEOUT_S
 
     def args_in(self, checkout: Checkout) -> list[str]:
         """The worker's pytest arguments in ``checkout``: paths and the ini file mapped
@@ -155,8 +176,9 @@ class Selection:
         return out + list(self.forwarded.early)
 
 
-class WorkerSide:
-    """One worker process serving measurements of one checkout."""
+class WorkerProcess:
+    """One worker process of one checkout: started in its own process group, spoken to over
+    an authenticated socket with a deadline on every reply, and ended with its children."""
 
     #: Told what the worker could not be given (options its checkout does not define).
     notice: Callable[[str], None] | None = None
@@ -173,6 +195,8 @@ class WorkerSide:
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Any = None
         self.nodeids: set[str] = set()
+        self.features: frozenset[str] = frozenset()  # what it serves (protocol.FEATURES)
+        self.per_call_s = 0.0  # the ready call's, at its warmup: how long a block takes
         self.current: str | None = None
         self.starts = 0
         #: Where a start stands: "spawned" (not yet connected to: its address and key in
@@ -239,7 +263,11 @@ class WorkerSide:
             "ignore::pytest.PytestAssertRewriteWarning",
         ]
         with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(cmd, cwd=rootdir, env=env, stdout=log, stderr=log)
+            # Its own process group (and session): ended with every child it starts, and
+            # a terminal's Ctrl-C reaches the controller alone, which ends it in order.
+            self.proc = subprocess.Popen(
+                cmd, cwd=rootdir, env=env, stdout=log, stderr=log, start_new_session=True
+            )
         return address, authkey
 
     def _connect(self, address: str, authkey: bytes) -> None:
@@ -252,32 +280,13 @@ class WorkerSide:
                 break
             except (FileNotFoundError, ConnectionRefusedError):
                 if self.proc.poll() is not None or time.monotonic() > deadline:
+                    kill_group(self.proc)
                     self.proc = None
                     raise ABError(
                         f"the A/B {self.label} worker ({self.checkout.title}) did not start: "
                         f"{self.log_tail()}"
                     ) from None
                 time.sleep(0.05)
-
-    def ensure(self) -> None:
-        """The worker running and its collection known (started here if need be)."""
-        self.connect()
-        if self._stage == "connected":
-            self._stage = None
-            first = self._recv()
-            if first.get("ev") != protocol.COLLECTED:
-                raise ABError(
-                    f"the A/B {self.label} worker ({self.checkout.title}) failed while "
-                    f"collecting: {self.log_tail()}"
-                )
-            self.nodeids = set(first["nodeids"])
-            dropped = ", ".join(str(flag) for flag in first.get("dropped") or ())
-            if dropped and self.notice is not None:
-                self.notice(f"the {self.checkout.title} lacks option(s) {dropped}: not passed on")
-
-    def tests(self) -> set[str]:
-        self.ensure()
-        return set(self.nodeids)
 
     def log_tail(self, limit: int = 3000) -> str:
         try:
@@ -286,9 +295,16 @@ class WorkerSide:
             return ""
         return text[-limit:].strip() or "(no output)"
 
-    # --- messages ----------------------------------------------------------------------
-    def _recv(self) -> dict[str, Any]:
+    @property
+    def _ready_timeout(self) -> float:
+        return self.selection.timeout * READY_FACTOR
+
+    def _recv(self, timeout: float | None = None, what: str = "") -> dict[str, Any]:
+        """The worker's next message, within ``timeout`` seconds (default: the selection's)."""
+        limit = self.selection.timeout if timeout is None else timeout
         try:
+            if not self.conn.poll(limit):
+                self._stopped_answering(limit, what)
             message = dict(self.conn.recv())
         except (EOFError, OSError):
             self._crashed()
@@ -302,11 +318,23 @@ class WorkerSide:
         except OSError:
             self._crashed()
 
+    def _stopped_answering(self, limit: float, what: str) -> Any:
+        """A worker silent past its limit is killed, with its children, and said so."""
+        if self.proc is not None:
+            kill_group(self.proc)
+        self.current, self.proc = None, None
+        raise ABError(
+            f"the A/B {self.label} worker ({self.checkout.title}) stopped answering: no reply "
+            f"in {limit:.0f} s{' to ' + what if what else ''} (infperf_worker_timeout); its "
+            f"processes were killed. Its log: {self.log_tail(1500)}"
+        )
+
     def _crashed(self, detail: str = "") -> Any:
         proc = self.proc
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
+            kill_group(proc)  # still running after 5 s, or children left behind
         code = proc.returncode if proc is not None else None
         self.current = None
         self.proc = None
@@ -315,7 +343,41 @@ class WorkerSide:
             f"{detail or self.log_tail()}"
         )
 
-    # --- one test ------------------------------------------------------------------------
+    def wait(self, timeout: float = 10.0) -> None:
+        """Wait for the worker to exit; after ``timeout`` seconds (and for any child it
+        left behind) its process group is killed."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+        kill_group(proc)
+
+
+class WorkerSide(WorkerProcess):
+    """One worker process serving measurements of one checkout: the protocol's requests."""
+
+    def ensure(self) -> None:
+        """The worker running and its collection known (started here if need be)."""
+        self.connect()
+        if self._stage == "connected":
+            self._stage = None
+            first = self._recv(self._ready_timeout, "its collection")
+            if first.get("ev") != protocol.COLLECTED:
+                raise ABError(
+                    f"the A/B {self.label} worker ({self.checkout.title}) failed while "
+                    f"collecting: {self.log_tail()}"
+                )
+            self.nodeids = set(first["nodeids"])
+            self.features = frozenset(first.get("features") or ())
+            dropped = ", ".join(str(flag) for flag in first.get("dropped") or ())
+            if dropped and self.notice is not None:
+                self.notice(f"the {self.checkout.title} lacks option(s) {dropped}: not passed on")
+
+    def tests(self) -> set[str]:
+        self.ensure()
+        return set(self.nodeids)
+
     def request(self, nodeid: str) -> bool:
         """Ask for ``nodeid`` to run up to its calls (False: this side has no such test).
         Returns at once, so two sides can get ready at the same time."""
@@ -331,9 +393,10 @@ class WorkerSide:
     def await_ready(self, name: str | None) -> BaseCall:
         """Wait until the requested test reaches its call ``name``, warmed up."""
         while True:
-            message = self._recv()
+            message = self._recv(self._ready_timeout, f"reaching {self.current} call {name!r}")
             if message.get("ev") == protocol.READY:
                 if message.get("name") == name:
+                    self.per_call_s = float(message.get("per_call_s") or 0.0)
                     return BaseCall("ready", dict(message.get("env") or {}), int(message["block"]))
                 self._send(op=protocol.SKIP)  # a call the other side does not make
                 continue
@@ -345,12 +408,21 @@ class WorkerSide:
 
     def block(self, count: int, calls: int, cpu: int | None = None) -> Block:
         self._send(op=protocol.BLOCK, n=count, calls=calls, cpu=cpu)
-        message = self._recv()
+        expected = count * calls * self.per_call_s
+        message = self._recv(max(self.selection.timeout, 50 * expected), "a block of samples")
         metrics = {
             str(k): [float(v) for v in values]
             for k, values in dict(message.get("metrics") or {}).items()
         }
         return [float(v) for v in message["values"]], metrics
+
+    def profile(self, mode: str, per_call_s: float) -> WorkProfile | None:
+        """The profiled pass of the ready call on this side (None: the worker is too old
+        to serve one, or the call has nothing to profile)."""
+        if mode == "off" or protocol.PROFILE not in self.features:
+            return None
+        self._send(op=protocol.PROFILE, mode=mode, per_call_s=per_call_s)
+        return WorkProfile.from_json(self._recv(None, "a profiled pass").get("work"))
 
     def finish_call(self) -> dict[str, Any]:
         self._send(op=protocol.FINISH)
@@ -362,7 +434,7 @@ class WorkerSide:
             return
         self._send(op=protocol.END)
         while True:
-            message = self._recv()
+            message = self._recv(self._ready_timeout, f"the end of {self.current}")
             if message.get("ev") == protocol.DONE:
                 break
             if message.get("ev") == protocol.READY:
@@ -376,7 +448,8 @@ class WorkerSide:
             # not begun a session to end.
             self._stage = None
             if self.proc is not None:
-                self.proc.terminate()
+                kill_group(self.proc)
+                self.proc = None
             return
         if self.proc is not None and self.current is not None:
             with contextlib.suppress(ABError, OSError):
@@ -384,17 +457,6 @@ class WorkerSide:
         if self.proc is not None and self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 self.conn.send({"op": protocol.QUIT})
-
-    def wait(self) -> None:
-        """Wait for the worker to exit (killed after 10 s)."""
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class ABController:

@@ -31,6 +31,12 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "folders (relative to the checkout) put on sys.path of the A/B base worker, e.g. 'src'",
         "",
     ),
+    "infperf_worker_timeout": (
+        "seconds an A/B worker may stay silent when asked for a block of samples, a profile "
+        "or its result (fifteen times that while it builds and warms a model); past it the "
+        "worker is killed with its children and the test that needed it fails (default 120)",
+        "120",
+    ),
     "infperf_max_baseline_mb": (
         "refuse to read baseline files larger than this (default 256)",
         "256",
@@ -126,6 +132,8 @@ class Settings:
     pin_cpu: int | None
     #: The heap policy of every process that measures (HEAP_CHOICES).
     heap: str
+    #: Seconds an A/B worker may stay silent (infperf_worker_timeout).
+    worker_timeout: float
     #: --perf-accept patterns (each maybe followed by a reason).
     accept: tuple[str, ...]
     allow_missing: bool
@@ -323,6 +331,7 @@ def from_config(config: pytest.Config) -> Settings:
         gpu_throttle=gpu_throttle,
         pin_cpu=_pin_cpu(config),
         heap=heap,
+        worker_timeout=float(_int_ini(config, "infperf_worker_timeout", 1)),
         accept=tuple(config.getoption("perf_accept") or ()),
         allow_missing=_switch(config, "perf_allow_missing", "infperf_allow_missing"),
         require_baseline=_switch(config, "perf_require_baseline", "infperf_require_baseline"),
