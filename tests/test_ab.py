@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -206,6 +207,54 @@ def test_a_crashing_base_worker_fails_the_affected_test(
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 
+def test_a_worker_that_stops_answering_is_killed_and_the_session_ends(
+    pytester: pytest.Pytester, git_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base side's model hangs inside a block: the controller's wait ends at
+    infperf_worker_timeout, the worker's whole process group is killed (a child it started
+    included), the test that needed it fails saying so, and the session ends on time."""
+    import psutil
+
+    pytester.makefile(".ini", pytest=AB_INI + "infperf_worker_timeout = 3\n")
+    hanging = AB_SUITE.replace(
+        "infer_bench(lambda: busy(300 * FACTOR))",
+        textwrap.indent(
+            textwrap.dedent(
+                """
+                import os, subprocess, sys, time
+                worker = "abworker" in " ".join(sys.orig_argv)
+                calls = [0]
+                if worker:  # the worker's child, which must not outlive it
+                    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+                    Path(os.environ["CHILD_PID_FILE"]).write_text(str(child.pid))
+                def model():
+                    calls[0] += 1
+                    if worker and calls[0] > 200:
+                        time.sleep(300)  # hangs mid-block, past its warmup
+                    busy(300)
+                infer_bench(model)
+                """
+            ),
+            "    ",
+        ).strip(),
+    )
+    pytester.makepyfile(test_suite=hanging)
+    (pytester.path / "factor.txt").write_text("1.0")
+    (pytester.path / ".gitignore").write_text("*.json\n*.pid\n__pycache__/\n")
+    init_repo(pytester.path, "a base whose model hangs in a worker")
+    git(pytester.path, "checkout", "-q", "-b", "feature")
+    monkeypatch.setenv("CHILD_PID_FILE", str(pytester.path / "child.pid"))
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess("--perf-ab=main", "-k", "slowed", timeout=120)
+    took = time.monotonic() - started
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the A/B base worker (merge-base *) stopped answering*"])
+    assert took < 90
+    child = int((pytester.path / "child.pid").read_text())
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == "zombie"
+    assert worktrees(pytester.path) == [f"worktree {pytester.path}"]
+
+
 def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
@@ -254,6 +303,13 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
     doc = load_json(pytester.path / "ab.json")
     assert {b["backend"] for b in doc["benchmarks"]} == {"torch", "onnxruntime"}
     assert all(b["comparison"]["verdict"] == "regression" for b in doc["benchmarks"])
+    # The work diff of the two processes' profiled passes (the base worker's through the
+    # protocol): 16x the FLOPs in torch; the same graph, bigger, in ONNX Runtime.
+    work = {b["backend"]: b["comparison"]["work"] for b in doc["benchmarks"]}
+    assert work["torch"]["flops"] == [2 * 64 * 128 * 128, 2 * 64 * 512 * 512]
+    assert work["torch"]["change"] == 15.0 and work["torch"]["measure"] == "FLOPs"
+    assert work["onnxruntime"]["same"] and work["onnxruntime"]["measure"] == "graph nodes"
+    result.stdout.fnmatch_lines(["*work per call: FLOPs +1500.0% (2.1 MFLOP -> 33.6 MFLOP)*"])
 
 
 def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester, git_env: None) -> None:

@@ -23,6 +23,7 @@ next one.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -30,9 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from statistics import median
 from typing import Any, Protocol
 
-from ..core.results import Comparison, Origin
-from ..judge.judge import Judge, generation_metrics, gpu_withholds, no_clean_blocks
-from ..judge.plan import PairedPlan
+from ..core.results import Comparison, Origin, WorkProfile
+from ..judge import work as _work
+from ..judge.device import gpu_withholds, host_bound_noted
+from ..judge.judge import Judge, generation_metrics, no_clean_blocks
+from ..judge.plan import PROFILED, PairedPlan
 from ..measure import cpuwait as _cpuwait
 from ..measure import environment
 from ..measure import gpu as _gpu
@@ -104,6 +107,9 @@ class PairRun:
     #: Per judged metric, the quads whose contrast was taken net of run-queue waits
     #: (:meth:`~pytest_infperf.judge.plan.PairedPlan.net_of_waits`); the rest on wall time.
     net_quads: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: A CUDA benchmark: each side's device time per call from its profiled pass in this
+    #: pair, (head, base) (None: the device time is not judged).
+    device: tuple[list[float], list[float]] | None = None
 
     def wait_share(self, side: str) -> float | None:
         """The share of a side's sampled time its timing thread waited for a CPU that
@@ -114,7 +120,15 @@ class PairRun:
         return None if not waits or total <= 0 else sum(waits) / total
 
     def summary(self, metric: str) -> _pool.PairSummary:
+        if metric in PROFILED:
+            head, base = self.device or ([], [])
+            return _pool.summarize_samples(head, base)
         return _pool.summarize_pair(self.quads[metric])
+
+    def judged(self, metric: str) -> bool:
+        """Whether this pair measured ``metric`` (not every quad set aside; a profiled
+        metric: both sides profiled)."""
+        return bool(self.device) if metric in PROFILED else bool(self.quads.get(metric))
 
 
 def interleave(
@@ -138,7 +152,7 @@ def interleave(
     throttled block, or one beside another process on the GPU, is set aside whole (its
     contrast needs all four), unless the policy keeps such blocks. ``cpu``: both sides time
     their blocks on that CPU (:mod:`~pytest_infperf.measure.pinning`)."""
-    metrics = plan.metrics
+    metrics = plan.quad_metrics
     count = block_count(per_sample_s)
     a_all: list[float] = []
     b_all: list[float] = []
@@ -211,10 +225,13 @@ def block_count(per_sample_s: float) -> int:
 
 def _side_values(runs: Sequence[PairRun], side: str) -> dict[str, list[float]]:
     """One side's values over all process pairs: ``"median"`` its samples (time per call),
-    and every per-sample figure its sampler recorded."""
+    every per-sample figure its sampler recorded, and a CUDA benchmark's device time per
+    call from its profiled passes (``"gpu_time"``)."""
     out: dict[str, list[float]] = {"median": []}
     for run in runs:
         out["median"].extend(run.head if side == "head" else run.base)
+        if run.device is not None:
+            out.setdefault("gpu_time", []).extend(run.device[0 if side == "head" else 1])
         for key, values in (run.head_metrics if side == "head" else run.base_metrics).items():
             if key not in _cpuwait.KEYS:  # the judge's, not a figure of the benchmark
                 out.setdefault(key, []).extend(values)
@@ -247,6 +264,8 @@ class PairedRun:
     runs: list[PairRun]
     warm: Warm
     memory: dict[str, Any]
+    #: The head's work profile (this process's profiled pass; None: not profiled).
+    work: WorkProfile | None = None
 
     @property
     def head(self) -> list[float]:
@@ -281,7 +300,10 @@ class PairedRun:
                         for side in ("head", "base")
                         for share in (run.wait_share(side),)
                     },
-                    "summary": {m: run.summary(m).to_json() for m in run.quads},
+                    "summary": {
+                        m: run.summary(m).to_json()
+                        for m in (*run.quads, *(PROFILED if run.device else ()))
+                    },
                 }
                 for run in self.runs
             ]
@@ -294,28 +316,59 @@ def run_paired(
     judge: Judge,
     origin: Origin,
     warm_per_call_s: float | None = None,
+    head_work: WorkProfile | None = None,
 ) -> PairedRun | BaseCall:
     """``call`` interleaved with the same call of the base commit, over as many process
     pairs as the judge's plan asks for: first this process (the head, its model prepared
     here) with the controller's base worker, then pairs of worker processes. Returns the
     base side's answer instead when it is not ready (no such test or call, or its test
     failed first). ``warm_per_call_s``: the head has just been measured (settling after a
-    stored pass, at this many seconds per call): only its block size is calibrated again.
-    Raises :class:`ABError` when the base worker crashes; a worker pair that fails ends the
-    replication there, and says why."""
+    stored pass, at this many seconds per call): only its block size is calibrated again;
+    ``head_work``: its profiled pass then, reused. Raises :class:`ABError` when the base
+    worker crashes; a worker pair that fails ends the replication there, and says why. On
+    any error the base worker's call is ended, never left waiting mid-call."""
     asked = time.perf_counter()
     fresh = controller.base.launch()
     ready = _both_ready(call, controller, warm_per_call_s)
     if isinstance(ready, BaseCall):
         return ready
-    ready_s = time.perf_counter() - asked
+    try:
+        return _paired(
+            call, controller, judge, origin, ready, time.perf_counter() - asked, fresh, head_work
+        )
+    except BaseException:
+        # The head's model raised, or Ctrl-C: the base worker is inside the same call,
+        # waiting for blocks. End its test so that the next benchmark finds it idle.
+        with contextlib.suppress(Exception):
+            controller.end_test(call.nodeid)
+        raise
+
+
+def _paired(
+    call: BenchCall,
+    controller: ABController,
+    judge: Judge,
+    origin: Origin,
+    ready: tuple[Warm, BaseCall],
+    ready_s: float,
+    fresh: bool,
+    head_work: WorkProfile | None,
+) -> PairedRun:
+    """:func:`run_paired` once both sides are ready."""
     warm, base = ready
     opts = call.opts
     env_diff = environment.diff(call.prepared.env, base.env)
+    gpu_at = gpu_index(call.prepared)
+    # What one call does on each side, profiled outside any block (both sides warm).
+    if head_work is None and opts.profile != "off":
+        head_work = call.profile(warm.per_call_s)
+    base_work = controller.base.profile(opts.profile, warm.per_call_s)
+    device = _device_times(gpu_at, head_work, base_work)
     metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
+    if device is not None:
+        metrics = (*metrics, "gpu_time")
     plan = judge.plan(opts, metrics)
     local = LocalSide(call.prepared.sampler, opts.disable_gc)
-    gpu_at = gpu_index(call.prepared)
     cpu = pinned_cpu(call.prepared.env, gpu_at, controller.pin_cpu)
     per_sample = warm.per_call_s * warm.block
     watch = _watcher(gpu_at, controller, judge.policy.gpu_throttle)
@@ -324,7 +377,7 @@ def run_paired(
     runs = [
         interleave(controller.base, local, warm.block, per_sample, plan, watch=watch(), cpu=cpu)
     ]
-    runs[0].ready_s, runs[0].started = ready_s, fresh
+    runs[0].ready_s, runs[0].started, runs[0].device = ready_s, fresh, device
     memory = _memory.after_timed()
     controller.base.finish_call()
     summaries: dict[str, list[_pool.PairSummary]] = {m: [] for m in metrics}
@@ -337,7 +390,7 @@ def run_paired(
             break
         k = len(runs)
         try:
-            run = _worker_pair(controller, k, call, warm.block, per_sample, plan, watch(), cpu)
+            run = _worker_pair(controller, k, call, warm, per_sample, plan, watch(), cpu)
         except ABError as exc:
             stopped_early = f"process pair {k + 1} could not measure: {exc}"
             break
@@ -361,32 +414,63 @@ def run_paired(
         c = judge.interleaved(look, head, base_values, opts, origin, details, env_diff)
     if gpu is not None:
         c = judge.gpu_checked(c, gpu)
-    return PairedRun(c, runs, warm, memory)
+    c = _work.attach(c, head_work, base_work)
+    c = host_bound_noted(c, _share(head))
+    return PairedRun(c, runs, warm, memory, head_work)
+
+
+def _device_times(
+    gpu_at: int | None, head: WorkProfile | None, base: WorkProfile | None
+) -> tuple[list[float], list[float]] | None:
+    """Both sides' device time per call, where the benchmark runs on a GPU and both
+    profiled passes saw its kernels (None: the device time is not judged)."""
+    if gpu_at is None or head is None or base is None or not head.gpu_time or not base.gpu_time:
+        return None
+    return list(head.gpu_time), list(base.gpu_time)
+
+
+def _share(head: Mapping[str, Sequence[float]]) -> float | None:
+    """The head's device busy time over its latency (None: no device time)."""
+    device, latency = head.get("gpu_time"), head.get("median")
+    if not device or not latency:
+        return None
+    return median(device) / median(latency)
 
 
 def _worker_pair(
     controller: ABController,
     k: int,
     call: BenchCall,
-    calls: int,
+    warm: Warm,
     per_sample_s: float,
     plan: PairedPlan,
     watch: _gpu.BlockWatch | None,
     cpu: int | None,
 ) -> PairRun:
     """Process pair ``k + 1``, of worker processes: both sides brought to the call (timed
-    apart, as the pair's cost besides its quads), then interleaved as :func:`interleave`."""
+    apart, as the pair's cost besides its quads), profiled when the device time is judged,
+    then interleaved as :func:`interleave`."""
     pair = controller.process_pair(k)
     asked = time.perf_counter()
     started = pair.begin(call.nodeid, call.name)
     ready_s = time.perf_counter() - asked
+    device = None
     try:
+        if any(m in PROFILED for m in plan.metrics):
+            mode = call.opts.profile
+            device = _device_times(
+                0,
+                pair.head.profile(mode, warm.per_call_s),
+                pair.base.profile(mode, warm.per_call_s),
+            )
+            if device is None:
+                raise ABError(f"process pair {k + 1} did not measure the device time")
         run = interleave(
-            pair.base, pair.head, calls, per_sample_s, plan, pair.head.label, watch, cpu
+            pair.base, pair.head, warm.block, per_sample_s, plan, pair.head.label, watch, cpu
         )
     finally:
         pair.finish()
-    run.ready_s, run.started = ready_s, started
+    run.ready_s, run.started, run.device = ready_s, started, device
     return run
 
 
@@ -434,9 +518,10 @@ def _watcher(
 
 
 def _add_summaries(summaries: dict[str, list[_pool.PairSummary]], run: PairRun) -> None:
-    """A process pair's summary per metric, unless all its quads were set aside."""
+    """A process pair's summary per metric, unless it did not measure it (all its quads
+    set aside)."""
     for m, values in summaries.items():
-        if run.quads[m]:
+        if run.judged(m):
             values.append(run.summary(m))
 
 

@@ -12,7 +12,11 @@ worker answers with ``ev``s:
   when it is not None) -> ``samples`` (``values``, seconds per call, and
   ``metrics``, what the sampler recorded per sample besides: a generation's TTFT, TPOT...);
   ``finish`` -> ``result``; ``skip`` (return unmeasured: the controller wants a later call
-  of the same test); ``end`` (let the test finish, measuring nothing more);
+  of the same test); ``end`` (let the test finish, measuring nothing more); ``profile``
+  (the profiled pass of the warm call, in ``mode``: counts or full) -> ``profiled``
+  (``work``: the :class:`~pytest_infperf.core.results.WorkProfile` as JSON, or None), asked
+  only of a worker whose ``collected`` listed ``"profile"`` in its ``features`` (a base
+  checkout's older worker does not know it);
 - ``quit`` ends the worker; ``error`` reports a crash of the worker itself.
 """
 
@@ -45,6 +49,7 @@ FINISH = "finish"
 SKIP = "skip"
 END = "end"
 QUIT = "quit"
+PROFILE = "profile"
 
 # worker -> controller
 COLLECTED = "collected"
@@ -53,6 +58,10 @@ SAMPLES = "samples"
 RESULT = "result"
 DONE = "done"
 ERROR = "error"
+PROFILED = "profiled"
+
+#: What this worker serves beyond the first protocol (``collected``'s ``features``).
+FEATURES = ("profile",)
 
 
 class Ready(TypedDict):

@@ -31,7 +31,7 @@ import pytest
 
 from ..core import cmdline
 from ..core.keys import mode_key
-from ..measure import heap
+from ..measure import heap, profile
 from ..measure.call import BenchCall, from_warm
 from ..measure.timing import take_block
 from . import protocol
@@ -94,7 +94,12 @@ class ABWorkerPlugin:
         for item in session.items:
             if "infer_bench" in getattr(item, "fixturenames", ()):
                 self.items[item.nodeid] = item
-        self.send(ev=protocol.COLLECTED, nodeids=sorted(self.items), dropped=self.dropped)
+        self.send(
+            ev=protocol.COLLECTED,
+            nodeids=sorted(self.items),
+            dropped=self.dropped,
+            features=list(protocol.FEATURES),
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -166,6 +171,13 @@ class ABWorkerPlugin:
                 )
                 samples.extend(values)
                 self.send(ev=protocol.SAMPLES, values=values, metrics=metrics)
+            elif op == protocol.PROFILE:
+                # Outside the blocks: what one call does (the controller compares both
+                # sides' records, and judges a GPU's device time from them).
+                mode = str(message.get("mode") or call.opts.profile)
+                per_call = float(message.get("per_call_s") or warm.per_call_s)
+                work = profile.run(prepared, mode, per_call)
+                self.send(ev=protocol.PROFILED, work=None if work is None else work.to_json())
             elif op == protocol.FINISH:
                 result = call.result(from_warm(samples, warm))
                 self.send(ev=protocol.RESULT, median=result.median, n=len(samples))

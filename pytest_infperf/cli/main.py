@@ -136,14 +136,14 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ..report.text import generation_lines, summary_lines
+    from ..report.text import generation_lines, profile_lines, summary_lines
 
     doc = _load(args.commit, args)
     commit = doc.get("commit") or {}
     print(f"commit {commit.get('sha')}  environment {doc['environment'].get('key')}")
     _say_summary(doc, "")
     results = _results(doc)
-    for line in summary_lines(results) + generation_lines(results):
+    for line in summary_lines(results) + generation_lines(results) + profile_lines(results):
         print(line)
     return 0
 
@@ -163,10 +163,12 @@ def _compare(args: argparse.Namespace) -> int:
     from ..core.names import CompareMode
     from ..core.options import BenchOptions
     from ..core.results import Origin, Verdict
+    from ..judge import work
+    from ..judge.device import work_of
     from ..judge.judge import Judge, Policy
     from ..measure import environment
     from ..report.markdown import render
-    from ..report.text import generation_lines, summary_lines
+    from ..report.text import generation_lines, summary_lines, work_lines
     from ..session.gate import Gate
 
     base, head = _load(args.a, args), _load(args.b, args)
@@ -184,25 +186,29 @@ def _compare(args: argparse.Namespace) -> int:
     # guard: both documents were measured elsewhere, their probes say nothing about now.
     judge = Judge(Policy(drift_guard="off"))
     gate = Gate(judge.policy)
+    failed: dict[str, list[str]] = {}
     for r in results:
         entry = base_entries.get(r.key)
-        r.comparison = judge.stored(r, entry, opts, origin, env_diff)
-        gate.apply(r)
-    for line in summary_lines(results) + generation_lines(results):
+        c = judge.stored(r, entry, opts, origin, env_diff)
+        r.comparison = work.attach(c, r.work, None if entry is None else work_of(entry))
+        if failures := gate.apply(r):
+            failed[r.key] = failures
+    for line in summary_lines(results) + generation_lines(results) + work_lines(results):
         print(line)
     if env_diff:
         print("environments differ: " + ", ".join(sorted(env_diff)))
     if args.markdown:
         source = {"ref": args.a, "origin": "file", "path": args.a}
         Path(args.markdown).write_text(render(results, source=source))
+    for failures in failed.values():
+        print("\n".join(failures))
     regressions = [r for r in results if r.verdict is Verdict.REGRESSION]
-    for r in regressions:
-        assert r.comparison is not None
-        print(r.comparison.message)
     if regressions:
         print(f"{len(regressions)} regression(s): " + ", ".join(r.key for r in regressions))
-        return 1
-    return 0
+    more = sorted(set(failed) - {r.key for r in regressions})
+    if more:
+        print(f"{len(more)} failed on their work (max_work_increase): " + ", ".join(more))
+    return 1 if failed else 0
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -29,6 +29,9 @@ class Metric(Named):
     #: Generation benchmarks only: time to first token, time per output token.
     TTFT = "ttft"
     TPOT = "tpot"
+    #: CUDA benchmarks: the device's busy time per call (kernels and copies), from the
+    #: profiled pass (:mod:`~pytest_infperf.measure.profile`), judged beside the latency.
+    GPU_TIME = "gpu_time"
 
 
 class CompareMode(Named):

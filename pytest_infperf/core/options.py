@@ -237,6 +237,14 @@ class BenchOptions:
         "items per call for throughput (default: first dimension of the first array input)",
     )
     disable_gc: bool = _option(True, _bool, "switch the garbage collector off while timing")
+    profile: str = _option(
+        "counts",
+        _choice("off", "counts", "full"),
+        "after timing, count what one call does in a short profiled pass: off; counts "
+        "(FLOPs, operator calls, bytes allocated; CUDA kernels and the device's busy time); "
+        "full (also time per operator and kernel, and ONNX Runtime's per-node profile)",
+        flag="MODE",
+    )
     check_nan: bool = _option(True, _bool, "fail when the model's output contains NaN")
     # --- comparison ----------------------------------------------------------------------
     threshold: float = _option(
@@ -258,6 +266,14 @@ class BenchOptions:
         _int(0),
         "re-measure a benchmark judged regression or inconclusive this many times",
         flag="N",
+    )
+    max_work_increase: float | None = _option(
+        None,
+        _optional(_float(0.0)),
+        "fail a benchmark whose call does more work than its baseline's by more than this "
+        "fraction (FLOPs, else operator calls or graph nodes, else kernels), whatever its "
+        "time verdict; counts that vary from call to call never fail it",
+        flag="F",
     )
     max_median_ms: float | None = _option(
         None,

@@ -100,8 +100,114 @@ class Origin:
 #: Comparison fields that hold another (earlier) pass.
 NESTED = ("first_pass", "stored_pass")
 
-#: How people read the generation metrics (judged: ``options.GENERATION_METRICS``).
-METRIC_LABELS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "E2E"}
+#: How people read the generation metrics (judged: ``options.GENERATION_METRICS``) and
+#: the device's time.
+METRIC_LABELS = {
+    "ttft": "TTFT",
+    "tpot": "TPOT",
+    "itl": "ITL",
+    "e2e": "E2E",
+    "gpu_time": "device time",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkProfile:
+    """What one call of a benchmark does, counted in a profiled pass after its timed samples
+    (:mod:`~pytest_infperf.measure.profile`): per call, exactly where the count is exact.
+    Stored with the result (``work`` in the JSON) and compared by the judge
+    (:class:`WorkDiff`). Dicts keep the most frequent names only (``ops_truncated``)."""
+
+    #: ``counts`` or ``full`` (``--perf-profile``); what counted it (``torch.profiler``,
+    #: ``onnx graph``...).
+    mode: str = "counts"
+    source: str = ""
+    #: How many calls were profiled (counts are per call, averaged over them).
+    calls: int = 0
+    #: Floating-point operations per call (``torch.utils.flop_counter``), and by operator.
+    flops: float | None = None
+    flops_by_op: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Operator calls per call in all (torch: aten operators, nested ones included; ONNX
+    #: Runtime: the graph's nodes) and by name, the most frequent first.
+    op_calls: float | None = None
+    ops: dict[str, float] = dataclasses.field(default_factory=dict)
+    ops_truncated: bool = False
+    #: Bytes the allocators handed out per call (torch's CPU and CUDA allocators).
+    alloc_bytes: float | None = None
+    #: CUDA: kernel launches per call, by kernel name (the most frequent), and the
+    #: device's busy time of each profiled call (kernels, copies and memsets; seconds).
+    kernels: float | None = None
+    kernel_counts: dict[str, float] = dataclasses.field(default_factory=dict)
+    gpu_time: list[float] = dataclasses.field(default_factory=list)
+    #: ``full`` only: self time per call by operator (CPU) and by kernel (CUDA), seconds.
+    op_time: dict[str, float] | None = None
+    kernel_time: dict[str, float] | None = None
+    #: The figures that differed between the profiled calls (data-dependent control flow,
+    #: dynamic shapes): reported as varying, never judged.
+    varying: list[str] = dataclasses.field(default_factory=list)
+    #: Seconds the pass took (not part of any sample), and what it could not count.
+    cost_s: float = 0.0
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> WorkProfile | None:
+        if not isinstance(data, Mapping):
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+#: One figure of a work diff: (baseline, now).
+Pair = tuple[float | None, float | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkDiff:
+    """The work per call of the two sides of a comparison, side by side: made by the judge
+    (:mod:`~pytest_infperf.judge.work`), shown by every report. Figures are
+    ``(baseline, now)``; ``ops``/``kernel_changes`` list only the names whose count
+    changed, the largest change first."""
+
+    flops: Pair = (None, None)
+    op_calls: Pair = (None, None)
+    kernels: Pair = (None, None)
+    alloc_bytes: Pair = (None, None)
+    #: Medians of the two sides' device busy time per call (CUDA).
+    gpu_time: Pair = (None, None)
+    ops: list[tuple[str, float | None, float | None]] = dataclasses.field(default_factory=list)
+    kernel_changes: list[tuple[str, float | None, float | None]] = dataclasses.field(
+        default_factory=list
+    )
+    #: ``full`` on both sides: the operators (and kernels) whose time per call moved most,
+    #: (name, seconds now minus baseline).
+    time_movers: list[tuple[str, float]] = dataclasses.field(default_factory=list)
+    #: What differed from call to call on either side (never judged).
+    varying: list[str] = dataclasses.field(default_factory=list)
+    #: The headline: the relative change of ``measure`` (FLOPs where both sides counted
+    #: them, else operator calls, else kernels), now / baseline - 1; None when varying.
+    change: float | None = None
+    measure: str | None = None
+    #: Every count the two sides share is equal.
+    same: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> WorkDiff | None:
+        if not isinstance(data, Mapping):
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {k: v for k, v in data.items() if k in names}
+        for key in ("flops", "op_calls", "kernels", "alloc_bytes", "gpu_time"):
+            if isinstance(values.get(key), list):
+                values[key] = tuple(values[key])
+        for key in ("ops", "kernel_changes", "time_movers"):
+            values[key] = [tuple(row) for row in values.get(key) or []]
+        return cls(**values)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,9 +272,12 @@ class Comparison:
     gpu_blocks: dict[str, Any] | None = None
     #: The failure message, when the verdict fails the test.
     message: str | None = None
-    #: A generation benchmark: the verdict of each judged metric ("ttft", "tpot"); the
-    #: fields above are those of the part that decided (the worst verdict).
+    #: A generation benchmark: the verdict of each judged metric ("ttft", "tpot"); a CUDA
+    #: benchmark: its latency ("median") and device time ("gpu_time"). The fields above are
+    #: those of the part that decided (the worst verdict).
     parts: dict[str, Comparison] | None = None
+    #: The work per call of both sides (the profiled passes'), when both have a profile.
+    work: WorkDiff | None = None
 
     @property
     def bound_level(self) -> float | None:
@@ -194,6 +303,7 @@ class Comparison:
             data[nested] = None if inner is None else inner.to_json()
         if self.parts is not None:
             data["parts"] = {k: v.to_json() for k, v in self.parts.items()}
+        data["work"] = None if self.work is None else self.work.to_json()
         return data
 
     @classmethod
@@ -214,6 +324,7 @@ class Comparison:
                 values[nested] = cls.from_json(values[nested])
         if values.get("parts") is not None:
             values["parts"] = {k: cls.from_json(v) for k, v in values["parts"].items()}
+        values["work"] = WorkDiff.from_json(values.get("work"))
         return cls(**values)
 
 
@@ -248,6 +359,8 @@ class BenchmarkResult:
     #: (``ttft``, ``tpot``, ``itl``, ``e2e``, ``tokens_per_s``) and the fixed figures
     #: (``prompt_tokens``, ``new_tokens``, ``batch_size``, ``timing_method``). None otherwise.
     generation: dict[str, Any] | None = None
+    #: What one call does, from the profiled pass after timing (None: not profiled).
+    work: WorkProfile | None = None
 
     @property
     def key(self) -> str:
@@ -277,6 +390,7 @@ class BenchmarkResult:
         values = {k: v for k, v in data.items() if k in names}
         if values.get("comparison") is not None:
             values["comparison"] = Comparison.from_json(values["comparison"])
+        values["work"] = WorkProfile.from_json(values.get("work"))
         return cls(**values)
 
 

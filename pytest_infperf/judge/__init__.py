@@ -2,7 +2,9 @@
 
 ``judge`` (the ``Judge``: a stored comparison, a re-measure, an interleaved verdict from
 the plan's last look), ``plan`` (the interleaved protocol: quads, process pairs, every
-alpha split and stopping rule) and ``accept`` (``Perf-Accept:`` trailers). It returns
+alpha split and stopping rule), ``device`` (a GPU benchmark's device time judged apart from
+its host's, throttled and shared GPUs), ``work`` (the work diff of two profiled passes) and
+``accept`` (``Perf-Accept:`` trailers). It returns
 typed records; what a verdict means for a test (fail, warn, accept) is the session's gate,
 and the words a reviewer reads are the report's.
 """

@@ -29,13 +29,20 @@ from ..core.results import (
     memory_figure,
 )
 from ..measure import environment
-from ..measure.backends import runs_on_gpu
 from ..measure.drift import speed_factors
 from ..stats import pooled as _pool
 from ..stats import ranks as _cmp
 from ..store.compact import summary_note
 from .accept import AcceptRule
-from .plan import GPU_SHARE_LIMIT, Look, PairedPlan, _holm_rejected
+from .device import (
+    device_share,
+    gpu_stored,
+    gpu_withholds,
+    host_bound_noted,
+    reference_kind,
+    work_of,
+)
+from .plan import Look, PairedPlan, _holm_rejected
 
 #: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
 #: it ("warn"), or take no probes ("off").
@@ -69,6 +76,9 @@ class Observation:
     env: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: Machine-speed probes taken while sampling (the drift guard), or None.
     reference: Mapping[str, Any] | None = None
+    #: A CUDA benchmark's device busy time over its latency (None: not measured): below
+    #: ``HOST_BOUND_SHARE`` its latency is the host's, and the host's speed guards it.
+    device_share: float | None = None
 
     @classmethod
     def of(cls, source: BenchmarkResult | Mapping[str, Any]) -> Observation:
@@ -87,10 +97,22 @@ class Observation:
 
     @classmethod
     def part(cls, source: BenchmarkResult | Mapping[str, Any], metric: str) -> Observation | None:
-        """One metric of a generation benchmark (``ttft``, ``tpot``): its samples, with the
-        rest of the benchmark's facts; None when ``source`` has no such figures."""
-        gen = source.generation if isinstance(source, BenchmarkResult) else source.get("generation")
-        samples = ((gen or {}).get(metric) or {}).get("samples")
+        """One judged part of a benchmark: a generation's ``ttft`` or ``tpot``, a CUDA
+        benchmark's ``gpu_time`` (the profiled pass's device time of each call) or its
+        latency (``median``): its samples, with the rest of the benchmark's facts; None
+        when ``source`` has no such figures."""
+        if metric == "median":
+            return cls.of(source)
+        if metric == "gpu_time":
+            work = work_of(source)
+            samples = list(work.gpu_time) if work is not None else []
+        else:
+            gen = (
+                source.generation
+                if isinstance(source, BenchmarkResult)
+                else source.get("generation")
+            )
+            samples = list(((gen or {}).get(metric) or {}).get("samples") or [])
         if not samples:
             return None
         return dataclasses.replace(cls.of(source), samples=samples)
@@ -104,7 +126,7 @@ class Observation:
         if metric == "throughput":
             median = statistics.median(self.samples)
             return (self.batch_size or 1) / median if median > 0 else None
-        q = {"median": 50, "p90": 90, "p99": 99, "ttft": 50, "tpot": 50}[metric]
+        q = {"median": 50, "p90": 90, "p99": 99, "ttft": 50, "tpot": 50, "gpu_time": 50}[metric]
         if q == 50:
             return float(statistics.median(self.samples))
         return float(statistics.quantiles(self.samples, n=100, method="inclusive")[q - 1])
@@ -112,7 +134,7 @@ class Observation:
 
 def _estimate(current: Observation, base: Observation, opts: BenchOptions) -> _cmp.Estimate:
     metric, d, alpha = opts.metric, opts.threshold, opts.alpha
-    if metric in ("median", *GENERATION_METRICS):
+    if metric in ("median", "gpu_time", *GENERATION_METRICS):
         return _cmp.compare_latency(current.samples, base.samples, d, alpha)
     if metric in ("p90", "p99"):
         return _cmp.compare_tail(current.samples, base.samples, metric, d, alpha)
@@ -175,9 +197,9 @@ class Judge:
         estimate = _estimate(current, baseline, opts)
         c = _from_estimate(base, estimate, current.figure(metric), baseline.figure(metric))
         c = dataclasses.replace(c, decided_by=CompareMode.STORED, detectable=_detectable_stored(c))
-        # The probes measure the CPU: they guard CPU benchmarks, not GPU ones.
-        if self.policy.drift_guard == "adjust" and not runs_on_gpu(current.env):
-            c = _drift_guarded(c, current, baseline, self.policy.drift_limit)
+        if self.policy.drift_guard == "adjust":
+            kind = reference_kind(metric, current)
+            c = _drift_guarded(c, current, baseline, self.policy.drift_limit, kind)
         return c
 
     def stored(
@@ -196,7 +218,7 @@ class Judge:
         ``fresh`` / ``fresh_metrics``: new samples of the same benchmark (a re-measurement)
         instead of the result's own."""
         c = self._stored(result, entry, opts, origin, env_diff, fresh, fresh_metrics)
-        c = _gpu_stored(c, result.extra, (entry or {}).get("extra"), self.policy.gpu_throttle)
+        c = gpu_stored(c, result.extra, (entry or {}).get("extra"), self.policy.gpu_throttle)
         summary = None if entry is None else summary_note(dict(entry))
         if summary is None:
             return c
@@ -221,7 +243,12 @@ class Judge:
         if result.generation is None:
             if opts.metric in GENERATION_METRICS:  # a file compare's --metric: no tokens
                 opts = opts.replace(metric="median")
-            return self.against(current, entry, opts, origin, env_diff)
+            current = dataclasses.replace(current, device_share=device_share(result))
+            device = _device_parts(result, current, entry, opts)
+            if device is None:
+                return self.against(current, entry, opts, origin, env_diff)
+            c = self.against_each(device, entry, opts, origin, env_diff)
+            return host_bound_noted(c, current.device_share)
         parts: dict[str, Observation] = {}
         for metric in generation_metrics(opts):
             if fresh_metrics is not None:
@@ -256,8 +283,8 @@ class Judge:
                     verdict=Verdict.NO_BASELINE,
                     reason=Reason.NOT_IN_BASELINE,
                     current=observation.figure(metric),
-                    note=f"the baseline's entry has no {METRIC_LABELS[metric]} (not a generation "
-                    "benchmark there)",
+                    note=f"the baseline's entry has no {METRIC_LABELS.get(metric, metric)} "
+                    "(not a generation benchmark there)",
                 )
                 continue
             entry_part = (
@@ -267,9 +294,10 @@ class Judge:
         return self.combined(_holm_parts(parts, opts.alpha), opts)
 
     def combined(self, parts: Mapping[str, Comparison], opts: BenchOptions) -> Comparison:
-        """One verdict from the verdicts of a generation benchmark's metrics: the worst one
-        decides (a regression of either fails the test) and its figures head the record;
-        every part is kept in ``parts``."""
+        """One verdict from the verdicts of a benchmark's judged parts (a generation's TTFT
+        and TPOT; a CUDA benchmark's latency and device time): the worst one decides (a
+        regression of either fails the test) and its figures head the record; every part
+        is kept in ``parts``."""
         worst = min(parts.values(), key=lambda c: (_RANK[c.verdict], -(c.ratio or 0.0)))
         return dataclasses.replace(worst, alpha=opts.alpha, parts=dict(parts))
 
@@ -368,11 +396,13 @@ class Judge:
 
 
 def _drift_guarded(
-    c: Comparison, current: Observation, base: Observation, limit: float
+    c: Comparison, current: Observation, base: Observation, limit: float, kind: str = "cpu"
 ) -> Comparison:
     """Raise the bar by how much slower or faster the machine itself ran than during
-    the baseline's measurement; beyond the drift limit, withhold a decided verdict."""
-    factors = speed_factors(current.reference, base.reference)
+    the baseline's measurement; beyond the drift limit, withhold a decided verdict.
+    ``kind``: which reference says how the machine moved: the CPU's probes, or the GPU's
+    fixed kernel (:func:`reference_kind`)."""
+    factors = speed_factors(current.reference, base.reference, kind)
     if factors is None or c.metric == "memory" or c.ci_low is None or c.ci_high is None:
         return c
     slower, faster = factors
@@ -474,6 +504,26 @@ def _interleaved_part(
     )
 
 
+def _device_parts(
+    result: BenchmarkResult,
+    current: Observation,
+    entry: Mapping[str, Any] | None,
+    opts: BenchOptions,
+) -> dict[str, Observation] | None:
+    """A CUDA benchmark's judged parts when both sides have device time: its latency and
+    its device time (``metric="gpu_time"``: the device time alone). None: judge the
+    metric alone (no device time on a side, or another metric asked for)."""
+    if opts.metric not in ("median", "gpu_time") or entry is None:
+        return None
+    now = Observation.part(result, "gpu_time")
+    if now is None or Observation.part(entry, "gpu_time") is None:
+        return None
+    now = dataclasses.replace(now, device_share=current.device_share)
+    if opts.metric == "gpu_time":
+        return {"gpu_time": now}
+    return {"median": current, "gpu_time": now}
+
+
 def no_clean_blocks(opts: BenchOptions, origin: Origin, details: Mapping[str, Any]) -> Comparison:
     """An interleaved run on a GPU whose every quad was set aside."""
     return dataclasses.replace(
@@ -485,76 +535,6 @@ def no_clean_blocks(opts: BenchOptions, origin: Origin, details: Mapping[str, An
         note="every quad of the interleaved run had a block that ran throttled or beside "
         "another process on the GPU",
         details=dict(details),
-    )
-
-
-def gpu_withholds(blocks: Mapping[str, Any], policy: str) -> str | None:
-    """Why an interleaved GPU verdict is withheld (None: it stands). ``exclude``: flagged
-    blocks were set aside, which is fair until more than ``GPU_SHARE_LIMIT`` of a side's
-    blocks were flagged (then what is left is not the GPU's usual state); ``fail``: any
-    flagged block; ``keep``: never."""
-    total = dict(blocks.get("blocks") or {})
-    flagged = dict(blocks.get("flagged") or {})
-    if policy == "keep" or not any(flagged.values()):
-        return None
-    reasons = ", ".join(f"{k} x{v}" for k, v in sorted((blocks.get("reasons") or {}).items()))
-    others = blocks.get("other_processes") or []
-    seen = f"({reasons}" + (f"; other PIDs {', '.join(map(str, others[:5]))}" if others else "")
-    seen += ")"
-    if policy == "fail":
-        n = sum(flagged.values())
-        return (
-            f"{n} of {sum(total.values())} GPU blocks ran throttled or beside another "
-            f"process {seen}, and --perf-gpu-throttle=fail fails the test: fix the runner "
-            "(cooling, power limit, locked clocks, the GPU to this job alone)"
-        )
-    side, share = max(
-        ((s, flagged.get(s, 0) / n) for s, n in total.items() if n), key=lambda x: x[1]
-    )
-    if share <= GPU_SHARE_LIMIT:
-        return None
-    return (
-        f"{share:.0%} of the {side} side's GPU blocks ran throttled or beside another "
-        f"process {seen}, more than the {GPU_SHARE_LIMIT:.0%} that may be set aside: the "
-        "rest is not the GPU's usual state. Rerun on a GPU that is cool, at its clocks and "
-        "not shared (or --perf-gpu-throttle=keep to judge them anyway)"
-    )
-
-
-def _region_flags(extra: Mapping[str, Any] | None) -> list[str]:
-    """What the stored pass's NVML readings saw across a timed region (``gpu_region``)."""
-    region = (extra or {}).get("gpu_region") or {}
-    flags = list(region.get("throttle_reasons") or [])
-    return flags + (["other_process"] if region.get("other_processes") else [])
-
-
-def _gpu_stored(
-    c: Comparison,
-    current: Mapping[str, Any] | None,
-    baseline: Mapping[str, Any] | None,
-    policy: str,
-) -> Comparison:
-    """A stored verdict of a GPU benchmark whose run (or baseline's run) was throttled or
-    shared: not a verdict on the code. A decided one is withheld (settling then interleaves
-    both sides with the flagged blocks set aside); with ``fail``, any is."""
-    decided = c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-    if policy == "keep" or not (decided or policy == "fail"):
-        return c
-    sides = [
-        f"{name} ({', '.join(flags)})"
-        for name, flags in (
-            ("this run", _region_flags(current)),
-            ("the baseline's run", _region_flags(baseline)),
-        )
-        if flags
-    ]
-    if not sides:
-        return c
-    note = f"{c.verdict} withheld: the GPU ran throttled or shared during {' and '.join(sides)}" + (
-        " (--perf-gpu-throttle=fail fails the test)" if policy == "fail" else ""
-    )
-    return dataclasses.replace(
-        c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=note
     )
 
 

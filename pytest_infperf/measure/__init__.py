@@ -2,6 +2,7 @@
 
 ``call`` (one ``infer_bench(...)`` call, prepared, and the ``Mode`` protocol a session
 measures it with), ``timing`` (first call, warmup, block calibration, adaptive sampling),
+``profile`` (the profiled pass after timing: FLOPs, operators, kernels, device time),
 ``backends/`` (torch, ONNX Runtime, generation, plain callables), ``memory`` (host peak
 RSS), ``drift`` (the reference workload), ``gpu`` (NVML state) and ``environment`` (the
 fingerprint a measurement ran on). Imports the core and the statistics only; the A/B

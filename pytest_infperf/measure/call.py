@@ -16,6 +16,7 @@ import dataclasses
 import math
 import os
 import statistics
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -24,10 +25,12 @@ from filelock import FileLock, Timeout
 from ..core import options as _options
 from ..core.fsutil import lock_dir
 from ..core.options import BenchOptions
-from ..core.results import BenchmarkResult
+from ..core.results import BenchmarkResult, WorkProfile
 from ..stats.descriptive import summarize, throughput
 from . import gpu
+from . import profile as _profile
 from .backends import Prepared, find_nan, runs_on_gpu
+from .drift import GPU_KEY, gpu_probe
 from .timing import Measurement, Warm, measure, recalibrate, warm_up
 
 #: How long a measurement waits for another one to finish timing on the same device.
@@ -97,6 +100,23 @@ class BenchCall:
 
     def fail(self, message: str) -> None:
         self.failures.append(message)
+
+    def profile(self, per_call_s: float) -> WorkProfile | None:
+        """The profiled pass (``opts.profile``) of this warm model: what one call does
+        (:mod:`~pytest_infperf.measure.profile`). Run after the timed samples, never
+        inside them."""
+        return _profile.run(self.prepared, self.opts.profile, per_call_s)
+
+    def gpu_reference(self) -> dict[str, float]:
+        """The drift guard's GPU reference, taken on this benchmark's GPU after its samples
+        (``{GPU_KEY: seconds}``; empty off a GPU or where it cannot be read)."""
+        if not runs_on_gpu(self.prepared.env) or "torch" not in sys.modules:
+            return {}
+        device = str(self.prepared.info.get("device") or "")
+        if not device.startswith("cuda"):  # ONNX Runtime's CUDA provider names its device_id
+            device = f"cuda:{int(self.prepared.info.get('device_id') or 0)}"
+        value = gpu_probe(device)
+        return {} if value is None else {GPU_KEY: value}
 
     def result(self, m: Measurement) -> BenchmarkResult:
         """The result of a measurement: statistics, throughput, memory, warnings."""

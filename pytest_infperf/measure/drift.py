@@ -50,6 +50,8 @@ def measure_reference(repeats: int = REPEATS) -> dict[str, float]:
 
 
 _PROBE_STATE: dict[str, Any] = {}
+#: The reference entry of the GPU's fixed kernel (seconds of device time per launch).
+GPU_KEY = "gpu_kernel_s"
 
 
 def probe(repeats: int = 5) -> tuple[float, float]:
@@ -96,7 +98,7 @@ def summarize_probes(
 
 
 def speed_factors(
-    current: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None
+    current: Mapping[str, Any] | None, baseline: Mapping[str, Any] | None, kind: str = "cpu"
 ) -> tuple[float, float] | None:
     """(slower, faster): how much slower (>= 1) and how much faster (>= 1) the machine ran
     during this measurement than during the baseline's, by the median of its indicators
@@ -104,9 +106,19 @@ def speed_factors(
 
     Not the largest-moving one: each is a noisy ratio of two short timings, and the max of
     three of them, with no real drift, widened about a fifth of comparisons by more than the
-    whole tolerance (issue 24). The median moves only when most indicators agree."""
+    whole tolerance (issue 24). The median moves only when most indicators agree.
+
+    ``kind="gpu"``: the GPU's own reference instead (:func:`gpu_probe`'s fixed kernel):
+    the CPU probes say nothing of a GPU's clocks, and the host's speed moved by tens of
+    percent between processes where the device's time moved by a fraction of one (issue
+    44). None where either side lacks it: no guard, rather than the CPU's."""
     if not current or not baseline:
         return None
+    if kind == "gpu":
+        now, then = current.get(GPU_KEY), baseline.get(GPU_KEY)
+        if not now or not then:
+            return None
+        return max(1.0, now / then), max(1.0, then / now)
     ratios = [
         current[k] / baseline[k]
         for k in ("python_s", "gemm_s")
@@ -137,3 +149,39 @@ def drift(
     limit = threshold / 2.0
     drifted = any(abs(r - 1.0) > limit for r in ratios.values())
     return {**ratios, "limit": limit, "drifted": drifted}
+
+
+def gpu_probe(device: Any, repeats: int = 11, launches: int = 8) -> float | None:
+    """The device time of a fixed kernel on a benchmark's GPU (an fp16 1024x1024 matmul,
+    timed with CUDA events over ``launches`` back-to-back launches, the median of
+    ``repeats``): seconds per launch, or None where torch or CUDA cannot say. The GPU's
+    own speed (clocks, thermal and power state, a tenant) moves it; the host's does not:
+    the launches are queued before the first one ends. Taken after a GPU benchmark's
+    timed samples, outside them."""
+    import sys  # noqa: PLC0415 (only where a GPU benchmark ran)
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        key = f"gpu:{device}"
+        if key not in _PROBE_STATE:
+            gen = torch.Generator(device=device).manual_seed(0)
+            a = torch.randn(1024, 1024, device=device, dtype=torch.float16, generator=gen)
+            _PROBE_STATE[key] = (a, a.t().contiguous())
+        a, b = _PROBE_STATE[key]
+        with torch.cuda.device(device):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            for _ in range(3):
+                a @ b
+            times = []
+            for _ in range(repeats):
+                start.record()
+                for _ in range(launches):
+                    a @ b
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) / 1e3 / launches)
+        return float(statistics.median(times))
+    except Exception:  # a reference must never fail a benchmark
+        return None

@@ -4,10 +4,11 @@ updated in place on every run (``infperf comment results.json``; see
 
 The body is the Markdown report, whose first line is the comment's title. It is posted
 when the report has something a reviewer should see (a regression, an accepted
-regression, an improvement, a benchmark left undecided, or a comparison that compared
-nothing) and otherwise updated to say that nothing changed. It always fits GitHub's
-65,536-character limit: the table collapses into ``<details>`` first, then loses its
-last rows (unchanged ones sort last), with a line saying where the full report is.
+regression, an improvement, a benchmark left undecided, one that does more work, or a
+comparison that compared nothing) and otherwise updated to say that nothing changed. It
+always fits GitHub's 65,536-character limit: the table collapses into ``<details>`` first,
+then loses its last rows (unchanged ones sort last), with a line saying where the full
+report is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..core.results import BenchmarkResult, Verdict
 from .markdown import render
+from .messages import more_work_warning
 
 MARKER = "<!-- pytest-infperf:comment -->"
 #: GitHub's limit on a comment body, in characters.
@@ -33,6 +35,8 @@ def notable(results: list[BenchmarkResult], doc: Mapping[str, Any]) -> bool:
         c = r.comparison
         if c is not None and (c.verdict in NOTABLE or c.not_settled):
             return True
+        if c is not None and more_work_warning(c) is not None:
+            return True  # work changed, time undecided: a reviewer must see it
     return False
 
 

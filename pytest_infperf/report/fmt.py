@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.results import BenchmarkResult, Comparison
+from ..core.results import BenchmarkResult, Comparison, WorkDiff, WorkProfile
 
 #: Metrics whose figure is a time (seconds).
 TIME_METRICS = ("median", "p90", "p99")
@@ -123,3 +123,100 @@ def short_name(result: BenchmarkResult | Mapping[str, Any]) -> str:
     path, _, rest = nodeid.partition("::")
     label = f"{path.rsplit('/', 1)[-1]}::{rest}" if rest else path
     return f"{label}#{name}" if name else label
+
+
+# --- work (the profiled passes' counts) -------------------------------------------------
+
+
+def fmt_count(n: float | None) -> str:
+    """An operator or kernel count per call: exact where whole (``72``), else to three
+    digits (a mean over calls that differed: ``72.5``); large ones in k and M."""
+    if n is None or not math.isfinite(n):
+        return "?"
+    for unit, scale in (("M", 1e6), ("k", 1e4)):
+        if abs(n) >= scale:
+            return f"{n / (scale if unit == 'M' else 1e3):.4g}{unit}"
+    return f"{n:.0f}" if float(n).is_integer() else f"{n:.3g}"
+
+
+def fmt_flops(n: float | None) -> str:
+    """``22.4 GFLOP``."""
+    if n is None or not math.isfinite(n):
+        return "?"
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} FLOP"
+
+
+def _change(a: float | None, b: float | None) -> str:
+    return f"{b / a - 1.0:+.1%}" if a and b is not None else "new" if b else "?"
+
+
+def work_line(w: WorkDiff) -> str:
+    """The work diff in one line: the headline figure, the operators (and kernels) whose
+    counts changed, and where both sides were profiled ``full`` the operators whose time
+    moved: ``FLOPs +8.3% (22.4 -> 24.3 GFLOP); aten::addmm 72 -> 78, aten::softmax 12 ->
+    13; kernels 313 -> 339; time movers: aten::addmm +0.61 ms``."""
+    if w.varying:
+        return f"work varies from call to call ({', '.join(w.varying)}): not compared"
+    bits = []
+    (fa, fb), (oa, ob), (ka, kb) = w.flops, w.op_calls, w.kernels
+    if fa is not None and fb is not None:
+        bits.append(f"FLOPs {_change(fa, fb)} ({fmt_flops(fa)} -> {fmt_flops(fb)})")
+    if oa is not None and ob is not None and (oa != ob or not bits):
+        what = "graph nodes" if w.measure == "graph nodes" else "operator calls"
+        bits.append(f"{what} {fmt_count(oa)} -> {fmt_count(ob)}")
+    if w.ops:
+        bits.append(", ".join(f"{n} {fmt_count(a)} -> {fmt_count(b)}" for n, a, b in w.ops[:4]))
+    if ka is not None and kb is not None and ka != kb:
+        bits.append(f"kernels {fmt_count(ka)} -> {fmt_count(kb)}")
+    if w.kernel_changes:
+        bits.append(
+            ", ".join(
+                f"{n[:40]} {fmt_count(a)} -> {fmt_count(b)}" for n, a, b in w.kernel_changes[:3]
+            )
+        )
+    if w.time_movers:
+        movers = ", ".join(
+            f"{n[:40]} {'+' if d > 0 else '-'}{fmt_time(abs(d))}" for n, d in w.time_movers[:3]
+        )
+        bits.append(f"time movers: {movers}")
+    return "; ".join(bits) if bits else "no work counted on both sides"
+
+
+def work_cell(w: WorkDiff | None) -> str:
+    """The work column of a table: ``+8.3% FLOPs``, ``same``, ``varies`` or ``-``."""
+    if w is None:
+        return "-"
+    if w.varying:
+        return "varies"
+    if w.same:
+        return "same"
+    if w.change is None or w.measure is None:
+        return "changed" if w.ops or w.kernel_changes else "-"
+    if abs(w.change) < 5e-4:
+        return f"same {w.measure}"
+    return f"{w.change:+.1%} {w.measure}"
+
+
+def profile_line(w: WorkProfile) -> str:
+    """One benchmark's work per call: ``805 MFLOP, 561 operator calls, 9.9 MiB allocated,
+    336 kernels, device 2.84 ms``, and what varied or could not be counted."""
+    bits = []
+    if w.flops is not None:
+        bits.append(fmt_flops(w.flops))
+    if w.op_calls is not None:
+        what = "graph nodes" if "onnx" in w.source else "operator calls"
+        bits.append(f"{fmt_count(w.op_calls)} {what}")
+    if w.alloc_bytes:
+        bits.append(f"{fmt_bytes(w.alloc_bytes)} allocated")
+    if w.kernels is not None:
+        bits.append(f"{fmt_count(w.kernels)} kernels")
+    if w.gpu_time:
+        ordered = sorted(w.gpu_time)
+        bits.append(f"device {fmt_time(ordered[len(ordered) // 2])}")
+    if w.varying:
+        bits.append(f"varies from call to call: {', '.join(w.varying)}")
+    bits += w.notes
+    return ", ".join(bits) or "nothing counted"

@@ -590,7 +590,7 @@ def _results_table(results: dict[str, Any]) -> list[str]:
     parts.append(
         "<table><tr><th>benchmark</th><th>backend</th><th>now</th><th>baseline</th>"
         "<th>ratio [CI]</th><th>n now/base</th><th>verdict</th><th>by</th>"
-        "<th>would catch</th></tr>"
+        "<th>would catch</th><th>work per call</th></tr>"
     )
     for key, e in sorted(iter_entries(results)):
         raw = e.get("comparison")
@@ -598,10 +598,11 @@ def _results_table(results: dict[str, Any]) -> list[str]:
         row_ = result_row(_label(key), e["backend"], e["stats"].get("median"), cmp)
         cells = [row_.name, row_.backend, row_.now]
         if cmp is None:
-            cells += ["-", "-", "-", "", "-", "-"]
+            cells += ["-", "-", "-", "", "-", "-", "-"]
         else:
             cells += [row_.baseline, fmt_ratio(cmp), row_.n]
             cells += [cmp.verdict.value, row_.decided_by, row_.catch]
+            cells.append(f"{row_.work}: {row_.work_detail}" if row_.work_detail else row_.work)
         cls = " class='regression'" if cmp is not None and cmp.verdict.value == "regression" else ""
         row = "".join(
             f"<td{cls if i == 6 else ''}>{html.escape(str(v))}</td>" for i, v in enumerate(cells)

@@ -14,7 +14,7 @@ from typing import Any
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
 from .fmt import fmt_figure, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
-from .messages import repro_command
+from .messages import more_work_warning, repro_command, work_note
 from .rows import generation_row, result_row
 from .text import settle_summary
 
@@ -112,6 +112,7 @@ def render(
             f"baseline's run (more than {drift['limit']:.1%}). Verdicts against a stored "
             "baseline are unreliable now; `--perf-ab` measures both sides in one job.",
         ]
+    lines += _more_work(results)
     lines += ["", *(_table(results, bool(compared)))]
     lines += _generation_table(results)
     failing = [r for r in results if r.verdict is Verdict.REGRESSION]
@@ -176,19 +177,19 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
     if compared:
         out = [
             "| verdict | by | benchmark | now | baseline | ratio [CI] | n now/base | would catch "
-            "| noise |",
-            "|---|---|---|---:|---:|---|---:|---:|---|",
+            "| work | noise |",
+            "|---|---|---|---:|---:|---|---:|---:|---|---|",
         ]
         for r in rows:
             row = result_row(short_name(r), r.backend, r.median, r.comparison)
             c = row.comparison
             if c is None:
-                out.append(f"| – | – | `{_cell(row.name)}` | {row.now} | – | – | – | – | |")
+                out.append(f"| – | – | `{_cell(row.name)}` | {row.now} | – | – | – | – | – | |")
                 continue
             out.append(
                 f"| {_verdict(c)} | {row.decided_by if c.decided_by else '–'} | "
                 f"`{_cell(row.name)}` | {row.now} | {row.baseline} | "
-                f"{fmt_ratio(c, level=True)} | {row.n} | {row.catch} | {_noise(r)} |"
+                f"{fmt_ratio(c, level=True)} | {row.n} | {row.catch} | {row.work} | {_noise(r)} |"
             )
         return out
     out = [
@@ -267,12 +268,33 @@ def _regression_detail(r: BenchmarkResult) -> str:
         bits.append(f"pooled over {c.process_pairs} head/base process pairs")
     if c.remeasured:
         bits.append("tested on fresh samples")
+    work = work_note(c)
+    if work:
+        bits.append(f"work per call: {_cell(work)}")
     if r.path:
         bits.append(f"`{r.path}:{r.lineno}`")
     repro = repro_command(r.nodeid, c)
     if repro:
         bits.append(f"reproduce: `{repro}`")
     return "; ".join(bits)
+
+
+def _more_work(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Work changed, time undecided: the benchmarks whose call does more work than the
+    baseline's while their time verdict did not fail them (and those a work limit failed),
+    as a callout above the table, where a reviewer cannot miss them."""
+    rows = []
+    for r in sorted(results, key=lambda r: r.key):
+        c = r.comparison
+        warning = None if c is None else more_work_warning(c)
+        if c is None or warning is None:
+            continue
+        failed = (r.extra.get("work_gate") or {}).get("passed") is False
+        mark = "🔴 fails `max_work_increase`" if failed else f"time {MARK[c.verdict]}"
+        rows.append(f"> - `{_cell(short_name(r))}` ({mark}): {_cell(warning)}")
+    if not rows:
+        return []
+    return ["", "> [!WARNING]", "> **More work per call, time not a regression:**", *rows]
 
 
 def _accepted_detail(r: BenchmarkResult) -> str:

@@ -10,7 +10,14 @@ import shlex
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict
 from ..measure import environment
 from ..stats.ranks import MEMORY_FLOOR_BYTES
-from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why
+from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why, work_line
+
+#: What "same work, slower" can mean: the counts cannot tell these apart, and none of them
+#: is more operators or FLOPs.
+SAME_WORK = (
+    "same operators and FLOPs: a kernel choice, threading, memory layout or the machine "
+    "made it slower, not more work"
+)
 
 
 def inconclusive_warning(c: Comparison) -> str:
@@ -33,8 +40,49 @@ def inconclusive_warning(c: Comparison) -> str:
     )
 
 
+def work_note(c: Comparison) -> str | None:
+    """What the work diff says beside a verdict (None: nothing to say): the work that
+    changed, or for a slowdown past the threshold with every count equal, that it was not
+    more work."""
+    w = c.work
+    if w is None:
+        return None
+    if w.varying:
+        return work_line(w)
+    if w.same:
+        slower = c.verdict is Verdict.REGRESSION or c.estimate_beyond
+        return SAME_WORK if slower else None
+    return work_line(w)
+
+
+def more_work_warning(c: Comparison) -> str | None:
+    """Work changed, time undecided: a benchmark whose call does more work than its
+    baseline's while its time verdict did not fail it. A reviewer must not miss it."""
+    w = c.work
+    if w is None or w.change is None or w.varying or w.change < 5e-4:
+        return None
+    if c.verdict in (Verdict.REGRESSION, Verdict.ACCEPTED):
+        return None
+    return (
+        f"does {w.change:.1%} more work than the baseline ({work_line(w)}), though its time "
+        f"verdict is {c.verdict}: max_work_increase gates on it"
+    )
+
+
+def work_failure(key: str, c: Comparison, limit: float) -> str:
+    """``max_work_increase``: more work than the limit allows, whatever the time said."""
+    assert c.work is not None and c.work.change is not None
+    return (
+        f"MORE WORK in {key}: {c.work.change:+.1%} {c.work.measure}, past "
+        f"max_work_increase={limit:g} ({work_line(c.work)}); the time verdict was "
+        f"{c.verdict} {fmt_ratio(c)}. A deliberate change is accepted with a Perf-Accept "
+        "trailer"
+    )
+
+
 def parts_lines(c: Comparison) -> list[str]:
-    """A generation benchmark: one line per judged metric, the regressed ones marked."""
+    """A benchmark judged on several metrics (a generation's TTFT and TPOT, a CUDA
+    benchmark's latency and device time): one line per metric, the regressed ones marked."""
     lines = []
     for metric, part in (c.parts or {}).items():
         bound = ""
@@ -50,6 +98,9 @@ def parts_lines(c: Comparison) -> list[str]:
         f"  ({judged} judged each; a regression of either must survive Holm over them; the "
         "worst verdict decides; its figures follow)"
     )
+    for part in (c.parts or {}).values():
+        if part.note and part.note.startswith("host-bound"):
+            lines.append(f"  {part.note}")
     return lines
 
 
@@ -130,6 +181,9 @@ def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
         )
     elif c.not_settled:
         lines.append(f"  not settled in this job: {c.not_settled}")
+    work = work_note(c)
+    if work:
+        lines.append(f"  work per call: {work}")
     lines.append(f"  baseline: {c.source}")
     repro = repro_command(nodeid, c) if nodeid else None
     if repro:
@@ -186,6 +240,8 @@ def warnings_of(c: Comparison) -> list[str]:
     threshold left inconclusive, the base side's error, a test that cannot guard the
     tolerance on this runner."""
     out: list[str] = []
+    if (more := more_work_warning(c)) is not None:
+        out.append(more)
     if c.verdict is Verdict.INCONCLUSIVE and c.estimate_beyond:
         out.append(inconclusive_warning(c))
     elif c.reason is Reason.BASE_ERROR and c.note:

@@ -17,7 +17,7 @@ from typing import Any
 from ..core.names import Metric
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, Comparison
-from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_time
+from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_time, work_cell, work_line
 
 #: Who decided a verdict, as every table says it.
 DECIDED_BY = {"stored": "stored", "ab": "A/B"}
@@ -37,6 +37,10 @@ class ResultRow:
     n: str
     decided_by: str
     catch: str
+    #: The work diff: a short cell (``+8.3% FLOPs``, ``same``) and its whole line (empty:
+    #: none, or nothing changed).
+    work: str = "-"
+    work_detail: str = ""
 
 
 def result_row(
@@ -56,6 +60,8 @@ def result_row(
         n=fmt_n(c),
         decided_by=DECIDED_BY.get(c.decided_by or "", "-"),
         catch=fmt_catch(c),
+        work=work_cell(c.work),
+        work_detail=work_line(c.work) if c.work is not None and not c.work.same else "",
     )
 
 

@@ -15,8 +15,10 @@ from .fmt import (
     fmt_ratio,
     fmt_time,
     fmt_why,
+    profile_line,
     short_name,
 )
+from .messages import work_note
 from .rows import generation_row, result_row
 
 
@@ -45,9 +47,11 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     compared = any(r.comparison is not None for r in results)
     metrics = {r.comparison.metric for r in results if r.comparison is not None}
     label = f" ({metrics.pop()})" if len(metrics) == 1 else ""
+    worked = any(r.comparison is not None and r.comparison.work for r in results)
     if compared:
         header = ["benchmark", "backend", f"now{label}", "baseline", "ratio [CI]", "n now/base"]
         header += ["verdict", "by", "catches", "CV", "items/s", "mem"]
+        header += ["work"] if worked else []
         right = {2, 3, 8, 9, 10, 11}
     else:
         header = ["benchmark", "backend", "median", "p90", "95% CI of median", "CV", "items/s"]
@@ -68,6 +72,7 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
             if c is None:
                 rows.append([rr.name, rr.backend, rr.now, "-", "-", "-"])
                 rows[-1] += ["-", "-", "-", cv, fmt_rate(r.throughput), mem]
+                rows[-1] += ["-"] if worked else []
                 continue
             if c.ci_level is not None and c.bound_level is not None and c.ci_low != c.ci_high:
                 levels.add((fmt_level(c.ci_level), fmt_level(c.bound_level)))
@@ -79,6 +84,7 @@ def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
                     "at this run's noise (! : more than twice the threshold, it cannot guard it)"
                 )
             rows.append([*cells, rr.catch, cv, fmt_rate(r.throughput), mem])
+            rows[-1] += [rr.work] if worked else []
             continue
         p90 = fmt_time(s.get("p90"))
         if "p90" in s.get("low_sample_percentiles", []):
@@ -118,6 +124,26 @@ def generation_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     lines = _table(rows, right={1, 2, 3, 4, 5, 6, 7})
     lines.insert(1, "-" * max(len(line) for line in lines))
     return ["", *lines]
+
+
+def work_lines(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Per compared benchmark, what its work diff says (the work that changed, or that a
+    slowdown was not more work): the table's ``work`` cell in full."""
+    lines = []
+    for r in sorted(results, key=lambda r: r.key):
+        note = None if r.comparison is None else work_note(r.comparison)
+        if note:
+            lines.append(f"work per call: {short_name(r)}: {note}")
+    return lines
+
+
+def profile_lines(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Per benchmark with a profiled pass, what one call does."""
+    return [
+        f"work per call: {short_name(r)}: {profile_line(r.work)}"
+        for r in sorted(results, key=lambda r: r.key)
+        if r.work is not None
+    ]
 
 
 def settle_summary(results: Sequence[BenchmarkResult]) -> list[str]:

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core import options as _options
-from ..measure.backends import BackendError, prepare, prepare_generation
+from ..measure.backends import (
+    BackendError,
+    device_error,
+    out_of_memory,
+    prepare,
+    prepare_generation,
+    release_cuda_memory,
+)
 from ..measure.call import BenchCall, BenchmarkError
 
 if TYPE_CHECKING:
@@ -127,6 +134,9 @@ class InferBench:
                 prepared = prepare_generation(model, inputs, *generation, opts)
         except BackendError as exc:
             raise exc.with_traceback(None) from None  # point at the user's call
+        except RuntimeError as exc:
+            _raise_explained(exc)
+            raise
         path, lineno, _ = self._item.location
         call = BenchCall(
             nodeid=self._item.nodeid,
@@ -144,12 +154,30 @@ class InferBench:
             raise
         except BackendError as exc:
             raise exc.with_traceback(None) from None
+        except RuntimeError as exc:
+            _raise_explained(exc)
+            raise
         finally:
             if prepared.close is not None:
                 prepared.close()
         self._collector.add(self._item, result, call.failures)
         self.results.append(result)
         return result
+
+
+def _raise_explained(exc: RuntimeError) -> None:
+    """A GPU error the benchmark caused itself (out of memory, devices mixed up) becomes a
+    ``BenchmarkError`` that says what to do; the original's traceback is dropped, so that
+    its frames (and the tensors they hold) are freed before the next test runs."""
+    message = device_error(exc)
+    if message is None:
+        return
+    exc.__traceback__ = None
+    if out_of_memory(exc):
+        # The next test must find the GPU as it was: the failed call's tensors are garbage
+        # once the frames that held them are (the traceback is gone).
+        release_cuda_memory()
+    raise BenchmarkError(message) from None
 
 
 def _hint_unpacked_list(exc: TypeError, model: Any, inputs: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
 from ..judge.accept import first_match
 from ..judge.judge import Policy, cannot_guard
+from ..judge.work import more_work
 from ..report import messages
 
 
@@ -30,6 +31,9 @@ class Consequences:
     warnings: tuple[str, ...]
     #: ``{"max_median_ms": ..., "passed": ...}`` when the test set a budget.
     budget: dict[str, Any] | None
+    #: ``{"max_work_increase": ..., "change": ..., "passed": ..., "accepted": ...}`` when
+    #: the test set a work limit and its comparison has a work diff.
+    work_gate: dict[str, Any] | None = None
 
 
 class Gate:
@@ -74,15 +78,39 @@ class Gate:
                 )
         else:
             warnings += messages.warnings_of(c)
+        work_gate = self._work_gate(result, c, failures, warnings)
         if c.verdict is not Verdict.REGRESSION and cannot_guard(c):
             warnings.append(messages.cannot_guard_warning(c))
-        return Consequences(c, tuple(failures), tuple(warnings), budget)
+        return Consequences(c, tuple(failures), tuple(warnings), budget, work_gate)
+
+    def _work_gate(
+        self, result: BenchmarkResult, c: Comparison, failures: list[str], warnings: list[str]
+    ) -> dict[str, Any] | None:
+        """``max_work_increase``: more work than the limit fails the test whatever its time
+        verdict (a regression fails it already), unless a Perf-Accept rule covers it."""
+        limit = result.options.get("max_work_increase")
+        if limit is None or c.work is None:
+            return None
+        gate: dict[str, Any] = {"max_work_increase": limit, "change": c.work.change}
+        over = c.verdict is not Verdict.REGRESSION and more_work(c.work, float(limit))
+        gate.update(passed=not over, accepted=None)
+        if over:
+            message = messages.work_failure(result.key, c, float(limit))
+            rule = first_match(self.policy.accept, result.key)
+            if rule is None:
+                failures.append(message)
+            else:
+                gate["accepted"] = rule.to_json()
+                warnings.append(f"{message}; accepted by {rule.where()}: {rule.reason}")
+        return gate
 
     def apply(self, result: BenchmarkResult) -> list[str]:
         """Record ``result``'s consequences on it; the messages that fail its test."""
         out = self.consequences(result)
         if out.budget is not None:
             result.extra["budget"] = out.budget
+        if out.work_gate is not None:
+            result.extra["work_gate"] = out.work_gate
         result.comparison = out.comparison
         result.warnings.extend(out.warnings)
         return list(out.failures)

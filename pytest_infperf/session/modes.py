@@ -99,12 +99,17 @@ class Plain:
         domain = call.domain
         with timing_lock(domain, self.context.warn):
             before = gpu_state(call.prepared) if domain != "cpu" else None
-            m = call.measure(probe=self.context.probe())
+            probe = self.context.probe()
+            m = call.measure(probe=probe)
             result = call.result(m)
+            # After the timed samples, outside them: what one call does.
+            result.work = call.profile(result.median)
             if before is not None:
                 after, clocks = gpu_state(call.prepared), gpu_clocks(call.prepared)
                 for warning in record_gpu_state(result, before, after, clocks):
                     self.context.warn(warning)
+                if probe is not None:  # the drift guard's GPU reference, beside the CPU's
+                    result.reference = {**(result.reference or {}), **call.gpu_reference()}
             result.comparison = self.compare(call, result)
         for failure in self.gate.apply(result):
             call.fail(failure)
@@ -196,12 +201,24 @@ class Stored(Plain):
         m.memory = paired.memory
         m.metrics = paired.metrics("head")
         result = call.result(m)
+        result.work = paired.work
         result.extra["settle"] = paired.record()
         why = "machine-moved"
         result.comparison = dataclasses.replace(paired.comparison, settled_because=why)
         return result
 
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
+        from ..judge import work as _work
+        from ..judge.device import work_of
+
+        source = self.context.source
+        assert source is not None
+        entry = source.entries.get(result.key)
+        c = self._judged(call, result)
+        return _work.attach(c, result.work, None if entry is None else work_of(entry))
+
+    def _judged(self, call: BenchCall, result: BenchmarkResult) -> Comparison:
+        """The stored verdict, settled or re-measured where it was not decisive."""
         from ..core.results import Verdict
 
         source = self.context.source
@@ -263,8 +280,10 @@ class Stored(Plain):
         if controller is None:
             return str(self._broken)
         try:
-            # The stored pass has just warmed the model: calibrate only.
-            paired = run_paired(call, controller, self.judge, self._settle_origin(), result.median)
+            # The stored pass has just warmed (and profiled) the model: calibrate only.
+            paired = run_paired(
+                call, controller, self.judge, self._settle_origin(), result.median, result.work
+            )
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
         if isinstance(paired, BaseCall):
@@ -412,6 +431,7 @@ class ABHead(Plain):
             raise BenchmarkError(str(exc)) from None
         if isinstance(paired, BaseCall):  # the base has no such call, or failed first
             result = call.result(call.measure())
+            result.work = call.profile(result.median)
             error = paired.error or None
             result.comparison = self.judge.no_base_run(call.opts, origin, result.median, error)
             return result
@@ -419,6 +439,7 @@ class ABHead(Plain):
         m.memory = paired.memory
         m.metrics = paired.metrics("head")
         result = call.result(m)
+        result.work = paired.work
         result.extra.update(base_samples=paired.base, ab=paired.record())
         result.comparison = paired.comparison
         return result
@@ -442,6 +463,7 @@ def selection(config: pytest.Config, settings: Settings) -> Selection:
         inifile=str(config.inipath) if config.option.inifilename and config.inipath else "",
         invocation_dir=Path(config.invocation_params.dir),
         heap=settings.heap,
+        timeout=settings.worker_timeout,
     )
 
 

@@ -99,6 +99,7 @@ class TerminalReport:
             settle_summary,
             summary_lines,
             verdict_counts,
+            work_lines,
         )
 
         verbosity = config.get_verbosity()
@@ -139,6 +140,8 @@ class TerminalReport:
                     "serialised by a cross-process lock, so no two benchmarks timed at once"
                 )
             for line in summary_lines(results) + generation_lines(results):
+                tr.write_line(line)
+            for line in work_lines(results):
                 tr.write_line(line)
             for line in settle_summary(results):
                 tr.write_line(line)

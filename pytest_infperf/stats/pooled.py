@@ -196,8 +196,25 @@ def summarize_pair(quads: Sequence[float]) -> PairSummary:
     return PairSummary(mean, se, n, r1, batched)
 
 
+def summarize_samples(head: Sequence[float], base: Sequence[float]) -> PairSummary:
+    """A process pair measured by one sample set per side instead of quads (the profiled
+    pass's device time of each call): the log-ratio of the medians and its standard error
+    from the spread of each side's log values (Welch). Its ``n`` is the smaller side's
+    count; infinite error where a side has fewer than two values."""
+    h = np.log(np.asarray(head, dtype=np.float64))
+    b = np.log(np.asarray(base, dtype=np.float64))
+    n = int(min(len(h), len(b)))
+    if n < 2:
+        return PairSummary(0.0, math.inf, n, 0.0, False)
+    mean = float(np.median(h) - np.median(b))
+    se = math.sqrt(float(np.var(h, ddof=1)) / len(h) + float(np.var(b, ddof=1)) / len(b))
+    return PairSummary(mean, se, n, 0.0, False)
+
+
 def pool(pairs: Sequence[PairSummary], tau_floor: float) -> Pooled:
-    """Random-effects pool of process pairs (see the module docstring)."""
+    """Random-effects pool of process pairs (see the module docstring). A pair with no
+    finite standard error (one quad) carries no weight and is left out."""
+    pairs = [p for p in pairs if math.isfinite(p.se)]
     k = len(pairs)
     if k == 0:
         return Pooled(0.0, math.inf, tau_floor, 0.0, 0)

@@ -7,11 +7,13 @@ recognised by its type's module name. Each backend module is imported on first u
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,59 @@ def require(module: str) -> Any:
         ) from None
 
 
+class CapturedStderr:
+    """A copy of what C++ code writes to file descriptor 2 inside the block (Python's own
+    ``sys.stderr`` is flushed first). ORT's logger writes "EP Error ... Falling back to
+    ['CPUExecutionProvider']" there while a session is built: kept, to quote ORT's own
+    reason when a requested provider did not come up. Everything is written back after the
+    block (not swallowed: the user still sees it) but the lines ``drop`` names: kineto's
+    ``USDT: ... profiler_start`` chatter at every start and stop of ``torch.profiler``."""
+
+    def __init__(self, drop: Callable[[str], bool] | None = None) -> None:
+        self.text = ""
+        self.drop = drop
+
+    def __enter__(self) -> CapturedStderr:
+        sys.stderr.flush()
+        self._file = tempfile.TemporaryFile(mode="w+b")
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        data = self._file.read().decode("utf-8", "replace")
+        self._file.close()
+        self.text = data
+        if self.drop is not None:
+            data = "".join(line for line in data.splitlines(True) if not self.drop(line))
+        if data:
+            sys.stderr.write(data)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkTarget:
+    """What a backend hands the profiled pass (:mod:`~pytest_infperf.measure.profile`)
+    besides the sampler: how to count the work of one call."""
+
+    #: ``torch`` (torch.profiler over the sampler's calls) or ``onnxruntime`` (the graph).
+    kind: str
+    #: Whether the call runs CUDA work (kernels and the device's busy time are counted).
+    cuda: bool = False
+    #: The eager call FLOPs are counted on: the model itself, not its CUDA graph replay or
+    #: its torch.compile'd form, whose operators are not dispatched one by one (None: none).
+    flop_call: Callable[[], Any] | None = None
+    #: ONNX Runtime: the session, its model (a path or the serialized bytes) and its feeds.
+    session: Any = None
+    model: str | bytes | None = None
+    feeds: Mapping[str, Any] | None = None
+    #: What this benchmark's profile cannot count, said in its record.
+    notes: tuple[str, ...] = ()
+
+
 @dataclasses.dataclass
 class Prepared:
     """A model ready to be measured."""
@@ -58,6 +113,47 @@ class Prepared:
     #: A generation benchmark's fixed figures (prompt and new tokens, batch, timing method);
     #: None for one call per sample.
     generation: dict[str, Any] | None = None
+    #: How the profiled pass counts its work (None: a plain callable, profiled only when
+    #: it turns out to call torch).
+    work: WorkTarget | None = None
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    return type(exc).__name__ == "OutOfMemoryError" or "CUDA out of memory" in str(exc)
+
+
+def device_error(exc: BaseException) -> str | None:
+    """What a framework error on a GPU means, and the fix, for the errors a benchmark can
+    cause by itself (None: another error, raised as it is)."""
+    text = str(exc)
+    if out_of_memory(exc):
+        first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
+        return (
+            f"the GPU ran out of memory in this benchmark ({first}): lower the batch size or "
+            "the sequence length, or free what earlier tests hold (a session-scoped fixture's "
+            "models); what this benchmark allocated is released and the next test runs"
+        )
+    if "Expected all tensors to be on the same device" in text:
+        return (
+            f"the model and its inputs are on different devices ({text.strip()[:300]}): "
+            "infer_bench moves the inputs to the model's device (or to device=), so a model "
+            "whose parameters or buffers sit on several devices is the likely cause; move "
+            "it whole with model.to(...), or pass device='cuda:0'"
+        )
+    return None
+
+
+def release_cuda_memory() -> None:
+    """Free what CUDA's caching allocator holds for nothing (after an out-of-memory error:
+    the failed call's tensors are garbage once its frames are gone)."""
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            if torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
 
 
 def runs_on_gpu(env: Mapping[str, Any]) -> bool:

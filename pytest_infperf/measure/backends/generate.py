@@ -30,7 +30,7 @@ from typing import Any
 
 from ...core.options import BenchOptions
 from .. import cpuwait as _cpuwait
-from . import BackendError, Prepared, require
+from . import BackendError, Prepared, WorkTarget, require
 from .torch import RecompileWatch, is_compiled, set_threads, tf32_state
 
 #: How each timestamp was taken, recorded in the result (``generation.timing_method``).
@@ -326,4 +326,16 @@ def prepare(
         batch_size=batch,
         generation=meta,
         close=close,
+        work=_work_target(sampler, device.type == "cuda", compiled),
+    )
+
+
+def _work_target(sampler: GenerationSampler, cuda: bool, compiled: bool) -> WorkTarget:
+    """A generation's work is that of the whole generate() call: every forward pass.
+    Compiled code's FLOPs are not counted: a dispatch mode around it recompiles it."""
+    return WorkTarget(
+        "torch",
+        cuda=cuda,
+        flop_call=None if compiled else sampler.call,
+        notes=("torch.compile: FLOPs not counted",) if compiled else (),
     )

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from typing import Any
 from ...core.options import BenchOptions
 from .. import gpu
 from ..timing import HostSampler
-from . import BackendError, Prepared, infer_batch_size, require
+from . import BackendError, CapturedStderr, Prepared, WorkTarget, infer_batch_size, require
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
@@ -131,7 +129,7 @@ def prepare_path(path: Path, inputs: Any, opts: BenchOptions) -> Prepared:
     )
     warnings: list[str] = []
     requested, warnings = _drop_unavailable(ort, requested, bool(opts.allow_fallback))
-    with _CapturedStderr() as ort_log:
+    with CapturedStderr() as ort_log:
         try:
             session = ort.InferenceSession(str(path), sess_options=so, providers=requested)
         except Exception as exc:  # ORT raises its own Fail/InvalidGraph types
@@ -165,35 +163,6 @@ def merge_provider_options(
             merged["enable_cuda_graph"] = "1"
         out.append((name, merged) if merged else name)
     return out
-
-
-class _CapturedStderr:
-    """ORT's C++ logger writes "EP Error ... Falling back to ['CPUExecutionProvider']" to
-    file descriptor 2 while a session is built: keep a copy, to quote ORT's own reason
-    when a requested provider did not come up (and still show it to the user)."""
-
-    def __init__(self) -> None:
-        self.text = ""
-
-    def __enter__(self) -> _CapturedStderr:
-
-        sys.stderr.flush()
-        self._file = tempfile.TemporaryFile(mode="w+b")
-        self._saved = os.dup(2)
-        os.dup2(self._file.fileno(), 2)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-
-        sys.stderr.flush()
-        os.dup2(self._saved, 2)
-        os.close(self._saved)
-        self._file.seek(0)
-        data = self._file.read().decode("utf-8", "replace")
-        self._file.close()
-        self.text = data
-        if data:
-            sys.stderr.write(data)  # not swallowed: the user still sees ORT's log
 
 
 def _ort_reason(log: str) -> str | None:
@@ -446,7 +415,22 @@ def _prepare(
         env=env,
         batch_size=infer_batch_size(feeds),
         warnings=warnings,
+        work=WorkTarget("onnxruntime", on_cuda, None, session, _model_of(session, source), feeds),
     )
+
+
+def _model_of(session: Any, source: str) -> str | bytes | None:
+    """The session's model, for the profiled pass to count its nodes: the path it was made
+    from, else what ``InferenceSession`` kept of it (a path or the serialized bytes)."""
+    if source != "session":
+        return source
+    for attr in ("_model_path", "_model_bytes"):  # InferenceSession's own, not public
+        value = getattr(session, attr, None)
+        if isinstance(value, str | bytes) and value:
+            return bytes(value) if isinstance(value, bytes) else str(value)
+        if isinstance(value, os.PathLike):
+            return str(os.fspath(value))
+    return None
 
 
 class _OrtSampler(HostSampler):

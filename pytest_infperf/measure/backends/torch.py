@@ -19,7 +19,7 @@ from typing import Any
 from ...core.options import BenchOptions
 from .. import gpu
 from ..timing import HostSampler
-from . import BackendError, Prepared, bind_call, infer_batch_size, require
+from . import BackendError, Prepared, WorkTarget, bind_call, infer_batch_size, require
 
 
 def _map_tensors(value: Any, fn: Callable[[Any], Any], torch: Any) -> Any:
@@ -363,7 +363,43 @@ def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
         batch_size=infer_batch_size(inputs),
         warnings=warnings,
         close=close,
+        work=work_target(model, inputs, device.type == "cuda", compiled, bool(opts.cuda_graph)),
     )
+
+
+def eager_of(model: Any) -> Any:
+    """The eager form of a compiled model (``torch.compile``'s ``_orig_mod``, a compiled
+    function's original, a module compiled in place's ``forward``), or None."""
+    for attr in ("_orig_mod", "_torchdynamo_orig_callable"):
+        inner = getattr(model, attr, None)
+        if inner is not None:
+            return inner
+    if getattr(model, "_compiled_call_impl", None) is not None:
+        return getattr(model, "forward", None)
+    return None
+
+
+def work_target(model: Any, inputs: Any, cuda: bool, compiled: bool, graphed: bool) -> WorkTarget:
+    """How the profiled pass counts a torch model: the profiler over the sampler's calls,
+    and FLOPs over one eager call of the model (a CUDA graph's replay and compiled code
+    dispatch no operators one by one; the eager model computes the same)."""
+    notes: list[str] = []
+    eager: Any = model
+    if compiled:
+        eager = eager_of(model)
+        notes.append(
+            "torch.compile: the operators and kernels are the compiled code's; the FLOPs "
+            "are the eager model's"
+            if eager is not None
+            else "torch.compile: FLOPs not counted"
+        )
+    if graphed:
+        notes.append(
+            "CUDA graph: a replay dispatches no operators, so only kernels and the device "
+            "time are counted of it; the FLOPs are the eager model's"
+        )
+    flop_call = None if eager is None else bind_call(eager, inputs)
+    return WorkTarget("torch", cuda=cuda, flop_call=flop_call, notes=tuple(notes))
 
 
 def set_threads(torch: Any, opts: BenchOptions) -> Callable[[], None]:

@@ -1,0 +1,153 @@
+"""GPU verdicts: the device's own time judged apart from the host's, and the GPU's state.
+
+A CUDA benchmark's latency is what a caller sees; at small batch in eager mode it is mostly
+host dispatch, which moved by 20-30% between processes on an H100 while the device's busy
+time moved by 0.05-0.24% (issue 44). So where both sides of a comparison have the profiled
+pass's device time (``gpu_time``), the judge judges it beside the latency
+(:func:`device_parts`), the drift guard reads the reference that can speak for each
+(:func:`reference_kind`), and a host-bound latency says so (:func:`host_bound_noted`). Also
+here: what a throttled or shared GPU does to a verdict (:func:`gpu_withholds`,
+:func:`gpu_stored`). Called by :mod:`.judge`; :mod:`pytest_infperf.ab.interleave` uses the
+same rules for an interleaved run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..core.results import BenchmarkResult, Comparison, Reason, Verdict, WorkProfile
+from ..measure.backends import runs_on_gpu
+from .plan import GPU_SHARE_LIMIT
+
+if TYPE_CHECKING:
+    from .judge import Observation
+
+#: A CUDA benchmark whose device was busy for less than this share of its latency is
+#: host-bound: its latency follows the host's speed (Python and framework dispatch, the
+#: "framework tax"), not the model's work on the GPU.
+HOST_BOUND_SHARE = 0.5
+
+
+def work_of(source: BenchmarkResult | Mapping[str, Any]) -> WorkProfile | None:
+    """A result's or a stored entry's work profile (None: none was taken)."""
+    if isinstance(source, BenchmarkResult):
+        return source.work
+    return WorkProfile.from_json(source.get("work"))
+
+
+def device_share(result: BenchmarkResult) -> float | None:
+    """A CUDA benchmark's device busy time over its latency, medians of the profiled pass
+    and of the timed samples (None: no device time)."""
+    work = result.work
+    if work is None or not work.gpu_time or not result.samples:
+        return None
+    latency = statistics.median(result.samples)
+    return statistics.median(work.gpu_time) / latency if latency > 0 else None
+
+
+def reference_kind(metric: str, current: Observation) -> str:
+    """Which reference guards a metric against machine drift: the GPU's fixed kernel for
+    a GPU benchmark's device time and for its latency where the device bounds it, the
+    CPU's probes for a CPU benchmark and for a host-bound GPU one."""
+    if not runs_on_gpu(current.env):
+        return "cpu"
+    if metric == "gpu_time":
+        return "gpu"
+    share = current.device_share
+    return "cpu" if share is not None and share < HOST_BOUND_SHARE else "gpu"
+
+
+def host_bound_noted(c: Comparison, share: float | None) -> Comparison:
+    """A CUDA benchmark's verdict whose latency is mostly host dispatch says so on its
+    latency part: what moved it is the host, and what measures the model instead."""
+    if share is None or share >= HOST_BOUND_SHARE or not c.parts or "median" not in c.parts:
+        return c
+    latency = c.parts["median"]
+    note = host_bound_text(share)
+    latency = dataclasses.replace(latency, note=f"{latency.note}; {note}" if latency.note else note)
+    parts = {**c.parts, "median": latency}
+    if c.metric == "median":  # the latency decided: its note heads the record too
+        return dataclasses.replace(c, note=latency.note, parts=parts)
+    return dataclasses.replace(c, parts=parts)
+
+
+def host_bound_text(share: float) -> str:
+    return (
+        f"host-bound: the device was busy {share:.0%} of the latency, so the latency follows "
+        "the host's speed (Python and framework dispatch), not the model's work; the device "
+        "time is judged beside it. cuda_graph=True or torch.compile(mode='reduce-overhead') "
+        "measure the model instead of the host"
+    )
+
+
+def gpu_withholds(blocks: Mapping[str, Any], policy: str) -> str | None:
+    """Why an interleaved GPU verdict is withheld (None: it stands). ``exclude``: flagged
+    blocks were set aside, which is fair until more than ``GPU_SHARE_LIMIT`` of a side's
+    blocks were flagged (then what is left is not the GPU's usual state); ``fail``: any
+    flagged block; ``keep``: never."""
+    total = dict(blocks.get("blocks") or {})
+    flagged = dict(blocks.get("flagged") or {})
+    if policy == "keep" or not any(flagged.values()):
+        return None
+    reasons = ", ".join(f"{k} x{v}" for k, v in sorted((blocks.get("reasons") or {}).items()))
+    others = blocks.get("other_processes") or []
+    seen = f"({reasons}" + (f"; other PIDs {', '.join(map(str, others[:5]))}" if others else "")
+    seen += ")"
+    if policy == "fail":
+        n = sum(flagged.values())
+        return (
+            f"{n} of {sum(total.values())} GPU blocks ran throttled or beside another "
+            f"process {seen}, and --perf-gpu-throttle=fail fails the test: fix the runner "
+            "(cooling, power limit, locked clocks, the GPU to this job alone)"
+        )
+    side, share = max(
+        ((s, flagged.get(s, 0) / n) for s, n in total.items() if n), key=lambda x: x[1]
+    )
+    if share <= GPU_SHARE_LIMIT:
+        return None
+    return (
+        f"{share:.0%} of the {side} side's GPU blocks ran throttled or beside another "
+        f"process {seen}, more than the {GPU_SHARE_LIMIT:.0%} that may be set aside: the "
+        "rest is not the GPU's usual state. Rerun on a GPU that is cool, at its clocks and "
+        "not shared (or --perf-gpu-throttle=keep to judge them anyway)"
+    )
+
+
+def _region_flags(extra: Mapping[str, Any] | None) -> list[str]:
+    """What the stored pass's NVML readings saw across a timed region (``gpu_region``)."""
+    region = (extra or {}).get("gpu_region") or {}
+    flags = list(region.get("throttle_reasons") or [])
+    return flags + (["other_process"] if region.get("other_processes") else [])
+
+
+def gpu_stored(
+    c: Comparison,
+    current: Mapping[str, Any] | None,
+    baseline: Mapping[str, Any] | None,
+    policy: str,
+) -> Comparison:
+    """A stored verdict of a GPU benchmark whose run (or baseline's run) was throttled or
+    shared: not a verdict on the code. A decided one is withheld (settling then interleaves
+    both sides with the flagged blocks set aside); with ``fail``, any is."""
+    decided = c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+    if policy == "keep" or not (decided or policy == "fail"):
+        return c
+    sides = [
+        f"{name} ({', '.join(flags)})"
+        for name, flags in (
+            ("this run", _region_flags(current)),
+            ("the baseline's run", _region_flags(baseline)),
+        )
+        if flags
+    ]
+    if not sides:
+        return c
+    note = f"{c.verdict} withheld: the GPU ran throttled or shared during {' and '.join(sides)}" + (
+        " (--perf-gpu-throttle=fail fails the test)" if policy == "fail" else ""
+    )
+    return dataclasses.replace(
+        c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=note
+    )

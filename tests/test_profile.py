@@ -1,0 +1,348 @@
+"""The profiled pass's parts (measure/profile.py) and the device time judged beside the
+latency (judge/device.py, judge/plan.py): the event split on events shaped as kineto
+reports them, the pass on real torch and ONNX Runtime models, and the judge's rules on the
+records the pass writes. The GPU parts of the pass itself are in test_gpu.py (they skip
+without one)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_infperf.core.names import CompareMode
+from pytest_infperf.core.options import merge
+from pytest_infperf.core.results import Origin, Verdict, WorkProfile
+from pytest_infperf.judge import work
+from pytest_infperf.judge.judge import Judge
+from pytest_infperf.judge.plan import PairedPlan
+from pytest_infperf.measure import gpu
+from pytest_infperf.measure.profile import CALL_MARK, Event, calls_for, self_times, split
+from pytest_infperf.stats import pooled
+
+from .conftest import make_result
+
+torch = pytest.importorskip("torch")
+
+
+def _mark(start: int, end: int, thread: int = 1) -> Event:
+    return Event(CALL_MARK, "user_annotation", start, end - start, thread)
+
+
+def test_events_split_into_calls_by_their_ranges() -> None:
+    events = [
+        _mark(100, 200),
+        _mark(300, 400),
+        Event("aten::addmm", "cpu_op", 110, 20, 1),
+        Event("aten::relu", "cpu_op", 140, 5, 1),
+        Event("aten::addmm", "cpu_op", 310, 20, 1),
+        Event("aten::addmm", "cpu_op", 150, 5, 9),  # another thread's: not the call's
+        Event("aten::empty", "cpu_op", 50, 5, 1),  # before any call: the profiler's own
+        Event("[memory]", "cpu_instant_event", 115, 0, 1, nbytes=512),
+        Event("[memory]", "cpu_instant_event", 120, 0, 1, nbytes=-512),  # a free
+        # a kernel launched in call 1 (its runtime event) that ran after the range closed
+        Event("cudaLaunchKernel", "cuda_runtime", 112, 3, 1, correlation=7),
+        Event("gemm_kernel", "kernel", 250, 40, 0, correlation=7),
+        Event("Memcpy HtoD", "gpu_memcpy", 320, 10, 0, correlation=8),
+        Event("gemm_kernel", "kernel", 330, 40, 0),  # no launch seen: its own start
+    ]
+    first, second = split(events, full=True)
+    assert first.ops == {"aten::addmm": 1, "aten::relu": 1}
+    assert second.ops == {"aten::addmm": 1}
+    assert first.alloc == 512 and second.alloc == 0
+    assert first.kernels == {"gemm_kernel": 1} and first.device_ns == 40
+    assert second.kernels == {"gemm_kernel": 1} and second.device_ns == 50  # copy + kernel
+    assert first.op_self == {"aten::addmm": 20, "aten::relu": 5}
+
+
+def test_self_time_leaves_out_the_children() -> None:
+    ops = [
+        Event("aten::linear", "cpu_op", 0, 100),
+        Event("aten::t", "cpu_op", 5, 10),
+        Event("aten::addmm", "cpu_op", 20, 70),
+        Event("aten::relu", "cpu_op", 110, 30),
+    ]
+    assert self_times(ops) == {
+        "aten::linear": 20,
+        "aten::t": 10,
+        "aten::addmm": 70,
+        "aten::relu": 30,
+    }
+
+
+def test_profiled_calls_scale_with_the_call_within_bounds() -> None:
+    assert calls_for(1e-6, cuda=False) == 5 and calls_for(1.0, cuda=False) == 2
+    assert calls_for(1e-3, cuda=True) == 24 and calls_for(0.02, cuda=True) == 5
+    assert calls_for(float("nan"), cuda=False) == 2
+
+
+def _prepared(model: Any, inputs: Any, **options: Any) -> Any:
+    from pytest_infperf.measure.backends import prepare
+
+    return prepare(model, inputs, merge(options))
+
+
+def _mlp(layers: int) -> Any:
+    torch.manual_seed(0)
+    blocks = [torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()) for _ in range(layers)]
+    return torch.nn.Sequential(*blocks).eval()
+
+
+def test_a_torch_model_counts_exactly_and_alike_every_time() -> None:
+    from pytest_infperf.measure import profile
+
+    x = (torch.randn(4, 64),)
+    three, four = (profile.run(_prepared(_mlp(n), x), "counts", 1e-4) for n in (3, 4))
+    again = profile.run(_prepared(_mlp(3), x), "counts", 1e-4)
+    assert three is not None and four is not None and again is not None
+    assert three.flops == 3 * 2 * 4 * 64 * 64 and four.flops == 4 * 2 * 4 * 64 * 64
+    assert three.ops["aten::addmm"] == 3 and four.ops["aten::addmm"] == 4
+    assert three.varying == [] and three.calls == 5 and three.kernels is None
+    assert (again.flops, again.ops, again.op_calls) == (three.flops, three.ops, three.op_calls)
+    diff = work.diff(three, four)
+    assert diff is not None and diff.change == pytest.approx(1 / 3) and diff.measure == "FLOPs"
+    assert ("aten::addmm", 3.0, 4.0) in diff.ops
+    assert diff.ops[0][0] in ("aten::addmm", "aten::linear")  # FLOP operators first
+    same = work.diff(three, again)
+    assert same is not None and same.same and same.change == 0.0
+
+
+def test_counts_that_vary_from_call_to_call_are_never_a_change() -> None:
+    from pytest_infperf.measure import profile
+
+    calls = [0]
+
+    def data_dependent(x: Any) -> Any:  # one layer more on every other call
+        calls[0] += 1
+        for _ in range(2 + calls[0] % 2):
+            x = torch.relu(x @ x)
+        return x
+
+    record = profile.run(_prepared(data_dependent, (torch.randn(8, 8),)), "counts", 1e-4)
+    assert record is not None and record.varying == ["operators"]
+    steady = dataclasses.replace(record, varying=[], op_calls=1.0)
+    diff = work.diff(steady, record)
+    assert diff is not None and diff.varying == ["operators"] and diff.change is None
+    assert not work.more_work(diff, 0.0)
+
+
+def test_full_adds_time_per_operator() -> None:
+    from pytest_infperf.measure import profile
+
+    record = profile.run(_prepared(_mlp(2), (torch.randn(4, 64),)), "full", 1e-4)
+    assert record is not None and record.op_time is not None
+    assert record.op_time["aten::addmm"] > 0
+    assert profile.run(_prepared(_mlp(2), (torch.randn(4, 64),)), "off", 1e-4) is None
+
+
+def test_a_callable_is_profiled_only_when_it_calls_torch() -> None:
+    from pytest_infperf.measure import profile
+
+    model, x = _mlp(2), torch.randn(4, 64)
+    wrapped = profile.run(_prepared(lambda: model(x), None), "counts", 1e-4)
+    assert wrapped is not None and wrapped.ops["aten::addmm"] == 2
+    assert profile.run(_prepared(lambda: sum(range(10)), None), "counts", 1e-6) is None
+
+
+def test_a_model_that_fails_in_the_pass_leaves_a_note_not_an_error() -> None:
+    from pytest_infperf.measure import profile
+
+    state = {"calls": 0}
+
+    def flaky(x: Any) -> Any:
+        state["calls"] += 1
+        if state["calls"] > 1:
+            raise RuntimeError("only once")
+        return x + 1
+
+    record = profile.run(_prepared(flaky, (torch.ones(2),)), "counts", 1e-4)
+    assert record is not None and record.notes and "only once" in record.notes[0]
+
+
+def test_the_profiler_chatter_stays_off_the_terminal(capfd: pytest.CaptureFixture[str]) -> None:
+    from pytest_infperf.measure import profile
+
+    profile.run(_prepared(_mlp(1), (torch.randn(2, 64),)), "counts", 1e-4)
+    assert "USDT" not in capfd.readouterr().err
+
+
+def test_onnx_runtime_counts_the_graphs_nodes(tmp_path: Any) -> None:
+    pytest.importorskip("onnxruntime")
+    import warnings
+
+    from pytest_infperf.measure import profile
+
+    path = tmp_path / "mlp.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            _mlp(3), (torch.randn(1, 64),), str(path), dynamo=False, input_names=["x"]
+        )
+    feeds = {"x": np.ones((1, 64), np.float32)}
+    record = profile.run(_prepared(path, feeds), "counts", 1e-5)
+    assert record is not None and record.ops == {"Gemm": 3.0, "Relu": 3.0}
+    assert record.op_calls == 6 and record.source == "onnx graph"
+    full = profile.run(_prepared(path, feeds), "full", 1e-5)
+    assert full is not None and full.op_time and all(v > 0 for v in full.op_time.values())
+
+
+# --- the device time, judged ------------------------------------------------------------
+
+
+def _cuda_result(latency: float, device: float, *, sd: float = 0.002, seed: int = 0) -> Any:
+    """A CUDA benchmark's result as the plugin records it: latency samples and the
+    profiled pass's device time per call."""
+    rng = np.random.default_rng(seed)
+    samples = list(latency * np.exp(rng.normal(0, 0.25, 40)))  # a host whose speed swings
+    gpu_time = list(device * np.exp(rng.normal(0, sd, 24)))
+    return make_result(
+        samples,
+        backend="torch",
+        env={"backend": "torch", "device_type": "cuda"},
+        work=WorkProfile(calls=24, op_calls=300.0, kernels=181.0, gpu_time=gpu_time),
+    )
+
+
+ORIGIN = Origin(CompareMode.STORED, "a" * 40, 0, "commit aaaaaaaaaa")
+
+
+def test_device_time_decides_where_the_host_bound_latency_cannot() -> None:
+    """Issue 44's H100 figures: eager BERT b32 fp16 at 4.5-9 ms of latency over 2 ms of
+    device time. One layer more (+8% device time) is a regression of the device, and the
+    message says the latency is the host's."""
+    base = _cuda_result(6e-3, 2.0e-3, seed=1).to_json()
+    now = _cuda_result(6e-3, 2.16e-3, seed=2)
+    c = Judge().stored(now, base, merge({}), ORIGIN)
+    assert c.parts is not None and set(c.parts) == {"median", "gpu_time"}
+    assert c.parts["gpu_time"].verdict is Verdict.REGRESSION
+    assert c.parts["median"].verdict is Verdict.INCONCLUSIVE
+    assert c.verdict is Verdict.REGRESSION and c.metric == "gpu_time"
+    assert "host-bound" in (c.parts["median"].note or "")
+    from pytest_infperf.report.messages import failure_message
+
+    text = failure_message("test_bert", c)
+    assert "device time: now 2.16 ms" in text and "host-bound: the device was busy" in text
+
+
+def test_identical_device_time_is_unchanged_and_a_baseline_without_it_judges_latency() -> None:
+    base = _cuda_result(6e-3, 2.0e-3, seed=1).to_json()
+    now = _cuda_result(6e-3, 2.0e-3, seed=3)
+    c = Judge().stored(now, base, merge({}), ORIGIN)
+    assert c.parts is not None and c.parts["gpu_time"].verdict is Verdict.UNCHANGED
+    old = dict(base, work=None)  # saved before the profiled pass existed
+    c = Judge().stored(now, old, merge({}), ORIGIN)
+    assert c.parts is None and c.metric == "median"
+    only = Judge().stored(now, base, merge({"metric": "gpu_time"}), ORIGIN)
+    assert only.parts is not None and set(only.parts) == {"gpu_time"}
+
+
+def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
+    from pytest_infperf.judge.device import reference_kind
+    from pytest_infperf.judge.judge import Observation
+    from pytest_infperf.measure.drift import speed_factors
+
+    gpu_obs = Observation([1.0], env={"device_type": "cuda"}, device_share=0.9)
+    host_bound = dataclasses.replace(gpu_obs, device_share=0.3)
+    assert reference_kind("gpu_time", host_bound) == "gpu"
+    assert reference_kind("median", gpu_obs) == "gpu"
+    assert reference_kind("median", host_bound) == "cpu"
+    assert reference_kind("median", Observation([1.0])) == "cpu"
+    now = {"python_s": 2.0, "gemm_s": 2.0, "gpu_kernel_s": 1.0}
+    then = {"python_s": 1.0, "gemm_s": 1.0, "gpu_kernel_s": 1.0}
+    assert speed_factors(now, then, "gpu") == (1.0, 1.0)  # the host moved, the GPU did not
+    assert speed_factors(now, then, "cpu") == (2.0, 1.0)
+    assert speed_factors({"python_s": 1.0}, then, "gpu") is None  # no GPU reference: none
+
+
+def test_a_process_pair_of_device_times_pools_with_the_device_floor() -> None:
+    rng = np.random.default_rng(4)
+    base = list(2e-3 * np.exp(rng.normal(0, 0.002, 24)))
+    head = [v * 1.08 for v in base]
+    summary = pooled.summarize_samples(head, base)
+    assert summary.mean == pytest.approx(math.log(1.08), abs=1e-3) and summary.se < 0.002
+    plan = PairedPlan(0.05, 0.05, ("median", "gpu_time"))
+    assert plan.quad_metrics == ("median",)
+    assert plan.floor("gpu_time") < plan.floor("median")
+    quads = pooled.summarize_pair(list(rng.normal(0, 0.05, 16)))  # a noisy host
+    look = plan.look({"median": [quads, quads], "gpu_time": [summary, summary]})
+    assert look.verdicts["gpu_time"] is Verdict.REGRESSION
+    assert look.verdicts["median"] is not Verdict.REGRESSION
+
+
+def test_a_pair_with_one_quad_is_left_out_not_divided_by() -> None:
+    """A GPU sample of 0.75 s ended a pair after one quad (the shared-GPU stop came before
+    the slow-quads floor) and the pooled look divided by zero. The plan now keeps the pair
+    going to the floor; a pair without a finite error is left out of the pool."""
+    plan = PairedPlan(0.05, 0.05, ("median",))
+    assert plan.more_quads({"median": [0.01]}, seconds=20.0, gpu=(4, 0.0))
+    one = pooled.summarize_pair([0.01])
+    assert math.isinf(one.se)
+    look = plan.look({"median": [one]})  # no ZeroDivisionError
+    assert look.verdicts["median"] is Verdict.INCONCLUSIVE
+
+
+# --- whose processes are a GPU's tenants ------------------------------------------------
+
+
+def test_the_runs_own_process_tree_is_ours_and_others_are_not() -> None:
+    """Real processes: a child and its grandchild (a worker's child) are this run's, and a
+    process detached from the tree (double-forked, as a daemon or another job starts) is
+    not, whenever they started. The one rule both GPU watches use."""
+    ours = gpu.Ours()
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time\n"
+            "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+            "print(g.pid, flush=True)\n"
+            "d = subprocess.Popen([sys.executable, '-c', "
+            "'import os, time\\nif os.fork() == 0:\\n    print(os.getpid(), flush=True); "
+            "time.sleep(30)\\nos._exit(0)'], stdout=subprocess.PIPE)\n"
+            "print(d.stdout.readline().decode().strip(), flush=True)\n"
+            "time.sleep(30)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        grandchild = int(child.stdout.readline())
+        detached = int(child.stdout.readline())
+        time.sleep(0.2)  # the daemon's parent has exited: it is re-parented
+        assert child.pid in ours and grandchild in ours and os.getpid() in ours
+        assert detached not in gpu.Ours()
+        assert 1 not in ours
+    finally:
+        import psutil
+
+        for pid in (detached, grandchild):
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+        child.kill()
+        child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
+
+
+def test_a_stale_run_root_in_the_environment_is_not_trusted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(gpu.RUN_ROOT_ENV, "1")  # init: the ancestor of every process
+    assert gpu.run_root() == os.getpid()
+    sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        monkeypatch.setenv(gpu.RUN_ROOT_ENV, str(sibling.pid))  # not an ancestor of ours
+        assert gpu.run_root() == os.getpid()
+    finally:
+        sibling.kill()
+        sibling.wait()
