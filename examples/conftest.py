@@ -66,6 +66,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("batch", sweep["batch"], ids=lambda b: f"b{b}")
     if "seq" in metafunc.fixturenames:
         metafunc.parametrize("seq", sweep["seq"], ids=lambda s: f"s{s}")
+    if "gen_device" in metafunc.fixturenames:
+        # Generations follow --backends too: torch-eager (or torch-compile) on the CPU,
+        # torch-cuda on the GPU (skipped without one), so a GPU runner's
+        # --backends=torch-cuda,ort-cuda runs them on the GPU, not on the CPU.
+        devices = []
+        if {"torch-eager", "torch-compile"} & set(backends):
+            devices.append("cpu")
+        if "torch-cuda" in backends:
+            devices.append("cuda")
+        metafunc.parametrize("gen_device", devices)
     if "decoding" in metafunc.fixturenames:
         chosen = metafunc.config.getoption("decoding")
         decodings = ["eager", "static-cache"]

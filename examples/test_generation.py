@@ -11,7 +11,9 @@ length, output length and batch, on each decoding setup:
     pytest examples -k generation                   # small: prompt 32 and 256, 16 new tokens
     pytest examples -k generation --sweep=full      # prompt 32/256/1024 x new 16/128 x batch 1/8
 
-A comparison judges TTFT and TPOT each (``metric="ttft"`` or ``"tpot"`` narrows it to one).
+Each runs on the devices ``--backends`` names: ``torch-eager`` on the CPU, ``torch-cuda`` on
+a GPU (skipped without one). A comparison judges TTFT and TPOT each (``metric="ttft"`` or
+``"tpot"`` narrows it to one).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def test_generation(
     infer_bench,
     infperf_hf,
     model_name: str,
+    gen_device: str,
     decoding: str,
     prompt_tokens: int,
     new_tokens: int,
@@ -39,13 +42,18 @@ def test_generation(
 
     from pytest_infperf import hf
 
+    if gen_device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
     model = infperf_hf.causal_lm(model_name)
+    if gen_device == "cuda":
+        # A fresh model: moving the session's cached one would move it for later tests.
+        model = hf.build_causal_lm(model_name).to("cuda")
     kwargs = {}
     if decoding in ("static-cache", "compile"):
         kwargs["cache_implementation"] = "static"
     if decoding == "compile":
         # A fresh model: compiling the session's cached one would change it for later tests.
-        model = hf.build_causal_lm(model_name)
+        model = hf.build_causal_lm(model_name).to(gen_device)
         model.forward = torch.compile(model.forward, dynamic=False)
     inputs = hf.prompt(model, gen_batch, prompt_tokens)
     infer_bench.generate(
