@@ -1,0 +1,257 @@
+"""The gate on a GPU: A/A and one layer more, stored and interleaved, quiet and beside a
+GPU tenant, through the real plugin in real git repositories. Run it first on any GPU
+machine.
+
+    python benchmarks/gpu_quality.py [--reps 3] [--modes compare,ab]
+        [--scenarios A/A,+1layer] [--tenant] [--device cuda|cpu] [--small]
+
+The suite (random weights, built from configs: offline):
+
+- ``bert_b1``: BERT-base, batch 1, sequence 128, fp32, eager (host-bound on an H100);
+- ``bert_b32_fp16``: BERT-base, batch 32, fp16, eager;
+- ``bert_b32_graph``: the same in a CUDA graph (``cuda_graph=True``);
+- ``resnet50_b16``: ResNet-50 (transformers' ResNet, depths 3-4-6-3), batch 16, 224x224;
+- ``gpt2_generate``: GPT-2 (12 layers) ``generate()`` of 24 new tokens after 64;
+- ``bert_ort``: BERT-base exported to ONNX here, ONNX Runtime's CUDA provider, IOBinding
+  (skipped where onnxruntime-gpu is not installed).
+
+"+1layer" adds one encoder/decoder layer (one block to ResNet's third stage): about +8%
+of the work. Per repetition the baseline is saved on ``main``, then each scenario's branch
+is compared (``--perf-compare=main`` and ``--perf-ab=main``). ``--tenant`` starts a second
+process doing matmuls on the same GPU for the first half of each comparing run (a GPU
+runner's noisy neighbour), and stops it.
+
+Prints per scenario and mode: the verdicts (and those of the latency and device-time parts),
+how many were caught and whether the device or the host moved, the GPU blocks flagged
+(``other_process``, throttling) and set aside, the profiled pass's cost, and run times
+against a plain run. ``--device cpu --small`` runs the same suite, tiny, on the CPU: a
+check of the script and the plumbing, not of the GPU figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from decision_quality import commit_repo, git, pytest_run
+
+SUITE = """
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from pytest_infperf import hf
+
+EXTRA = int((Path(__file__).parent / "layers.txt").read_text())
+DEVICE = os.environ.get("GQ_DEVICE", "cuda")
+SMALL = os.environ.get("GQ_SMALL") == "1"
+HIDDEN, LAYERS, SEQ = (64, 2, 32) if SMALL else (768, 12, 128)
+
+
+def _bert(dtype):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    heads = 4 if SMALL else 12
+    cfg = BertConfig(hidden_size=HIDDEN, num_hidden_layers=LAYERS + EXTRA,
+                     num_attention_heads=heads, intermediate_size=4 * HIDDEN)
+    return BertModel(cfg).eval().to(DEVICE, dtype)
+
+
+def _ids(batch):
+    return {"input_ids": torch.randint(0, 1000, (batch, SEQ), device=DEVICE)}
+
+
+def test_bert_b1(infer_bench):
+    infer_bench(_bert(torch.float32), _ids(1))
+
+
+def test_bert_b32_fp16(infer_bench):
+    dtype = torch.float16 if DEVICE == "cuda" else torch.float32
+    infer_bench(_bert(dtype), _ids(4 if SMALL else 32))
+
+
+def test_bert_b32_graph(infer_bench):
+    if DEVICE != "cuda":
+        pytest.skip("CUDA graphs need a GPU")
+    infer_bench(_bert(torch.float16), _ids(32), cuda_graph=True)
+
+
+def test_resnet50_b16(infer_bench):
+    from transformers import ResNetConfig, ResNetModel
+
+    torch.manual_seed(0)
+    depths = [1, 1, 1 + EXTRA, 1] if SMALL else [3, 4, 6 + EXTRA, 3]
+    cfg = ResNetConfig(depths=depths, layer_type="bottleneck",
+                       hidden_sizes=[64, 128, 256, 512] if SMALL else [256, 512, 1024, 2048])
+    model = ResNetModel(cfg).eval().to(DEVICE)
+    side = 64 if SMALL else 224
+    infer_bench(model, (torch.randn(2 if SMALL else 16, 3, side, side, device=DEVICE),))
+
+
+def test_gpt2_generate(infer_bench):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_embd=HIDDEN, n_layer=LAYERS + EXTRA, n_head=4 if SMALL else 12)
+    model = GPT2LMHeadModel(cfg).eval().to(DEVICE)
+    infer_bench.generate(model, hf.prompt(model, 1, 64), max_new_tokens=24)
+
+
+def test_bert_ort(infer_bench, tmp_path_factory):
+    ort = pytest.importorskip("onnxruntime")
+    provider = "CUDAExecutionProvider" if DEVICE == "cuda" else "CPUExecutionProvider"
+    if provider not in ort.get_available_providers():
+        pytest.skip("onnxruntime without CUDA (install onnxruntime-gpu)")
+    model = _bert(torch.float32).cpu()
+    path = tmp_path_factory.mktemp("onnx") / "bert.onnx"
+    ids = _ids(1)["input_ids"].cpu()
+    torch.onnx.export(model, (ids,), str(path), input_names=["input_ids"], dynamo=False)
+    infer_bench(str(path), {"input_ids": ids.numpy()}, providers=[provider])
+"""
+
+SCENARIOS = {"A/A": 0, "+1layer": 1}
+MODES = {"compare": ["--perf-compare=main"], "ab": ["--perf-ab=main"]}
+ENV_EXTRA = {"GQ_DEVICE": "cuda", "GQ_SMALL": "0"}
+
+
+class Tenant:
+    """Matmuls on the GPU in another process, for the first ``seconds`` of a run."""
+
+    def __init__(self, on: bool, seconds: float) -> None:
+        self.on, self.seconds = on, seconds
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.timer: threading.Timer | None = None
+
+    def __enter__(self) -> Tenant:
+        if self.on:
+            code = (
+                "import torch\na = torch.randn(4096, 4096, device='cuda', dtype=torch.float16)\n"
+                "while True:\n    a @ a\n    torch.cuda.synchronize()\n"
+            )
+            self.proc = subprocess.Popen([sys.executable, "-c", code])
+            self.timer = threading.Timer(self.seconds, self._stop)
+            self.timer.start()
+        return self
+
+    def _stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self._stop()
+
+
+def _row(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
+    out = []
+    for b in (doc or {}).get("benchmarks") or []:
+        c = b.get("comparison") or {}
+        parts = c.get("parts") or {}
+        blocks = c.get("gpu_blocks") or {}
+        out.append(
+            {
+                "name": b["nodeid"].split("::")[-1],
+                "verdict": c.get("verdict"),
+                "ratio": c.get("ratio"),
+                "latency": (parts.get("median") or {}).get("verdict"),
+                "device": (parts.get("gpu_time") or {}).get("verdict"),
+                "device_ratio": (parts.get("gpu_time") or {}).get("ratio"),
+                "flagged": sum((blocks.get("flagged") or {}).values()),
+                "set_aside": sum((blocks.get("set_aside") or {}).values()),
+                "others": blocks.get("other_processes") or [],
+                "profile_s": (b.get("work") or {}).get("cost_s"),
+                "work": (c.get("work") or {}).get("change"),
+                "pairs": c.get("process_pairs"),
+            }
+        )
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--modes", default="compare,ab")
+    ap.add_argument("--scenarios", default="A/A,+1layer")
+    ap.add_argument("--tenant", action="store_true")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("-k", default="", help="pytest -k expression for the suite")
+    args = ap.parse_args()
+    ENV_EXTRA.update(GQ_DEVICE=args.device, GQ_SMALL="1" if args.small else "0")
+    import decision_quality
+
+    decision_quality.ENV.update(ENV_EXTRA)
+    extra = ["-k", args.k] if args.k else []
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
+    times: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    plain: list[float] = []
+    for rep in range(args.reps):
+        with tempfile.TemporaryDirectory(prefix="gq-") as tmp:
+            repo = Path(tmp) / "repo"
+            repo.mkdir()
+            (repo / "test_gpu_suite.py").write_text(SUITE)
+            (repo / "layers.txt").write_text("0")
+            (repo / "pytest.ini").write_text("[pytest]\n")
+            commit_repo(repo, "suite")
+            _, code, took = pytest_run(repo, *extra)
+            plain.append(took)
+            _, code, _ = pytest_run(repo, "--perf-save", *extra)
+            print(f"rep {rep + 1}: plain run {took:.0f} s; baseline saved (exit {code})")
+            for label in args.scenarios.split(","):
+                git(repo, "checkout", "-q", "-B", f"s{SCENARIOS[label]}", "main")
+                (repo / "layers.txt").write_text(str(SCENARIOS[label]))
+                git(repo, "commit", "-q", "--allow-empty", "-am", label)
+                for mode in args.modes.split(","):
+                    with Tenant(args.tenant, seconds=max(10.0, statistics.median(plain))):
+                        doc, code, took = pytest_run(repo, *MODES[mode], *extra)
+                    rows[(label, mode)] += _row(doc)
+                    times[(label, mode)].append(took)
+                    print(f"  {label} {mode}: exit {code}, {took:.0f} s")
+    base = statistics.median(plain)
+    print(f"\nplain run: median {base:.0f} s; device {args.device}; tenant {args.tenant}")
+    for (label, mode), found in sorted(rows.items()):
+        verdicts = collections.Counter(r["verdict"] for r in found)
+        moved = collections.Counter(
+            "device"
+            if r["device"] == "regression"
+            else "host"
+            if r["latency"] == "regression"
+            else "-"
+            for r in found
+            if r["verdict"] == "regression"
+        )
+        flagged = sum(r["flagged"] for r in found)
+        aside = sum(r["set_aside"] for r in found)
+        took = statistics.median(times[(label, mode)])
+        print(
+            f"\n{label} {mode}: {dict(verdicts)}; regressions moved by {dict(moved)}; "
+            f"GPU blocks flagged {flagged}, set aside {aside}; run {took:.0f} s "
+            f"({took / base:.2f}x plain)"
+        )
+        for r in found:
+            print(
+                f"  {r['name']:<18} {r['verdict']!s:<14} ratio {r['ratio'] or 0:.3f} "
+                f"latency {r['latency']!s:<13} device {r['device']!s:<13} "
+                f"work {r['work']} pairs {r['pairs']} flagged {r['flagged']} "
+                f"others {r['others'][:3]} profile {r['profile_s']}"
+            )
+
+
+if __name__ == "__main__":
+    started = time.time()
+    main()
+    print(f"\n(took {time.time() - started:.0f} s)")
