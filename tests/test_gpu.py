@@ -396,12 +396,16 @@ def test_ort_fallback_quotes_orts_own_reason() -> None:
 def test_ort_log_is_captured_and_still_shown(capfd: pytest.CaptureFixture[str]) -> None:
     import os
 
-    from pytest_infperf.measure.backends.onnxruntime import _CapturedStderr
+    from pytest_infperf.measure.backends import CapturedStderr
 
-    with _CapturedStderr() as log:
+    with CapturedStderr() as log:
         os.write(2, b"EP Error something broke\n")
     assert "EP Error something broke" in log.text
     assert "EP Error something broke" in capfd.readouterr().err
+    # the profiler's start/stop chatter is kept in the copy, not written back
+    with CapturedStderr(drop=lambda line: line.startswith("USDT:")) as log:
+        os.write(2, b"USDT: profiler_start\nkept\n")
+    assert "USDT" in log.text and capfd.readouterr().err == "kept\n"
 
 
 def test_include_copies_keeps_the_host_bound_ratio_meaning() -> None:
