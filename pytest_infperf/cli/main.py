@@ -19,7 +19,7 @@ from ..core.options import SPECS, option_type
 from ..measure.backends import BackendError
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
-from . import bisect
+from . import bisect, steps
 
 #: The retention the docs recommend: raw samples for the newest 50 baselines of each
 #: environment (a comparison finds its baseline among them), summaries for the rest.
@@ -641,7 +641,7 @@ def _bisect(args: argparse.Namespace) -> int:
 
     try:
         return bisect.run(args, series if env else None)
-    except bisect.BisectError as exc:
+    except steps.BisectError as exc:
         raise CLIError(str(exc)) from None
 
 
