@@ -2,7 +2,8 @@
 
 ``judge`` (the ``Judge``: a stored comparison, a re-measure, an interleaved verdict from
 the plan's last look), ``plan`` (the interleaved protocol: quads, process pairs, every
-alpha split and stopping rule) and ``accept`` (``Perf-Accept:`` trailers). It returns
+alpha split and stopping rule), ``accept`` (``Perf-Accept:`` trailers) and ``merged`` (a
+split run's verdicts held to the whole run's family, by the other two's rules). It returns
 typed records; what a verdict means for a test (fail, warn, accept) is the session's gate,
 and the words a reviewer reads are the report's.
 """
