@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import post
+
 
 class CIError(Exception):
     """A problem with the command's inputs; printed, exit code 2 (main's)."""
@@ -145,3 +147,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="also append notable=true|false to $GITHUB_OUTPUT (post a new comment only then)",
     )
     com.set_defaults(func=_comment)
+    poster = sub.add_parser(
+        "post-comment",
+        help="post or update the comment on the workflow_run's own pull request "
+        "(perf-comment.yml; the pull request is looked up from the run, never read from "
+        "the artifact)",
+        description=post.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    post.add_arguments(poster).set_defaults(func=post.run)
