@@ -322,13 +322,19 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session.artifacts import ArtifactWriter
     from .session.terminal import TerminalReport
 
-    artifacts = ArtifactWriter(context, collector)
+    artifacts = ArtifactWriter(context, collector, _split(config))
     manager.register(artifacts, "infperf-artifacts")
     manager.register(TerminalReport(config, context, collector, artifacts), "infperf-terminal")
     if manager.hasplugin("xdist"):
         from .session.xdist import XdistController
 
         manager.register(XdistController(context, collector), "infperf-xdist")
+
+
+def _split(config: pytest.Config) -> tuple[int, int] | None:
+    """pytest-split's ``--group i --splits N`` (None without pytest-split or a split)."""
+    group, splits = config.getoption("group", None), config.getoption("splits", None)
+    return (int(group), int(splits)) if group and splits else None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

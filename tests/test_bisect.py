@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pytest_infperf.cli.bisect import Commit, Search, hints_from_store
@@ -25,12 +26,25 @@ def _commit(path: Path, message: str) -> str:
     return git(path, "rev-parse", "HEAD")
 
 
+#: A pytest whose own cleanup hangs after Ctrl-C, when the interrupt tests ask for it: what
+#: a second Ctrl-C or SIGTERM must not wait for.
+STUCK_CONFTEST = """
+import os, signal, time
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 2 and os.environ.get("INFPERF_TEST_STUCK_CLEANUP"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        time.sleep(120)
+"""
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """Seven commits: c3 cannot be imported, c5 makes test_slowed 30% slower."""
     repo = tmp_path_factory.mktemp("bisect") / "repo"
     repo.mkdir()
     (repo / "pytest.ini").write_text(AB_INI)
+    (repo / "conftest.py").write_text(STUCK_CONFTEST)
     (repo / "test_suite.py").write_text(AB_SUITE)
     (repo / "factor.txt").write_text("1.0")
     (repo / ".gitignore").write_text("*.json\n*.md\n__pycache__/\n")
@@ -120,20 +134,65 @@ def test_bisect_usage_errors(history: tuple[Path, list[str]]) -> None:
     assert out.returncode == 2 and "'nope' is not a commit, branch or tag" in out.stderr
     out = infperf(repo, "list", "--", "-x")
     assert out.returncode == 2 and "takes no arguments after --" in out.stderr
+    for bad in ("-1", "x"):
+        out = infperf(repo, "bisect", shas[0], shas[6], "--retries", bad)
+        assert out.returncode == 2 and "--retries" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])  # Ctrl-C; a cancelled CI job
-def test_an_interrupted_bisect_leaves_the_checkout_as_it_was(
-    history: tuple[Path, list[str]], tmp_path: Path, sig: str
+def test_a_pytest_usage_error_is_a_usage_error_with_pytests_own_line(
+    history: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
+    """A mistyped option after -- is not 'BAD does not regress': exit 2, and pytest says
+    which option; nothing is left behind."""
     repo, shas = history
     before = _state(repo)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    out = infperf(
+        repo, "bisect", shas[0], shas[6], "-k", "slowed", "--", "--perf-bogus", TMPDIR=str(tmp)
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "pytest could not run the selection at BAD" in out.stderr
+    assert "ERROR: usage:" in out.stderr
+    assert "unrecognized arguments: --perf-bogus" in out.stderr
+    assert "inconclusive" not in out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    assert _state(repo) == before
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_git_failure_during_the_search_has_its_own_exit_code(tmp_path: Path) -> None:
+    """BAD's tree has lost a blob: the refs resolve, its worktree cannot be checked out."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_suite.py").write_text(AB_SUITE)
+    (repo / "factor.txt").write_text("1.0")
+    init_repo(repo, "good")
+    good = git(repo, "rev-parse", "HEAD")
+    (repo / "data.txt").write_text("only in bad\n")
+    bad = _commit(repo, "bad")
+    blob = git(repo, "rev-parse", "HEAD:data.txt")
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # loose in a new repository
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = infperf(repo, "bisect", good, bad, "-k", "slowed", TMPDIR=str(tmp))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "git failed during the bisect" in out.stderr
+    assert f"cannot check out {bad[:10]}" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert list(tmp.iterdir()) == []
+
+
+def _start_bisect(
+    repo: Path, shas: list[str], tmp: Path, **env: str
+) -> tuple[subprocess.Popen[str], list[psutil.Process]]:
+    """``infperf bisect`` as from a terminal, and its processes once the first step's
+    pytest measures (its A/B workers are up)."""
     # Started with Ctrl-C's default action, as from a terminal: a shell's background job
-    # (`cmd &` without job control) ignores SIGINT, and Python keeps an ignored SIGINT
-    # ignored, so run under such a job the bisect ran on to its end.
+    # (`cmd &` without job control) ignores SIGINT, and the bisect keeps an ignored SIGINT
+    # ignored, as Python does.
     unignore = (
         "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
         "runpy.run_module('pytest_infperf', run_name='__main__', alter_sys=True)"
@@ -141,22 +200,90 @@ def test_an_interrupted_bisect_leaves_the_checkout_as_it_was(
     proc = subprocess.Popen(
         [sys.executable, "-c", unignore, "bisect", shas[0], shas[6], "-k", "slowed"],
         cwd=repo,
-        env={**os.environ, **GIT_ENV, "TMPDIR": str(tmp)},
+        env={**os.environ, **GIT_ENV, "TMPDIR": str(tmp), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    # Interrupt while the first step's pytest measures (its log exists).
-    deadline = time.monotonic() + 60
-    while not list(tmp.glob("infperf-bisect-*/step-1.log")) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 90
+    below: list[psutil.Process] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            below = psutil.Process(proc.pid).children(recursive=True)
+            if any("pytest_infperf.abworker" in " ".join(p.cmdline()) for p in below):
+                break
+        except psutil.Error:
+            pass
         time.sleep(0.1)
-    time.sleep(1.0)
-    proc.send_signal(getattr(signal, sig))
+    else:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the first step's A/B workers never started: {out[-2000:]}{err[-2000:]}")
+    return proc, below
+
+
+def _alive(procs: list[psutil.Process]) -> list[str]:
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(f"{p.pid} {' '.join(p.cmdline())[:120]}")
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_interrupted_bisect_leaves_the_checkout_as_it_was(
+    history: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """One Ctrl-C: the step's pytest stops its workers and removes its worktree itself."""
+    repo, shas = history
+    before = _state(repo)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc, below = _start_bisect(repo, shas, tmp)
+    proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stdout + stderr
     assert "interrupted" in stderr
+    assert _alive(below) == []
     assert _state(repo) == before
     assert list(tmp.iterdir()) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("signals", [["SIGINT", "SIGINT"], ["SIGTERM"]])
+def test_a_second_ctrl_c_or_sigterm_kills_the_step_at_once(
+    history: tuple[Path, list[str]], tmp_path: Path, signals: list[str]
+) -> None:
+    """The step's pytest hangs in its own cleanup after SIGINT. A second Ctrl-C, or a
+    cancelled CI job's SIGTERM (GitHub allows about 10 s), must not wait for it: within
+    10 s no process of the bisect is left, and the checkout is as it was."""
+    repo, shas = history
+    before = _state(repo)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc, below = _start_bisect(repo, shas, tmp, INFPERF_TEST_STUCK_CLEANUP="1")
+    start = time.monotonic()
+    for i, name in enumerate(signals):
+        if i:
+            time.sleep(1.0)  # the step's pytest is in its hanging cleanup by now
+        proc.send_signal(getattr(signal, name))
+    try:
+        stdout, stderr = proc.communicate(timeout=10 - (time.monotonic() - start))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running 10 s after {' and '.join(signals)}")
+    took = time.monotonic() - start
+    assert proc.returncode == 130, stdout + stderr
+    assert "interrupted" in stderr
+    assert _alive(below) == []
+    assert _state(repo) == before
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert list(tmp.iterdir()) == []
+    assert took < 10
 
 
 def test_search_skips_and_hints() -> None:

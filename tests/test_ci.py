@@ -18,6 +18,7 @@ from .conftest import BUSY_HEADER, FAST_INI, ROOT, init_repo, load_json
 yaml = pytest.importorskip("yaml")
 
 WORKFLOWS = ROOT / ".github" / "workflows"
+CI_DOC = " ".join((ROOT / "docs" / "CI.md").read_text().split())
 
 SUITE = (
     BUSY_HEADER
@@ -59,6 +60,7 @@ def test_perf_workflow_shards_merge_and_gate_once() -> None:
     shard = jobs["shard"]
     assert shard["runs-on"][0] == "self-hosted" and "matrix.runner" in shard["runs-on"][1]
     assert shard["needs"] == "authorize" and shard["strategy"]["fail-fast"] is False
+    assert shard["env"]["GROUP"] == "${{ matrix.group }}"
     steps = _steps(doc, "shard")
     assert _step(steps, "actions/checkout")["with"]["fetch-depth"] == 0
     save = _step(steps, "--perf-save")
@@ -66,24 +68,153 @@ def test_perf_workflow_shards_merge_and_gate_once() -> None:
     assert "--group" in save["run"] and "--store-durations" in save["run"]
     compare = _step(steps, "--perf-compare")
     assert compare["if"] == "github.event_name == 'pull_request'"
-    assert "origin/${{ github.base_ref }}" in compare["run"]
+    assert 'origin/$GITHUB_BASE_REF"' in compare["run"]
     assert "--splits" in compare["run"] and "least_duration" in compare["run"]
+    # The shard records; the fan-in judges the run (its family is the whole run's).
+    assert "--perf-warn-only" in compare["run"]
     pull = _step(steps, "baselines pull")["run"]
     assert "--depth" in pull and "GITHUB_BASE_REF" in pull  # recent baselines only
-    assert "perf-shard-" in _step(steps, "actions/upload-artifact")["with"]["name"]
-    # The fan-in: merge every shard, one summary, one verdict, the comment body built.
+    status = _step(steps, "status.txt")
+    assert status["if"] == "always()" and status["env"]["STATUS"] == "${{ job.status }}"
+    upload = _step(steps, "actions/upload-artifact")
+    assert "perf-shard-" in upload["with"]["name"] and steps.index(status) < steps.index(upload)
+    # The fan-in: every shard accounted for, one merge, one summary, one verdict.
     fan = _steps(doc, "fan-in")
-    assert jobs["fan-in"]["needs"] == "shard" and "always()" in jobs["fan-in"]["if"]
+    assert jobs["fan-in"]["needs"] == "shard" and jobs["fan-in"]["if"] == "always()"
+    check = _step(fan, "perf-shard-$LABEL-$group")
     merge = _step(fan, "pytest_infperf merge")
     assert "--fail-on-regression" in merge["run"] and "--markdown" in merge["run"]
+    assert '--expect "$GROUPS"' in merge["run"] and merge["if"] == "always()"
     assert _step(fan, "GITHUB_STEP_SUMMARY")["if"] == "always()"
     build = _step(fan, "pytest_infperf comment")
     assert "pr-number.txt" in build["run"] and "--github-output" in build["run"]
     assert _step(fan, "actions/upload-artifact")["with"]["name"] == "perf-results"
-    assert fan.index(merge) < fan.index(build)
+    assert fan.index(check) < fan.index(merge) < fan.index(build)
 
 
-def test_only_main_holds_a_write_token_and_forks_wait_for_a_maintainer() -> None:
+def test_the_fan_in_expects_the_matrix() -> None:
+    """The matrix is labels x groups 1..GROUPS, and each fan-in downloads and expects its
+    label's GROUPS shards: a shard the matrix runs is one the fan-in waits for."""
+    doc = _load("perf.yml")
+    matrix = doc["jobs"]["shard"]["strategy"]["matrix"]
+    groups = int(doc["env"]["GROUPS"])
+    assert matrix["group"] == list(range(1, groups + 1))
+    fan_ins = {n: j for n, j in doc["jobs"].items() if "pytest_infperf merge" in str(j)}
+    assert sorted(j["env"]["LABEL"] for j in fan_ins.values()) == sorted(matrix["runner"])
+    for job in fan_ins.values():
+        download = _step(job["steps"], "actions/download-artifact")
+        assert download["with"]["pattern"] == "perf-shard-${{ env.LABEL }}-*"
+    shard_name = _step(_steps(doc, "shard"), "actions/upload-artifact")["with"]["name"]
+    assert shard_name == "perf-shard-${{ matrix.runner }}-${{ matrix.group }}"
+
+
+def _run_blocks() -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for name, job in _load(path.name)["jobs"].items():
+            for i, step in enumerate(job.get("steps", [])):
+                if "run" in step:
+                    out.append((f"{path.name}:{name}:{step.get('name', i)}", step["run"]))
+    return out
+
+
+def test_expressions_reach_shell_steps_only_through_env() -> None:
+    """`${{ }}` in a run: block is pasted into the script before the shell reads it (a
+    branch name or an input becomes code); in env: it is a variable's value."""
+    blocks = _run_blocks()
+    assert len(blocks) >= 10
+    assert [where for where, script in blocks if "${{" in script] == []
+
+
+def _fan_in_script(text: str) -> str:
+    (job,) = [j for j in _load("perf.yml")["jobs"].values() if "LABEL" in (j.get("env") or {})]
+    return str(_step(job["steps"], text)["run"])
+
+
+def _bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """A run: block as GitHub runs it (bash -e -o pipefail), with the job's env."""
+    path = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env={**os.environ, **path, "GROUPS": "3", "LABEL": "gpu", **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+FAN_SUITE = """
+import pytest
+
+@pytest.mark.parametrize("n", [100, 200, 300])
+def test_n(infer_bench, n):
+    infer_bench(lambda: sum(range(n)))
+"""
+
+
+@pytest.fixture(scope="module")
+def fan_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A three-group run's artifacts as the fan-in downloads them, from real pytest-split
+    runs: group 2 failed before writing its results."""
+    pytest.importorskip("pytest_split")
+    root = tmp_path_factory.mktemp("fan-in")
+    (root / "test_n.py").write_text(FAN_SUITE)
+    run = [
+        *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--splits=3"),
+        *("-o", "infperf_max_time=0.02", "-o", "infperf_min_time=0.01"),
+    ]
+    procs = []
+    for group in (1, 2, 3):
+        shard = root / "shards" / f"perf-shard-gpu-{group}"
+        shard.mkdir(parents=True)
+        (shard / "status.txt").write_text("success\n" if group != 2 else "failure\n")
+        if group != 2:
+            command = [*run, f"--group={group}", f"--perf-json={shard / 'results.json'}"]
+            procs.append(
+                subprocess.Popen(
+                    command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+                )
+            )
+    for proc in procs:
+        out, _ = proc.communicate()
+        assert proc.returncode == 0, out[-3000:]
+    return root
+
+
+def test_a_failed_or_missing_shard_fails_the_fan_in_with_its_name(
+    fan_in: Path, tmp_path: Path
+) -> None:
+    check = _fan_in_script("perf-shard-$LABEL-$group")
+    out = _bash(check, fan_in, SHARDS="failure")
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [
+        "::error title=shard failed::perf-shard-gpu-2 ended failure: see its job"
+    ]
+    merge = _bash(_fan_in_script("pytest_infperf merge"), fan_in)
+    assert merge.returncode == 2
+    assert "group(s) 2 of 3 sent no results" in merge.stderr
+    # A shard that never reached its upload: no artifact at all.
+    shutil.copytree(fan_in / "shards", tmp_path / "shards")
+    shutil.rmtree(tmp_path / "shards" / "perf-shard-gpu-2")
+    (tmp_path / "shards" / "perf-shard-gpu-3" / "status.txt").write_text("cancelled\n::x\n")
+    out = _bash(check, tmp_path, SHARDS="cancelled")
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [
+        "::error title=shard missing::perf-shard-gpu-2 sent nothing: it never ran to its "
+        "upload (cancelled, timed out, runner lost)",
+        "::error title=shard failed::perf-shard-gpu-3 ended cancelledx: see its job",
+    ]
+    # Every shard there and successful: the check passes (and needs.shard still counts).
+    (tmp_path / "shards" / "perf-shard-gpu-3" / "status.txt").write_text("success\n")
+    shutil.copytree(
+        fan_in / "shards" / "perf-shard-gpu-1", tmp_path / "shards" / "perf-shard-gpu-2"
+    )
+    assert _bash(check, tmp_path, SHARDS="success").returncode == 0
+    assert _bash(check, tmp_path, SHARDS="failure").returncode == 1
+
+
+def test_only_main_holds_a_write_token_and_the_in_file_gate_is_not_called_one() -> None:
     doc = _load("perf.yml")
     assert doc["permissions"] == {"contents": "read"}
     for name in ("perf.yml", "perf-comment.yml"):
@@ -95,11 +226,16 @@ def test_only_main_holds_a_write_token_and_forks_wait_for_a_maintainer() -> None
     assert push["if"] == "github.event_name == 'push' && github.ref == 'refs/heads/main'"
     assert push["concurrency"]["cancel-in-progress"] is False  # pushes queue, one at a time
     assert "baselines push" in _step(push["steps"], "baselines push")["run"]
-    # A fork's pull request reaches the self-hosted shards only through "external".
+    # A pause for forks that leave the file alone ("external"), said to be no protection:
+    # a fork's pull request runs its own copy of this file.
     gate = doc["jobs"]["authorize"]
     assert gate["runs-on"] == "ubuntu-latest"
     assert "head.repo.full_name != github.repository" in gate["environment"]
     assert "'external'" in gate["environment"]
+    text = (WORKFLOWS / "perf.yml").read_text()
+    assert "A pause, not a protection" in text and "this file cannot protect them" in text
+    assert "Require approval for all outside collaborators" in CI_DOC
+    assert "before any of their code reaches a self-hosted runner" not in text + CI_DOC
     # No job that checks out code keeps git credentials for later steps but the pusher.
     for name, job in doc["jobs"].items():
         for step in job.get("steps", []):
@@ -116,14 +252,18 @@ def test_the_comment_workflow_runs_no_code_from_the_pull_request() -> None:
     assert doc["permissions"] == {"actions": "read", "pull-requests": "write"}
     (job,) = doc["jobs"].values()
     steps = job["steps"]
-    assert not any("run" in s for s in steps)  # no shell step at all
-    assert not any(str(s.get("uses", "")).startswith("actions/checkout") for s in steps)
+    # Its own checkout is the default branch's (workflow_run's commit): no ref, no token kept.
+    checkout = _step(steps, "actions/checkout")
+    assert checkout["with"] == {"persist-credentials": False}
     download = _step(steps, "actions/download-artifact")
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
-    script = _step(steps, "actions/github-script")["with"]["script"]
-    assert "Number.isInteger" in script and "pytest-infperf:comment" in script
-    assert "updateComment" in script and "createComment" in script
-    assert "eval" not in script and "require('child_process')" not in script
+    assert steps.index(checkout) < steps.index(download)  # the checkout cannot clean it away
+    # One shell step: the poster, which finds the pull request from the run itself.
+    (poster,) = [s for s in steps if "run" in s]
+    assert poster["run"].split()[:3] == ["python3", "-m", "pytest_infperf.cli.post"]
+    assert "--pr-number-file perf-results/pr-number.txt" in " ".join(poster["run"].split())
+    assert poster["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
+    assert not any("github-script" in str(s.get("uses", "")) for s in steps)
 
 
 def test_ci_workflow_runs_the_project_checks() -> None:

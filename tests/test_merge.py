@@ -3,14 +3,24 @@ unsplit run writes (issue 26). Real pytest runs, real pytest-split groups."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .conftest import infperf
+from pytest_infperf.core.names import CompareMode, Metric
+from pytest_infperf.core.results import Comparison, Reason, Verdict
+from pytest_infperf.judge.judge import Judge
+from pytest_infperf.judge.merged import rejudge
+from pytest_infperf.judge.plan import PairedPlan
+
+from .conftest import FAST_INI, GIT_ENV, git, infperf, init_repo
 
 pytest.importorskip("pytest_split")
 
@@ -77,7 +87,7 @@ def test_merged_shards_hold_what_one_run_holds(shards: Path) -> None:
     assert infperf(shards, "comment", "merged.json").returncode == 0
 
 
-@pytest.mark.parametrize("case", ["overlap", "commits", "truncated", "mode"])
+@pytest.mark.parametrize("case", ["overlap", "twice", "commits", "truncated", "mode"])
 def test_shards_that_cannot_merge_get_a_clear_error_and_nothing_is_written(
     shards: Path, case: str, tmp_path: Path
 ) -> None:
@@ -85,11 +95,14 @@ def test_shards_that_cannot_merge_get_a_clear_error_and_nothing_is_written(
     two = json.loads((shards / "shard2.json").read_text())
     expected = {
         "overlap": "is in two shards (a.json and b.json): the shards overlap",
+        "twice": "a.json and b.json are both group 1: the same shard twice",
         "commits": "the shards measured different commits",
         "truncated": "b.json",
         "mode": "the shards ran in different modes",
     }[case]
-    if case == "overlap":
+    if case == "overlap":  # another group holding the same benchmarks
+        two = {**one, "split": {"group": 2, "splits": 3}}
+    elif case == "twice":
         two = one
     elif case == "commits":
         two["commit"] = {**(two["commit"] or {}), "sha": "f" * 40}
@@ -120,3 +133,192 @@ def test_the_merged_run_fails_once_for_any_shard_that_regressed(
     out = infperf(tmp_path, "merge", "a.json", "b.json", "-o", "m.json", "--fail-on-regression")
     assert out.returncode == 1
     assert f"regression: {two['benchmarks'][0]['key']}" in out.stdout
+
+
+# --- a comparing split run: order, fail-closed, the run's family (issue 45) ---------------
+
+SUITE_A = """
+import pytest
+
+@pytest.mark.parametrize("n", [200, 400, 800])
+def test_a(infer_bench, n):
+    infer_bench(lambda: sum(range(n)))
+"""
+SUITE_B = SUITE_A.replace("test_a", "test_b")
+#: A wide threshold: what is under test is what the merge makes of the verdicts, not noise.
+COMPARE_INI = FAST_INI + "infperf_threshold = 0.5\ninfperf_drift_guard = off\n"
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """test_a's baselines saved at c0; c1 adds test_b, which has none. Three pytest-split
+    groups of c1 compare with c0: group 1 test_a only, group 2 both, group 3 test_b only
+    (it compared nothing, and alone fails closed)."""
+    root = tmp_path_factory.mktemp("compared")
+    (root / "pytest.ini").write_text(COMPARE_INI)
+    (root / "test_a.py").write_text(SUITE_A)
+    (root / ".gitignore").write_text("*.json\n__pycache__/\n.test_durations\n")
+    env = {**os.environ, **GIT_ENV}
+    init_repo(root, "c0")
+    c0 = git(root, "rev-parse", "HEAD")
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    saved = subprocess.run([*run, "--perf-save"], cwd=root, env=env, capture_output=True, text=True)
+    assert saved.returncode == 0, saved.stdout[-3000:]
+    (root / "test_b.py").write_text(SUITE_B)
+    git(root, "add", "test_b.py")
+    git(root, "commit", "-qm", "c1 test_b")
+    procs = [
+        subprocess.Popen(
+            [
+                *run,
+                f"--perf-compare={c0}",
+                "--splits=3",
+                f"--group={i}",
+                f"--perf-json=shard{i}.json",
+                "--perf-warn-only",
+            ],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in (1, 2, 3)
+    ]
+    for proc in procs:
+        out, _ = proc.communicate()
+        assert proc.returncode == 0, out[-3000:]
+    return root, c0
+
+
+def test_merge_is_one_document_and_one_exit_code_in_any_order(
+    compared: tuple[Path, str], validate: Any
+) -> None:
+    root, _ = compared
+    docs, codes = [], set()
+    for k, order in enumerate(
+        itertools.permutations(["shard1.json", "shard2.json", "shard3.json"])
+    ):
+        out = infperf(
+            root, "merge", *order, "-o", f"m{k}.json", "--expect", "3", "--fail-on-regression"
+        )
+        codes.add(out.returncode)
+        assert "Traceback" not in out.stderr, out.stderr
+        docs.append((root / f"m{k}.json").read_text())
+    assert codes == {0}
+    assert len(set(docs)) == 1  # byte for byte, `created` included
+    merged = json.loads(docs[0])
+    validate(merged)
+    assert "compared_nothing" not in merged  # group 1 compared: the run did
+    assert merged["comparison"]  # from a shard that found a baseline, whatever came first
+    assert [(s["group"], s["splits"]) for s in merged["shards"]] == [(1, 3), (2, 3), (3, 3)]
+    assert merged["family"]["perf_tests"] == 6
+    shard3 = json.loads((root / "shard3.json").read_text())
+    assert shard3["split"] == {"group": 3, "splits": 3}
+    assert shard3["family"]["perf_tests"] == 2 and shard3["compared_nothing"]
+    # The shard alone fails closed, as its own run would have without --perf-warn-only.
+    alone = infperf(root, "merge", "shard3.json", "-o", "alone.json", "--fail-on-regression")
+    assert alone.returncode == 1 and "compared nothing: " in alone.stdout
+
+
+def test_a_missing_shard_fails_the_merge_with_its_group(compared: tuple[Path, str]) -> None:
+    root, _ = compared
+    out = infperf(root, "merge", "shard3.json", "shard1.json", "-o", "gap.json", "--expect", "3")
+    assert out.returncode == 2
+    assert "1 of 3 shards missing: group(s) 2 of 3 sent no results" in out.stderr
+    assert not (root / "gap.json").exists()
+    out = infperf(
+        root, "merge", "shard1.json", "shard2.json", "shard3.json", "-o", "x.json", "--expect", "4"
+    )
+    assert out.returncode == 2 and "split into 3 groups" in out.stderr
+    out = infperf(root, "merge", "shard1.json", "-o", "x.json", "--expect", "0")
+    assert out.returncode == 2 and "--expect" in out.stderr and "Traceback" not in out.stderr
+
+
+def _remeasured_regression(p: float, family: int) -> dict[str, Any]:
+    """What a shard's Judge.remeasured writes for a regression at its own family."""
+    first = Comparison(Verdict.REGRESSION, ratio=1.2, p_value=p)
+    last = Comparison(Verdict.REGRESSION, ratio=1.2, p_value=p, ci_low=1.1, ci_high=1.3)
+    c = Judge(family=family).remeasured(first, last)
+    assert c.verdict is Verdict.REGRESSION
+    return c.to_json()
+
+
+def test_the_merged_run_holds_a_shards_regression_to_the_whole_family(
+    compared: tuple[Path, str], tmp_path: Path
+) -> None:
+    """p 0.02 over a shard's 2 perf tests is a regression (0.04 <= 0.05); over the run's 6
+    it is not (0.12): the merged run, in any order, does not fail where the unsplit rule
+    would not."""
+    root, _ = compared
+    one = json.loads((root / "shard1.json").read_text())
+    one["benchmarks"][0]["comparison"] = _remeasured_regression(0.02, 2)
+    (tmp_path / "one.json").write_text(json.dumps(one))
+    for name in ("shard2.json", "shard3.json"):
+        (tmp_path / name).write_text((root / name).read_text())
+    alone = infperf(tmp_path, "merge", "one.json", "-o", "a.json", "--fail-on-regression")
+    assert alone.returncode == 1  # its own family: 2
+    for order in (
+        ["one.json", "shard2.json", "shard3.json"],
+        ["shard3.json", "shard2.json", "one.json"],
+    ):
+        out = infperf(
+            tmp_path, "merge", *order, "-o", "m.json", "--expect", "3", "--fail-on-regression"
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        (entry,) = [
+            b
+            for b in json.loads((tmp_path / "m.json").read_text())["benchmarks"]
+            if b["key"] == one["benchmarks"][0]["key"]
+        ]
+        c = entry["comparison"]
+        assert c["verdict"] == "inconclusive" and c["reason"] == "multiplicity"
+        assert c["family_size"] == 6 and c["message"] is None
+
+
+def test_rejudge_only_ever_withdraws_a_claim() -> None:
+    # Re-measured: Bonferroni over the run's family, by the judge's own rule.
+    c = Comparison.from_json(_remeasured_regression(0.02, 2))
+    assert rejudge(c, 2, 0.01) == dataclasses.replace(c)  # the same family: unchanged
+    held = rejudge(c, 3, 0.01)
+    assert held.verdict is Verdict.INCONCLUSIVE and held.reason is Reason.MULTIPLICITY
+    assert held.family_size == 3 and held.holm_p == pytest.approx(0.06)
+    accepted = dataclasses.replace(c, verdict=Verdict.ACCEPTED, accepted_by={"pattern": "*"})
+    assert rejudge(accepted, 3, 0.01).accepted_by is None
+    assert rejudge(Comparison.from_json(_remeasured_regression(0.001, 2)), 6, 0.01).verdict is (
+        Verdict.REGRESSION
+    )
+    # Interleaved: the run-level guard at the look the shard stopped at.
+    plan = {f: PairedPlan(0.05, 0.05, ("median",), f, 0.01) for f in (1, 6)}
+    p_zero = next(
+        p
+        for p in (10 ** (-k / 20) for k in range(40, 200))
+        if plan[1]._run_guard(3, p) is None and plan[6]._run_guard(3, p) is not None
+    )
+    ab = Comparison(
+        Verdict.REGRESSION,
+        ratio=1.3,
+        decided_by=CompareMode.AB,
+        process_pairs=3,
+        details={"p_no_slower": p_zero},
+        message="PERFORMANCE REGRESSION ...",
+    )
+    assert rejudge(ab, 1, 0.01) is ab
+    held = rejudge(ab, 6, 0.01)
+    assert held.verdict is Verdict.INCONCLUSIVE and "run-level guard" in (held.note or "")
+    assert held.message is None
+    # A generation: all its claimed metrics stand if one clears the guard, else none.
+    strong = dataclasses.replace(ab, details={"p_no_slower": 1e-12}, metric=Metric("tpot"))
+    weak = dataclasses.replace(ab, metric=Metric("ttft"))
+    gen = dataclasses.replace(ab, parts={"ttft": weak, "tpot": strong})
+    assert rejudge(gen, 6, 0.01) is gen
+    both_weak = dataclasses.replace(
+        ab, parts={"ttft": weak, "tpot": dataclasses.replace(weak, metric=Metric("tpot"))}
+    )
+    again = rejudge(both_weak, 6, 0.01)
+    assert again.verdict is Verdict.INCONCLUSIVE
+    assert again.parts and {p.verdict for p in again.parts.values()} == {Verdict.INCONCLUSIVE}
+    # Never a promotion: an inconclusive verdict stays so at any family.
+    assert rejudge(dataclasses.replace(ab, verdict=Verdict.INCONCLUSIVE), 1, 0.5).verdict is (
+        Verdict.INCONCLUSIVE
+    )

@@ -219,7 +219,7 @@ def test_nothing_changed_shows_no_work_diff(runs: Any) -> None:
 
 
 def test_one_layer_more_shows_the_exact_flops_and_operators(runs: Any) -> None:
-    doc, text, _ = runs["layer"]
+    doc, _, _ = runs["layer"]
     work = _bench(doc, "test_encoder")["comparison"]["work"]
     assert work["flops"] == [_flops(2), _flops(3)]
     assert work["change"] == pytest.approx(_flops(3) / _flops(2) - 1, rel=1e-12)

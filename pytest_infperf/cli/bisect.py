@@ -17,87 +17,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
-import os
 import shlex
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.fsutil import atomic_write_text
-from ..core.results import BenchmarkResult, Verdict
-
-if TYPE_CHECKING:
-    from ..ab.workers import Checkout
+from .steps import Bench, BisectError, Commit, GitFailed, Interrupts, Step, git
 
 #: Exit codes: the commit was named; BAD does not regress against GOOD or the step could not
-#: be pinned to one commit; bad usage (main's); interrupted (128 + SIGINT, as a shell says).
-FOUND, NOT_FOUND, INTERRUPTED = 0, 1, 130
-#: How long an interrupted step's pytest gets to remove its own worktree and workers.
-STOP_GRACE_S = 30.0
-
-
-class BisectError(Exception):
-    """A usage problem (refs, history, selection): exit 2 with the message."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Commit:
-    sha: str
-    subject: str
-    author: str
-
-    @property
-    def short(self) -> str:
-        return self.sha[:10]
-
-
-@dataclasses.dataclass(frozen=True)
-class Measured:
-    """One benchmark's verdict at a step."""
-
-    key: str
-    verdict: str
-    ratio: float | None
-    ci_low: float | None
-    ci_high: float | None
-    reason: str | None
-
-    @property
-    def slower(self) -> bool:
-        """The slowdown sought: a regression, also one a ``Perf-Accept`` trailer accepted."""
-        return self.verdict in (Verdict.REGRESSION, Verdict.ACCEPTED)
-
-    def figure(self) -> str:
-        if self.ratio is None:
-            return self.verdict
-        ci = (
-            f" [{self.ci_low:.3f}, {self.ci_high:.3f}]"
-            if self.ci_low is not None and self.ci_high is not None
-            else ""
-        )
-        return f"{self.ratio:.3f}x{ci} {self.verdict}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One measured candidate: ``outcome`` is bad, good, undecided (measured, not decided:
-    measured again up to ``--retries`` times, then skipped) or skip (cannot be measured
-    there); ``why`` says why."""
-
-    role: str  # "confirm", "search" or "check"
-    commit: Commit
-    against: Commit
-    outcome: str
-    why: str
-    benchmarks: tuple[Measured, ...]
-    seconds: float
+#: be pinned to one commit; bad usage (main's, also a pytest command line that pytest
+#: refuses); git failed during the search; interrupted (128 + SIGINT, as a shell says).
+FOUND, NOT_FOUND, USAGE, GIT_FAILED, INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class Search:
@@ -147,29 +80,15 @@ class Search:
 # -- git ---------------------------------------------------------------------------------
 
 
-def _git(cwd: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    if out.returncode != 0:
-        raise BisectError(f"git {' '.join(args)}: {out.stderr.strip() or out.stdout.strip()}")
-    return out.stdout.strip()
-
-
 def _commit(top: Path, ref: str) -> Commit:
     try:
-        sha = _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    except BisectError:
+        sha = git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except GitFailed:
         raise BisectError(
             f"{ref!r} is not a commit, branch or tag in {top} (check the name; "
             "`git log --oneline` lists the commits)"
         ) from None
-    subject, author = _git(top, "log", "-1", "--format=%s%x00%an", sha).split("\x00", 1)
+    subject, author = git(top, "log", "-1", "--format=%s%x00%an", sha).split("\x00", 1)
     return Commit(sha, subject, author)
 
 
@@ -177,13 +96,13 @@ def history(top: Path, good: Commit, bad: Commit) -> list[Commit]:
     """GOOD, then BAD's first-parent commits after it, oldest first, BAD last."""
     if good.sha == bad.sha:
         raise BisectError("GOOD and BAD are the same commit: nothing to search")
-    listing = _git(
+    listing = git(
         top, "log", "--first-parent", "--format=%H%x00%s%x00%an", f"{good.sha}..{bad.sha}"
     )
     rows = [line.split("\x00") for line in reversed(listing.splitlines())]  # oldest first
     # GOOD is on BAD's first-parent chain exactly when it is the oldest listed commit's
     # first parent (no listing at all: BAD is an ancestor of GOOD).
-    if not rows or _git(top, "rev-parse", f"{rows[0][0]}^1") != good.sha:
+    if not rows or git(top, "rev-parse", f"{rows[0][0]}^1") != good.sha:
         raise BisectError(
             f"GOOD {good.short} is not on BAD {bad.short}'s first-parent history: give a "
             "GOOD that BAD descends from along first parents (e.g. the merge-base, "
@@ -191,181 +110,6 @@ def history(top: Path, good: Commit, bad: Commit) -> list[Commit]:
         )
     middle = [Commit(sha, subject, author) for sha, subject, author in rows[:-1]]
     return [good, *middle, bad]
-
-
-# -- measuring one candidate ---------------------------------------------------------------
-
-
-class Bench:
-    """Runs the selection at one commit against another, interleaved, in the temporary
-    worktree; returns the step. Child output goes to a log per step in the temporary
-    folder (its last error line is the reason a step is skipped)."""
-
-    def __init__(
-        self,
-        top: Path,
-        tmp: Path,
-        subdir: Path,
-        selection: Sequence[str],
-        pytest_args: Sequence[str],
-    ) -> None:
-        self.top = top
-        self.tmp = tmp
-        self.subdir = subdir
-        self.selection = list(selection)
-        self.pytest_args = list(pytest_args)
-        self.count = 0
-        #: The one worktree, added at the first step's commit (the A/B base's helper) and
-        #: switched to each later one.
-        self.tree: Checkout | None = None
-        self.child: subprocess.Popen[bytes] | None = None
-
-    def checkout(self, sha: str) -> Path:
-        if self.tree is None:
-            # The A/B base's worktree helper; imported here, not when `infperf list` starts.
-            from ..ab.workers import Checkout
-
-            self.tree = Checkout(self.top, sha, self.tmp, "infperf bisect")
-            self.tree.add()
-            return self.tree.root
-        _git(self.tree.root, "checkout", "--quiet", "--force", "--detach", sha)
-        _git(self.tree.root, "clean", "-qfdx")  # a fresh checkout: no build output of the last
-        return self.tree.root
-
-    def command(self, against: Commit, json_path: Path) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "pytest",
-            *self.selection,
-            f"--perf-ab={against.sha}",
-            f"--perf-json={json_path}",
-            "-p",
-            "no:cacheprovider",
-            *self.pytest_args,
-        ]
-
-    def measure(self, role: str, commit: Commit, against: Commit, tracked: set[str]) -> Step:
-        self.count += 1
-        start = time.monotonic()
-        json_path = self.tmp / f"step-{self.count}.json"
-        log_path = self.tmp / f"step-{self.count}.log"
-        root = self.checkout(commit.sha)
-        child_tmp = self.tmp / "t"
-        child_tmp.mkdir(exist_ok=True)
-        env = {
-            **os.environ,
-            "TMPDIR": str(child_tmp),
-            "TEMP": str(child_tmp),
-            "TMP": str(child_tmp),
-        }
-        with log_path.open("wb") as log:
-            self.child = subprocess.Popen(
-                self.command(against, json_path),
-                cwd=root / self.subdir,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,  # Ctrl-C reaches it once, from stop()
-            )
-            rc = self.child.wait()
-            self.child = None
-        seconds = time.monotonic() - start
-        measured = _read(json_path)
-        outcome, why = classify(measured, tracked, rc, log_path)
-        return Step(role, commit, against, outcome, why, tuple(measured), seconds)
-
-    def stop(self) -> None:
-        """Interrupt the running step: SIGINT to its process group (pytest and its A/B
-        workers), so that pytest removes its base worktree, then SIGKILL after a grace."""
-        child, self.child = self.child, None
-        if child is None or child.poll() is not None:
-            return
-        _signal_group(child, signal.SIGINT)
-        try:
-            child.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            _signal_group(child, signal.SIGKILL if hasattr(signal, "SIGKILL") else signal.SIGTERM)
-            child.wait()
-
-    def close(self) -> None:
-        """Remove the worktree and the temporary folder (the base worktrees of the steps
-        included), then let git forget worktrees whose folders are gone."""
-        self.stop()
-        if self.tree is not None:
-            self.tree.remove()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        subprocess.run(["git", "worktree", "prune"], cwd=self.top, capture_output=True, check=False)
-
-
-def _signal_group(child: subprocess.Popen[bytes], sig: int) -> None:
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(child.pid, sig)
-        else:  # pragma: no cover (Windows)
-            child.send_signal(sig)
-    except ProcessLookupError:
-        pass
-
-
-def _read(path: Path) -> list[Measured]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    out = []
-    for entry in doc.get("benchmarks", []):
-        r = BenchmarkResult.from_json(entry)
-        c = r.comparison
-        if c is None:
-            continue
-        out.append(
-            Measured(
-                r.key,
-                str(c.verdict),
-                c.ratio,
-                c.ci_low,
-                c.ci_high,
-                str(c.reason) if c.reason else None,
-            )
-        )
-    return out
-
-
-def classify(
-    measured: Sequence[Measured], tracked: set[str], rc: int, log: Path
-) -> tuple[str, str]:
-    """bad / good / undecided / skip for one step, and why. ``tracked`` empty: every
-    benchmark counts (the confirming step, which finds out which ones regressed)."""
-    if not measured:
-        return "skip", f"nothing measured (pytest exit {rc}): {_failure(log)}"
-    wanted = [m for m in measured if not tracked or m.key in tracked]
-    slower = [m for m in wanted if m.slower]
-    if slower:
-        return "bad", "regression: " + ", ".join(m.key for m in slower)
-    missing = sorted(tracked - {m.key for m in measured})
-    if missing:
-        return "skip", "not measured at this commit: " + ", ".join(missing)
-    undecided = [m for m in wanted if not Verdict(m.verdict).passes]
-    if undecided:
-        return "undecided", "; ".join(
-            f"{m.key} {m.verdict}" + (f" ({m.reason})" if m.reason else "") for m in undecided
-        )
-    return "good", "no regression"
-
-
-def _failure(log: Path) -> str:
-    """The line of a pytest log that says what went wrong (an import error, usually)."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return "no output"
-    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
-    if errors:
-        return errors[-1]
-    tail = [ln.strip() for ln in lines if ln.strip()]
-    return tail[-1] if tail else "no output"
 
 
 # -- stored baselines: where to look first ---------------------------------------------------
@@ -542,10 +286,24 @@ def markdown(out: Outcome) -> str:
 
 def run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) -> int:
     """``infperf bisect``; ``series`` reads stored baselines (None: none to read)."""
+    try:
+        return _run(args, series)
+    except GitFailed as exc:
+        print(
+            f"infperf: error: git failed during the bisect (exit {GIT_FAILED}): {exc}. "
+            "The temporary worktree is removed and your checkout was never touched; check "
+            "the repository (`git status`, `git worktree list`, free disk space) and run "
+            "again",
+            file=sys.stderr,
+        )
+        return GIT_FAILED
+
+
+def _run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) -> int:
     cwd = Path.cwd().resolve()
     try:
-        top = Path(_git(Path(args.repo).resolve(), "rev-parse", "--show-toplevel")).resolve()
-    except BisectError:
+        top = Path(git(Path(args.repo).resolve(), "rev-parse", "--show-toplevel")).resolve()
+    except GitFailed:
         raise BisectError(f"{Path(args.repo).resolve()} is not inside a git repository") from None
     good, bad = _commit(top, args.good), _commit(top, args.bad)
     commits = history(top, good, bad)
@@ -559,32 +317,31 @@ def run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) -> 
         f"bisecting {len(commits) - 2} commits between {good.short} (good) and {bad.short} "
         f"(bad); each step: pytest {shlex.join(selection)} --perf-ab=<good> in a temporary worktree"
     )
-    tmp = Path(tempfile.mkdtemp(prefix="infperf-bisect-"))
-    bench = Bench(top, tmp, subdir, selection, args.pytest_args)
     hinter = (lambda tracked: hints_from_store(commits, tracked, series)) if series else None
-    # A cancelled CI job gets SIGTERM: clean up as for Ctrl-C.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        out = search(commits, bench, say, hinter, args.retries)
-    except KeyboardInterrupt:
-        bench.stop()
-        print(
-            "infperf bisect: interrupted; the temporary worktree is removed and your "
-            "checkout was never touched",
-            file=sys.stderr,
-        )
-        return INTERRUPTED
-    finally:
-        bench.close()
-        signal.signal(signal.SIGTERM, previous)
+    interrupts = Interrupts()
+    # Ctrl-C and a cancelled CI job's SIGTERM stop the search; the handlers go in before
+    # the temporary folder exists, so no signal finds it without its cleanup.
+    with interrupts.installed():
+        tmp = Path(tempfile.mkdtemp(prefix="infperf-bisect-"))
+        bench = Bench(top, tmp, subdir, selection, args.pytest_args, interrupts)
+        try:
+            out = search(commits, bench, say, hinter, args.retries)
+        except KeyboardInterrupt:
+            interrupts.stopping = True  # a KeyboardInterrupt raised by Python itself
+            bench.stop(now=lambda: interrupts.hard)
+            print(
+                "infperf bisect: interrupted; the temporary worktree is removed and your "
+                "checkout was never touched",
+                file=sys.stderr,
+            )
+            return INTERRUPTED
+        finally:
+            interrupts.stopping = True
+            bench.close()
     say(out.verdict)
     if args.markdown:
         atomic_write_text(Path(args.markdown), markdown(out))
     return out.code
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Any], func: Any) -> None:
@@ -597,7 +354,9 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Any], func:
             "(first parents), each interleaved with GOOD (--perf-ab) in a temporary "
             "worktree; arguments after -- go to every step's pytest (e.g. -- "
             "--perf-max-time=2). Exit 0: a commit named; 1: BAD does not regress, or "
-            "no single commit could be named; 2: bad usage; 130: interrupted.",
+            "no single commit could be named; 2: bad usage (also a pytest command line "
+            "pytest refuses at BAD); 3: git failed during the search; 130: interrupted "
+            "(a second Ctrl-C or SIGTERM kills the running step at once).",
         )
     )
     p.add_argument("good", metavar="GOOD", help="a commit without the slowdown")
@@ -607,10 +366,22 @@ def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Any], func:
     p.add_argument("--markdown", default=None, help="also write the summary as Markdown here")
     p.add_argument(
         "--retries",
-        type=int,
+        type=_retries,
         default=1,
         help="times an undecided (inconclusive) step is measured again before the commit is "
         "skipped (1)",
     )
     # Arguments after `--` go to every step's pytest (main() splits them off first).
     p.set_defaults(func=func, pytest_args=[])
+
+
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{value} is below 0: give 0 (never measure an undecided step again) or more"
+        )
+    return value

@@ -19,7 +19,7 @@ from ..core.options import SPECS, option_type
 from ..measure.backends import BackendError
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
-from . import bisect
+from . import bisect, ci, steps
 
 #: The retention the docs recommend: raw samples for the newest 50 baselines of each
 #: environment (a comparison finds its baseline among them), summaries for the rest.
@@ -371,68 +371,6 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _merge(args: argparse.Namespace) -> int:
-    """One results document from the shards of a split run; nothing is written unless
-    every shard reads and they merge."""
-    from ..core.fsutil import atomic_write_text
-    from ..core.results import BenchmarkResult, dumps
-    from ..report.markdown import render
-    from ..store.baselines import read_document
-    from ..store.merge import MergeError, merge
-
-    shards = [(str(path), read_document(Path(path))) for path in args.shards]
-    try:
-        doc = merge(shards)
-    except MergeError as exc:
-        raise CLIError(str(exc)) from None
-    text = None
-    if args.markdown:
-        text = render(
-            [BenchmarkResult.from_json(b) for b in doc["benchmarks"]],
-            source=doc.get("comparison"),
-            warnings=doc.get("warnings") or (),
-            environment=doc["environment"],
-            mode=doc.get("mode") or "stored",
-            gate=doc.get("compared_nothing"),
-        )
-    atomic_write_text(Path(args.output), dumps(doc))
-    if text is not None:
-        atomic_write_text(Path(args.markdown), text)
-    n = len(doc["benchmarks"])
-    print(f"merged {len(shards)} shards, {n} benchmark{'s' * (n != 1)}, into {args.output}")
-    regressed = [
-        b["key"]
-        for b in doc["benchmarks"]
-        if (b.get("comparison") or {}).get("verdict") == "regression"
-    ]
-    for key in regressed:
-        print(f"regression: {key}")
-    # The run's one verdict, as one unsplit run's exit status would have said it.
-    return 1 if args.fail_on_regression and (regressed or doc.get("compared_nothing")) else 0
-
-
-def _comment(args: argparse.Namespace) -> int:
-    """The pull-request comment body for a results JSON (see .github/workflows/perf.yml)."""
-    import os
-
-    from ..report.comment import body
-    from ..store.baselines import read_document
-
-    text, worth = body(read_document(Path(args.results)))
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {args.output} ({len(text)} characters; notable: {str(worth).lower()})")
-    else:
-        sys.stdout.write(text)
-    if args.github_output:
-        target = os.environ.get("GITHUB_OUTPUT")
-        if not target:
-            raise CLIError("--github-output: GITHUB_OUTPUT is not set (not in GitHub Actions?)")
-        with Path(target).open("a", encoding="utf-8") as fh:
-            fh.write(f"notable={str(worth).lower()}\n")
-    return 0
-
-
 def _wanted(root: Path, args: argparse.Namespace) -> set[str] | None:
     """``pull --depth N``: the newest N first-parent commits of each ``--ref``."""
     from ..store import git as gitinfo
@@ -592,20 +530,7 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _add_upkeep(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """infperf prune, merge, comment and export."""
-    merge = sub.add_parser(
-        "merge", help="one results document from the --perf-json files of a split run's shards"
-    )
-    merge.add_argument("shards", nargs="+", help="the shards' --perf-json files")
-    merge.add_argument("-o", "--output", required=True, help="the merged results JSON")
-    merge.add_argument("--markdown", default=None, help="also write the run's Markdown here")
-    merge.add_argument(
-        "--fail-on-regression",
-        action="store_true",
-        help="exit 1 when a benchmark regressed or a comparing run compared nothing (the "
-        "fan-in job's one verdict for a split run)",
-    )
-    merge.set_defaults(func=_merge)
+    """infperf prune and export (merge and comment: :mod:`.ci`)."""
     prune = _common(sub.add_parser("prune", help="remove old baselines safely"))
     prune.add_argument(
         "--keep", type=int, default=None, help="newest commits to keep per environment"
@@ -619,15 +544,6 @@ def _add_upkeep(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     prune.add_argument("--dry-run", action="store_true")
     prune.set_defaults(func=_prune)
-    com = sub.add_parser("comment", help="the pull-request comment for a --perf-json results file")
-    com.add_argument("results", help="a --perf-json results file of a comparing run")
-    com.add_argument("-o", "--output", default=None, help="write the body here (default stdout)")
-    com.add_argument(
-        "--github-output",
-        action="store_true",
-        help="also append notable=true|false to $GITHUB_OUTPUT (post a new comment only then)",
-    )
-    com.set_defaults(func=_comment)
     exp = _common(sub.add_parser("export", help="results for github-action-benchmark or Bencher"))
     exp.add_argument("results", help="commit, ref or JSON file")
     exp.add_argument("--format", required=True, choices=("github-action-benchmark", "bencher"))
@@ -647,7 +563,7 @@ def _bisect(args: argparse.Namespace) -> int:
 
     try:
         return bisect.run(args, series if env else None)
-    except bisect.BisectError as exc:
+    except steps.BisectError as exc:
         raise CLIError(str(exc)) from None
 
 
@@ -656,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="infperf", description="pytest-infperf: baselines, comparisons and reports."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_baselines, _add_reading, _add_history, _add_upkeep):
+    for add in (_add_baselines, _add_reading, _add_history, _add_upkeep, ci.add_parsers):
         add(sub)
     bisect.add_parser(sub, _common, _bisect)
     return parser
@@ -683,7 +599,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Python still holds goes to /dev/null so that its flush at exit cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except (GitError, BaselineFileError, CLIError) as exc:
+    except (GitError, BaselineFileError, CLIError, ci.CIError) as exc:
         print(f"infperf: error: {exc}", file=sys.stderr)
         return 2
     except BackendError as exc:  # an optional dependency (matplotlib) is missing

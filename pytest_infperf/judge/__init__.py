@@ -3,8 +3,9 @@
 ``judge`` (the ``Judge``: a stored comparison, a re-measure, an interleaved verdict from
 the plan's last look), ``plan`` (the interleaved protocol: quads, process pairs, every
 alpha split and stopping rule), ``device`` (a GPU benchmark's device time judged apart from
-its host's, throttled and shared GPUs), ``work`` (the work diff of two profiled passes) and
-``accept`` (``Perf-Accept:`` trailers). It returns
+its host's, throttled and shared GPUs), ``work`` (the work diff of two profiled passes),
+``accept`` (``Perf-Accept:`` trailers) and ``merged`` (a split run's verdicts held to the
+whole run's family, by the judge's and the plan's rules). It returns
 typed records; what a verdict means for a test (fail, warn, accept) is the session's gate,
 and the words a reviewer reads are the report's.
 """

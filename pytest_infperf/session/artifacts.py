@@ -17,10 +17,14 @@ if TYPE_CHECKING:
 
 
 class ArtifactWriter:
-    def __init__(self, context: RunContext, collector: Collector) -> None:
+    def __init__(
+        self, context: RunContext, collector: Collector, split: tuple[int, int] | None = None
+    ) -> None:
         self.context = context
         self.collector = collector
         self.settings = context.settings
+        #: pytest-split's (group, splits) when this session is one shard of a split run.
+        self.split = split
         #: What was written, and what could not be, for the terminal summary.
         self.written: list[str] = []
         self.errors: list[str] = []
@@ -150,6 +154,14 @@ class ArtifactWriter:
         env = self.environment or environment.collect()
         mode = "ab" if self.settings.ab else "stored"
         extra: dict[str, Any] = {"mode": mode, "warnings": context.warnings}
+        if self.split is not None:
+            # Which shard this is: `infperf merge --expect N` names a missing one by it.
+            extra["split"] = {"group": self.split[0], "splits": self.split[1]}
+        s = self.settings
+        if (s.compare or s.ab) and self.collector.perf_tests is not None:
+            # The family the run-level guard and Bonferroni counted: a merge of shards
+            # judges the whole run's family, the sum of its shards'.
+            extra["family"] = {"perf_tests": self.collector.perf_tests, "run_alpha": s.run_alpha}
         if self.gate is not None:
             extra["compared_nothing"] = self.gate
         if context.reference is not None:

@@ -20,12 +20,21 @@ if TYPE_CHECKING:
     from .context import RunContext
 
 
+def is_perf(item: pytest.Item) -> bool:
+    """A perf test: one that uses ``infer_bench``."""
+    return "infer_bench" in getattr(item, "fixturenames", ())
+
+
 class Collector:
     def __init__(self, context: RunContext) -> None:
         self.context = context
         self.results: list[BenchmarkResult] = []
         #: xdist workers whose results reached this controller.
         self.workers: list[str] = []
+        #: How many perf tests the session collected (the judge's family; None until a
+        #: process of this session collected), for the results document: a split run's
+        #: shards each count their own group, and ``infperf merge`` adds them up.
+        self.perf_tests: int | None = None
 
     def add(self, item: pytest.Item, result: BenchmarkResult, failures: Iterable[str]) -> None:
         failures = list(failures)
@@ -42,6 +51,8 @@ class Collector:
 
         self.workers.append(str(data.get("worker")))
         self.results.extend(BenchmarkResult.from_json(r) for r in data.get("results", []))
+        if data.get("perf_tests") is not None:  # every worker collects the whole selection
+            self.perf_tests = max(self.perf_tests or 0, int(data["perf_tests"]))
         for warning in data.get("warnings", []):
             self.context.warn(warning)
 
@@ -51,9 +62,13 @@ class Collector:
             "worker": worker,
             "results": [r.to_json() for r in self.results],
             "warnings": self.context.warnings,
+            "perf_tests": self.perf_tests,
         }
 
     # --- hooks -------------------------------------------------------------------------
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.perf_tests = sum(1 for item in session.items if is_perf(item))
+
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         # A marker typo is that test's error, found before anything is measured; the rest
         # of the session runs (as pytest does with a bad fixture), instead of one typo

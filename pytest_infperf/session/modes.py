@@ -28,6 +28,7 @@ from ..core.keys import forwarded_key, mode_key
 from ..core.names import CompareMode
 from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.settings import Settings
+from .collector import is_perf
 from .context import RunContext
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class Plain:
         self.perf_files: list[str] = []
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        perf = [item for item in session.items if _is_perf(item)]
+        perf = [item for item in session.items if is_perf(item)]
         self.family = max(1, len(perf))
         self.perf_files = [str(item.path) for item in perf]
 
@@ -382,7 +383,7 @@ class ABHead(Plain):
 
         super().pytest_collection_finish(session)
         self.controller.collected(self.perf_files)
-        head = {i.nodeid for i in session.items if _is_perf(i)}
+        head = {i.nodeid for i in session.items if is_perf(i)}
         try:
             base = self.controller.base_tests()
         except ABError as exc:
@@ -443,10 +444,6 @@ class ABHead(Plain):
         result.extra.update(base_samples=paired.base, ab=paired.record())
         result.comparison = paired.comparison
         return result
-
-
-def _is_perf(item: pytest.Item) -> bool:
-    return "infer_bench" in getattr(item, "fixturenames", ())
 
 
 def selection(config: pytest.Config, settings: Settings) -> Selection:

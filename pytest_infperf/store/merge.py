@@ -1,13 +1,23 @@
 """One results document from the shards of a split run (``infperf merge``).
 
 A suite split over several runners (pytest-split's ``--splits N --group i``, one group per
-runner) writes one ``--perf-json`` document per shard. Merged, they are what one unsplit
-run would have written: every benchmark once, the commit and mode they share, every
-warning once, and ``shards`` saying which shard held what. Shards on different machines
-may have different environment keys when they hold different benchmarks: each benchmark
-then keeps its shard's key in ``environment_key``, and the document's ``environment`` is
-the first shard's. The same benchmark measured on two GPU types is two runs' results: merge
-each environment's shards on their own. Pure: reading and writing are the caller's.
+runner) writes one ``--perf-json`` document per shard, and each records which group it ran
+(``split``). Merged, they are what one unsplit run would have written: every benchmark
+once, the commit and mode they share, every warning once, and ``shards`` saying which
+shard held what. The shards are put in order of their group (then name) first, so the
+merged document does not depend on the order they are named in. ``expect=N`` fails closed:
+every group 1..N must be there, once, or the merge names the missing ones.
+
+Shards on different machines may have different environment keys when they hold different
+benchmarks: each benchmark then keeps its shard's key in ``environment_key``, and the
+document's ``environment`` is the first shard's. The same benchmark measured on two GPU
+types is two runs' results: merge each environment's shards on their own.
+
+The run-level facts are the merged run's, not a shard's: ``family`` (the perf tests the
+run's multiplicity control counts) is the sum of the shards'; ``compared_nothing`` is kept
+as the first shard's cause, for :mod:`pytest_infperf.judge.merged` to decide over all the
+benchmarks (with the verdicts held to the whole family). Pure: reading and writing are the
+caller's.
 """
 
 from __future__ import annotations
@@ -18,7 +28,18 @@ from typing import Any
 from ..core.results import bench_key, document
 
 #: Top-level fields a shard writes for itself; everything else must agree, or is merged.
-_OWN = {"schema_version", "created", "benchmarks", "environment", "warnings", "shards"}
+_OWN = {
+    "schema_version",
+    "created",
+    "benchmarks",
+    "environment",
+    "warnings",
+    "shards",
+    "commit",
+    "split",
+    "family",
+    "compared_nothing",
+}
 
 
 class MergeError(Exception):
@@ -28,6 +49,13 @@ class MergeError(Exception):
 def _commit(doc: dict[str, Any]) -> str | None:
     commit = doc.get("commit")
     return commit.get("sha") if isinstance(commit, dict) else None
+
+
+def _group(doc: dict[str, Any]) -> tuple[int, int] | None:
+    split = doc.get("split")
+    if isinstance(split, dict) and split.get("group") and split.get("splits"):
+        return int(split["group"]), int(split["splits"])
+    return None
 
 
 def _twice(key: str, first: str, second: str, keys: dict[str, str], several: bool) -> str:
@@ -43,11 +71,97 @@ def _twice(key: str, first: str, second: str, keys: dict[str, str], several: boo
     )
 
 
-def merge(shards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def ordered(shards: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The shards by group, then name (shards without a group last): one order for any
+    order of the arguments."""
+
+    def key(shard: tuple[str, dict[str, Any]]) -> tuple[int, str]:
+        group = _group(shard[1])
+        return (group[0] if group else 1 << 30, shard[0])
+
+    return sorted(shards, key=key)
+
+
+def check_groups(shards: Sequence[tuple[str, dict[str, Any]]], expect: int | None) -> None:
+    """Each group once, of one split; with ``expect``, exactly groups 1..expect."""
+    groups = {name: _group(doc) for name, doc in shards}
+    held: dict[int, str] = {}
+    for name, group in groups.items():
+        if group is None:
+            continue
+        if group[0] in held:
+            raise MergeError(
+                f"{held[group[0]]} and {name} are both group {group[0]}: the same shard twice "
+                "(merge one workflow run's artifacts, each shard once)"
+            )
+        held[group[0]] = name
+    splits = {g[1] for g in groups.values() if g is not None}
+    if len(splits) > 1:
+        listed = ", ".join(f"{n}: {g[0]} of {g[1]}" for n, g in groups.items() if g)
+        raise MergeError(
+            f"the shards come from splits into different numbers of groups ({listed}): "
+            "merge the shards of one run"
+        )
+    if expect is None:
+        return
+    if expect < 1:
+        raise MergeError(f"--expect must be at least 1 (got {expect})")
+    unsplit = [name for name, group in groups.items() if group is None]
+    if unsplit:
+        raise MergeError(
+            f"--expect {expect}: {', '.join(unsplit)} records no pytest-split group (written "
+            "without --splits/--group, or by an older pytest-infperf): run every shard with "
+            "--splits N --group i, or merge without --expect"
+        )
+    if splits and splits != {expect}:
+        raise MergeError(
+            f"--expect {expect}, but the shards were split into {splits.pop()} groups: "
+            "pass the matrix's number of groups"
+        )
+    missing = sorted(set(range(1, expect + 1)) - set(held))
+    if missing:
+        raise MergeError(
+            f"{len(missing)} of {expect} shards missing: group(s) "
+            f"{', '.join(map(str, missing))} of {expect} sent no results (a shard that failed "
+            "or was cancelled before writing them, or whose artifact did not arrive); the run "
+            "is not judged on fewer shards than it has"
+        )
+
+
+def _family(shards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The whole run's family: the sum of the shards' (None where one did not record it:
+    its verdicts then keep their shard's family)."""
+    families = [doc.get("family") for _, doc in shards]
+    if not any(families):
+        return None
+    lacking = [name for name, doc in shards if not doc.get("family")]
+    if lacking:
+        raise MergeError(
+            f"{', '.join(lacking)} records no family (the perf tests its run-level guard "
+            "counted) while the other shards do: merge the shards of one run, written by "
+            "one pytest-infperf version"
+        )
+    alphas = {float(f["run_alpha"]) for f in families if f}
+    if len(alphas) > 1:
+        raise MergeError(
+            f"the shards ran with different run_alpha ({', '.join(map(str, sorted(alphas)))}):"
+            " every shard of a run takes the same --perf-run-alpha"
+        )
+    return {
+        "perf_tests": sum(int(f["perf_tests"]) for f in families if f),
+        "run_alpha": alphas.pop(),
+    }
+
+
+def merge(
+    shards: Sequence[tuple[str, dict[str, Any]]], expect: int | None = None
+) -> dict[str, Any]:
     """The merged document of ``shards`` (each a name for messages and a validated
-    results document)."""
+    results document); ``expect``: the number of groups the run was split into."""
     if not shards:
         raise MergeError("no shards to merge: name the --perf-json files of the shards")
+    shards = ordered(shards)
+    check_groups(shards, expect)
     commits = {name: _commit(doc) for name, doc in shards}
     if len(set(commits.values())) > 1:
         listed = ", ".join(f"{n}: {(s or 'no commit')[:10]}" for n, s in commits.items())
@@ -75,11 +189,35 @@ def merge(shards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
             owner[key] = name
             entries.append({**entry, "environment_key": keys[name]} if several else entry)
         warnings += [w for w in doc.get("warnings") or [] if w not in warnings]
-    first = shards[0][1]
-    extra = {k: v for k, v in first.items() if k not in _OWN and k not in ("commit",)}
+    # A run-level field from the first shard (in group order) that has it: a shard that
+    # found no baseline has no `comparison`, and must not erase the others'.
+    extra: dict[str, Any] = {}
+    for _, doc in shards:
+        for k, v in doc.items():
+            if k not in _OWN and v is not None and k not in extra:
+                extra[k] = v
     extra["warnings"] = warnings
-    extra["shards"] = [
-        {"name": name, "environment_key": keys[name], "benchmarks": len(doc["benchmarks"])}
-        for name, doc in shards
-    ]
-    return document(entries, first["environment"], first.get("commit"), **extra)
+    extra["shards"] = [_listed(name, doc, keys[name]) for name, doc in shards]
+    family = _family(shards)
+    if family is not None:
+        extra["family"] = family
+    causes = [doc["compared_nothing"] for _, doc in shards if doc.get("compared_nothing")]
+    if causes:
+        extra["compared_nothing"] = causes[0]
+    first = shards[0][1]
+    merged = document(entries, first["environment"], first.get("commit"), **extra)
+    # The merged run was done when its last shard was: the same document for the same shards.
+    merged["created"] = max(str(doc.get("created") or "") for _, doc in shards)
+    return merged
+
+
+def _listed(name: str, doc: dict[str, Any], env_key: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": name,
+        "environment_key": env_key,
+        "benchmarks": len(doc["benchmarks"]),
+    }
+    group = _group(doc)
+    if group is not None:
+        out["group"], out["splits"] = group
+    return out

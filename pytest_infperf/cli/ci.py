@@ -1,0 +1,165 @@
+"""``infperf merge`` and ``infperf comment``: the CI fan-in of a split run and its
+pull-request comment (see ``.github/workflows/perf.yml`` and ``perf-comment.yml``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import post
+
+
+class CIError(Exception):
+    """A problem with the command's inputs; printed, exit code 2 (main's)."""
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """One results document from the shards of a split run, its verdicts held to the whole
+    run; nothing is written unless every shard reads and they merge."""
+    from ..core.fsutil import atomic_write_text
+    from ..core.results import BenchmarkResult, dumps
+    from ..judge.merged import rejudged
+    from ..report.markdown import render
+    from ..store.baselines import read_document
+    from ..store.merge import MergeError, merge
+
+    shards = [(str(path), read_document(Path(path))) for path in args.shards]
+    try:
+        doc = _messages(rejudged(merge(shards, expect=args.expect)))
+    except MergeError as exc:
+        raise CIError(str(exc)) from None
+    text = None
+    if args.markdown:
+        text = render(
+            [BenchmarkResult.from_json(b) for b in doc["benchmarks"]],
+            source=doc.get("comparison"),
+            warnings=doc.get("warnings") or (),
+            environment=doc["environment"],
+            mode=doc.get("mode") or "stored",
+            gate=doc.get("compared_nothing"),
+        )
+    atomic_write_text(Path(args.output), dumps(doc))
+    if text is not None:
+        atomic_write_text(Path(args.markdown), text)
+    n = len(doc["benchmarks"])
+    print(f"merged {len(shards)} shards, {n} benchmark{'s' * (n != 1)}, into {args.output}")
+    failed = _failures(doc)
+    for line in failed:
+        print(line)
+    # The run's one verdict, as one unsplit run's exit status would have said it.
+    return 1 if args.fail_on_regression and failed else 0
+
+
+def _failures(doc: dict[str, Any]) -> list[str]:
+    """What fails the merged run: regressions (held to the run's family), budgets exceeded,
+    more work than a benchmark's max_work_increase allows (unless accepted), and a
+    comparison that compared nothing (decided over every shard's benchmarks)."""
+    out = []
+    for b in doc["benchmarks"]:
+        if (b.get("comparison") or {}).get("verdict") == "regression":
+            out.append(f"regression: {b['key']}")
+        budget = (b.get("extra") or {}).get("budget") or {}
+        if budget.get("passed") is False:
+            out.append(f"budget exceeded: {b['key']} (max_median_ms={budget['max_median_ms']})")
+        work = (b.get("extra") or {}).get("work_gate") or {}
+        if work.get("passed") is False and not work.get("accepted"):
+            out.append(
+                f"more work: {b['key']} ({work.get('change', 0):+.1%}, max_work_increase="
+                f"{work['max_work_increase']})"
+            )
+    if doc.get("compared_nothing"):
+        out.append(f"compared nothing: {doc['compared_nothing']}")
+    return out
+
+
+def _messages(doc: dict[str, Any]) -> dict[str, Any]:
+    """A regression's failure message names the family it was held to: the run's now."""
+    from ..core.results import Comparison
+    from ..report.messages import failure_message
+
+    for entry in doc["benchmarks"]:
+        data = entry.get("comparison") or {}
+        if data.get("verdict") == "regression" and data.get("message"):
+            c = Comparison.from_json(data)
+            entry["comparison"] = {
+                **data,
+                "message": failure_message(entry["key"], c, entry["nodeid"]),
+            }
+    return doc
+
+
+def _comment(args: argparse.Namespace) -> int:
+    """The pull-request comment body for a results JSON (see .github/workflows/perf.yml)."""
+    from ..report.comment import body
+    from ..store.baselines import read_document
+
+    text, worth = body(read_document(Path(args.results)))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output} ({len(text)} characters; notable: {str(worth).lower()})")
+    else:
+        sys.stdout.write(text)
+    if args.github_output:
+        target = os.environ.get("GITHUB_OUTPUT")
+        if not target:
+            raise CIError("--github-output: GITHUB_OUTPUT is not set (not in GitHub Actions?)")
+        with Path(target).open("a", encoding="utf-8") as fh:
+            fh.write(f"notable={str(worth).lower()}\n")
+    return 0
+
+
+def _expect(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: a split run has at least 1 group")
+    return value
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """infperf merge and comment."""
+    merge = sub.add_parser(
+        "merge", help="one results document from the --perf-json files of a split run's shards"
+    )
+    merge.add_argument("shards", nargs="+", help="the shards' --perf-json files")
+    merge.add_argument("-o", "--output", required=True, help="the merged results JSON")
+    merge.add_argument("--markdown", default=None, help="also write the run's Markdown here")
+    merge.add_argument(
+        "--expect",
+        type=_expect,
+        default=None,
+        metavar="N",
+        help="the number of groups the run was split into (the matrix's): a group missing, "
+        "twice or of another split is an error naming it, and nothing is written",
+    )
+    merge.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when a benchmark regressed (held to the whole run's family), exceeded "
+        "its budget or its max_work_increase, or a comparing run compared nothing (the fan-in job's one verdict for a "
+        "split run)",
+    )
+    merge.set_defaults(func=_merge)
+    com = sub.add_parser("comment", help="the pull-request comment for a --perf-json results file")
+    com.add_argument("results", help="a --perf-json results file of a comparing run")
+    com.add_argument("-o", "--output", default=None, help="write the body here (default stdout)")
+    com.add_argument(
+        "--github-output",
+        action="store_true",
+        help="also append notable=true|false to $GITHUB_OUTPUT (post a new comment only then)",
+    )
+    com.set_defaults(func=_comment)
+    poster = sub.add_parser(
+        "post-comment",
+        help="post or update the comment on the workflow_run's own pull request "
+        "(perf-comment.yml; the pull request is looked up from the run, never read from "
+        "the artifact)",
+        description=post.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    post.add_arguments(poster).set_defaults(func=post.run)

@@ -1,0 +1,125 @@
+"""The verdicts of a split run, merged (``infperf merge``): what the run's shards judged
+against their own group of tests, judged again against the whole run.
+
+A shard of a pytest-split run collects only its group, so its run-level multiplicity
+control counted only that group's perf tests: the interleaved verdicts' run-level guard
+(``run_alpha / family``, :class:`~pytest_infperf.judge.plan.PairedPlan`) and the
+re-measured verdicts' Bonferroni (:meth:`~pytest_infperf.judge.judge.Judge.remeasured`).
+With N groups the run's chance of a false failure grew about N-fold. Here every claimed
+regression is held to the family of the whole run (the sum of the shards' families), by
+the same rule at the same look. A verdict can only lose its claim (become inconclusive):
+a shard that went on measuring because its guard held a claim back cannot be measured
+further here, so a merged verdict is never more lenient than the unsplit run's rule.
+
+Whether the merged run compared nothing is decided over all its benchmarks: one shard
+without a baseline does not make a run that compared the others look blind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.names import CompareMode
+from ..core.options import BenchOptions
+from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
+from .judge import Judge, compared_nothing
+from .plan import PairedPlan
+
+#: Verdicts that claim a slowdown (an accepted one is a regression a trailer let through).
+_CLAIMED = (Verdict.REGRESSION, Verdict.ACCEPTED)
+
+
+def rejudge(c: Comparison, family: int, run_alpha: float) -> Comparison:
+    """``c`` held to a run of ``family`` perf tests at ``run_alpha``. Unchanged unless it
+    claims a slowdown that does not hold at that family; then inconclusive (reason
+    ``multiplicity``), without the failure message or the acceptance it had."""
+    family = max(1, family)
+    if c.remeasured and c.family_size is not None and c.p_value is not None:
+        return _bonferroni(c, family)
+    if c.parts:
+        return _generation(c, family, run_alpha)
+    why = _guard(c, family, run_alpha)
+    if why is None or c.verdict not in _CLAIMED:
+        return c
+    return _unclaimed(c, f"a regression by its interval, not claimed: {why}")
+
+
+def _bonferroni(c: Comparison, family: int) -> Comparison:
+    """A re-measured verdict: the judge's own rule, over the run's family."""
+    claimed = dataclasses.replace(c, verdict=Verdict.REGRESSION) if c.verdict in _CLAIMED else c
+    first = c.first_pass if c.first_pass is not None else c
+    again = Judge(family=family).remeasured(first, claimed)
+    if c.verdict in _CLAIMED and again.verdict is not Verdict.REGRESSION:
+        return dataclasses.replace(again, message=None, accepted_by=None)
+    return dataclasses.replace(c, family_size=again.family_size, holm_p=again.holm_p)
+
+
+def _guard(c: Comparison, family: int, run_alpha: float) -> str | None:
+    """Why the run-level guard of an interleaved verdict holds its claim back at the look
+    it stopped at, with the run's family (None: the claim stands, or is not interleaved)."""
+    details = c.details or {}
+    p_zero, pairs = details.get("p_no_slower"), c.process_pairs
+    if c.decided_by is not CompareMode.AB or p_zero is None or not pairs:
+        return None
+    plan = PairedPlan(c.threshold, c.alpha, (str(c.metric),), family, run_alpha)
+    return plan._run_guard(int(pairs), float(p_zero))
+
+
+def _generation(c: Comparison, family: int, run_alpha: float) -> Comparison:
+    """A generation's metrics: as in the plan, once one claimed metric clears the guard
+    the others need only their own bound, so all stand or none does."""
+    assert c.parts is not None
+    claimed = {k: p for k, p in c.parts.items() if p.verdict in _CLAIMED}
+    held = {k: _guard(p, family, run_alpha) for k, p in claimed.items()}
+    if not claimed or any(why is None for why in held.values()):
+        return c
+    parts = {
+        k: _unclaimed(p, f"a regression by its interval, not claimed: {held[k]}")
+        if k in held
+        else p
+        for k, p in c.parts.items()
+    }
+    worst = Judge().combined(parts, BenchOptions(alpha=c.alpha))
+    # What the session added to the record it kept (settling, the GPU's state) stays.
+    return dataclasses.replace(
+        worst,
+        gpu_blocks=c.gpu_blocks,
+        stored_pass=c.stored_pass,
+        settled_because=c.settled_because,
+        not_settled=c.not_settled,
+    )
+
+
+def _unclaimed(c: Comparison, note: str) -> Comparison:
+    return dataclasses.replace(
+        c,
+        verdict=Verdict.INCONCLUSIVE,
+        reason=Reason.MULTIPLICITY,
+        note=f"{note}; {c.note}" if c.note else note,
+        message=None,
+        accepted_by=None,
+    )
+
+
+def rejudged(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A merged results document with its verdicts held to the run's family (its
+    ``family`` record; without one, as the shards left them) and ``compared_nothing``
+    decided over every benchmark."""
+    out = dict(doc)
+    family = doc.get("family") or {}
+    entries = [dict(e) for e in doc["benchmarks"]]
+    if family.get("perf_tests") is not None and family.get("run_alpha") is not None:
+        for entry in entries:
+            if entry.get("comparison"):
+                c = Comparison.from_json(entry["comparison"])
+                again = rejudge(c, int(family["perf_tests"]), float(family["run_alpha"]))
+                if again != c:
+                    entry["comparison"] = again.to_json()
+    out["benchmarks"] = entries
+    if out.get("compared_nothing") and not compared_nothing(
+        [BenchmarkResult.from_json(e) for e in entries]
+    ):
+        del out["compared_nothing"]
+    return out
