@@ -255,6 +255,37 @@ def test_a_worker_that_stops_answering_is_killed_and_the_session_ends(
     assert worktrees(pytester.path) == [f"worktree {pytester.path}"]
 
 
+def test_a_worker_whose_controller_is_gone_ends_with_what_it_started(
+    tmp_path: Path, git_env: None
+) -> None:
+    """Workers run in their own session (a terminal's Ctrl-C reaches the controller alone,
+    which ends them in order). A controller that dies between starting a worker and
+    connecting to it (killed, or interrupted there) must not leave it waiting for a
+    connection forever: it follows its parent and ends."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    (tmp_path / "test_x.py").write_text("def test_x(infer_bench):\n    infer_bench(lambda: 1)\n")
+    init_repo(tmp_path, "one test")
+    script = (
+        "import os, tempfile\n"
+        "from pathlib import Path\n"
+        "from pytest_infperf.ab.workers import Checkout, Selection, WorkerSide\n"
+        f"top = Path({str(tmp_path)!r})\n"
+        "side = WorkerSide(Checkout(top, None, Path(tempfile.mkdtemp())),\n"
+        "                  Selection(rootdir=top, args=(), pythonpath=()), 'base')\n"
+        "side.launch()\n"
+        "print(side.proc.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    worker = psutil.Process(int(out.stdout.strip()))
+    gone, alive = psutil.wait_procs([worker], timeout=10)
+    assert alive == [] and gone
+
+
 def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")

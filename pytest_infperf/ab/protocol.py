@@ -38,6 +38,9 @@ OPTIONS_ENV = "INFPERF_AB_OPTIONS"
 #: Environment variable carrying the session's heap policy (--perf-heap), which the worker
 #: applies before its own session starts (:mod:`~pytest_infperf.measure.heap`).
 HEAP_ENV = "INFPERF_AB_HEAP"
+#: Environment variable carrying the controller's PID: the worker ends when its parent is
+#: not that process any more (the controller is gone), even before it could look.
+PARENT_ENV = "INFPERF_AB_PARENT"
 #: Environment variable carrying the folder the worker works in: where the controller's
 #: pytest was invoked, mapped into the worker's checkout.
 CWD_ENV = "INFPERF_AB_CWD"

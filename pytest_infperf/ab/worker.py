@@ -18,7 +18,10 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Generator, Sequence
 from multiprocessing.connection import Listener
@@ -203,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     address, worktree, rootdir, pythonpath = args[:4]
+    _follow_parent()
     pytest_args = args[args.index("--") + 1 :] if "--" in args else []
     authkey = bytes.fromhex(os.environ.pop(protocol.AUTHKEY_ENV))
     options = json.loads(os.environ.pop(protocol.OPTIONS_ENV, "") or "[]")
@@ -234,6 +238,27 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         conn.close()
     _exit_now(code)
+
+
+def _follow_parent(period: float = 1.0) -> None:
+    """End this worker, and every process it started, when its controller is gone. The
+    worker runs in its own session (a terminal's Ctrl-C reaches the controller alone, which
+    ends its workers in order); a controller killed outright, or interrupted between
+    starting a worker and noting it, must not leave one waiting for a connection forever."""
+    # The controller's PID from the environment: it may be gone already (the worker spends
+    # a second importing pytest before it gets here), and os.getppid() would then name the
+    # process that adopted it.
+    given = os.environ.pop(protocol.PARENT_ENV, "")
+    parent = int(given) if given.isdigit() else os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(period)
+        if os.getpgid(0) == os.getpid():  # its own group: it and what it started
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="infperf-follow-parent", daemon=True).start()
 
 
 def _exit_now(code: int) -> NoReturn:

@@ -241,6 +241,7 @@ class WorkerProcess:
         # The project's options: the worker adds those its checkout's conftest defines.
         env[protocol.OPTIONS_ENV] = json.dumps(self.selection.forwarded.project)
         env[protocol.HEAP_ENV] = self.selection.heap
+        env[protocol.PARENT_ENV] = str(os.getpid())
         rootdir = self.checkout.map(self.selection.rootdir)
         here = self.checkout.map(self.selection.invocation_dir or self.selection.rootdir)
         env[protocol.CWD_ENV] = str(here if here.is_dir() else rootdir)
