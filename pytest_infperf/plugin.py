@@ -171,6 +171,16 @@ SESSION_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--perf-count",
+        {
+            "action": "store_true",
+            "default": False,
+            "help": "no timing: call each model and count what one call does (the profiled "
+            "pass: FLOPs, operators, kernels); the JSON carries each benchmark's work "
+            "(infperf bisect searches on it before it times anything)",
+        },
+    ),
+    (
         "--perf-settle",
         {
             "default": None,

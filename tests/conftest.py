@@ -30,7 +30,10 @@ def pytest_configure(config: pytest.Config) -> None:
     selected: its module-level import at collection kept the whole suite safe). Imported
     here, before any snapshot; in a hook, not at import, so that the helper processes
     that import this module (test_reliability's savers) do not pay for them."""
-    for name in ("torch", "onnxruntime", "transformers", "matplotlib"):
+    # torch._dynamo too: the profiled pass's FlopCounterMode imports it on its first use
+    # (a dispatch mode calls through torch._disable_dynamo), and torch registers its
+    # operator libraries once per process ("Only a single TORCH_LIBRARY can be used").
+    for name in ("torch", "torch._dynamo", "onnxruntime", "transformers", "matplotlib"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
 

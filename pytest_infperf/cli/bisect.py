@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.fsutil import atomic_write_text
+from ..core.results import WorkDiff, WorkProfile
 from .steps import Bench, BisectError, Commit, GitFailed, Interrupts, Step, git
 
 #: Exit codes: the commit was named; BAD does not regress against GOOD or the step could not
@@ -199,6 +200,9 @@ def search(
         return out
     tracked = {m.key for m in first.benchmarks if m.slower}
     out.tracked = sorted(tracked)
+    # The counts first: where the work per call jumps is named without timing.
+    if _named_by_counts(commits, bench, first, tracked, say, out, measure):
+        return out
     hints, out.hint = hinter(tracked) if hinter else ([], "")
     if out.hint:
         say(out.hint)
@@ -231,6 +235,88 @@ def search(
     out.code = FOUND
     out.verdict = f"first bad commit: {found.sha} {found.subject!r} by {found.author}"
     return out
+
+
+def _named_by_counts(
+    commits: Sequence[Commit],
+    bench: Bench,
+    first: Step,
+    tracked: set[str],
+    say: Callable[[str], None],
+    out: Outcome,
+    measure: Callable[[str, Commit, Commit, set[str]], Step],
+) -> bool:
+    """The counts first: where the work per call jumps is named without timing, and timing
+    against its parent confirms it (then ``out`` holds the commit). False: the timed
+    search decides."""
+    moved = {m.key for m in first.benchmarks if m.key in tracked and _moved(m.work)}
+    if not moved:
+        # The confirming run profiled both ends: their work is the same (or not counted).
+        return False
+    at, why = counted_search(commits, bench, moved, say, out.steps)
+    if at is None:
+        say(why)
+        return False
+    check = measure("check", commits[at], commits[at - 1], tracked)
+    if check.outcome != "bad":
+        say(
+            f"the counts point at {commits[at].short}, but timing against its parent does not "
+            "confirm it: searching by timing"
+        )
+        return False
+    out.found, out.code = commits[at], FOUND
+    out.verdict = (
+        f"first bad commit: {commits[at].sha} {commits[at].subject!r} by {commits[at].author} "
+        f"(named by its work counts, {why}; confirmed by timing against its parent)"
+    )
+    return True
+
+
+def _moved(diff: WorkDiff | None) -> bool:
+    return diff is not None and not diff.same and not diff.varying
+
+
+def counted_search(
+    commits: Sequence[Commit],
+    bench: Bench,
+    tracked: set[str],
+    say: Callable[[str], None],
+    steps: list[Step],
+) -> tuple[int | None, str]:
+    """The first commit whose work per call (FLOPs, operators, kernels: exact, no timing)
+    equals BAD's where GOOD's differs, for the slowed benchmarks: its index and the work
+    diff; None and why not where the counts cannot name one (no work changed, or it
+    changed over several commits, or counts vary from call to call)."""
+    from ..judge import work  # the judge's diff: numpy-free
+
+    ends = [bench.works(commits[0]), bench.works(commits[-1])]
+    good, bad = ends[0][0], ends[1][0]
+    diffs = {k: work.diff(good[k], bad[k]) for k in tracked if k in good and k in bad}
+    changed = {k: d for k, d in diffs.items() if d is not None and _moved(d)}
+    if not changed:
+        return None, "counted alone, GOOD and BAD do the same work: timing decides"
+
+    def same(a: dict[str, WorkProfile], b: dict[str, WorkProfile]) -> bool:
+        return all(k in a and (d := work.diff(b[k], a[k])) is not None and d.same for k in changed)
+
+    s = Search(len(commits))
+    while (i := s.next()) is not None:
+        found, seconds, why = bench.works(commits[i])
+        outcome = "bad" if same(found, bad) else "good" if same(found, good) else "skip"
+        why = why or {"bad": "work as at BAD", "good": "work as at GOOD"}.get(
+            outcome, "work unlike either end"
+        )
+        step = Step("count", commits[i], commits[i], outcome, why, (), seconds)
+        steps.append(step)
+        say(_line(step))
+        s.mark(i, outcome)
+    suspects = s.suspects()
+    if len(suspects) != 1:
+        return None, "the counts changed over several commits: timing decides"
+    key, diff = next(iter(sorted(changed.items())))
+    from ..report.fmt import work_line
+
+    return suspects[0], f"{key}: {work_line(diff)}"
 
 
 def _line(step: Step) -> str:

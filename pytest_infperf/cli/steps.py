@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.results import BenchmarkResult, Verdict
+from ..core.results import BenchmarkResult, Verdict, WorkDiff, WorkProfile
 
 if TYPE_CHECKING:
     from ..ab.workers import Checkout
@@ -64,6 +64,8 @@ class Measured:
     ci_low: float | None
     ci_high: float | None
     reason: str | None
+    #: The work diff of the step's two sides (None: not profiled on both).
+    work: WorkDiff | None = None
 
     @property
     def slower(self) -> bool:
@@ -87,7 +89,7 @@ class Step:
     measured again up to ``--retries`` times, then skipped) or skip (cannot be measured
     there); ``why`` says why."""
 
-    role: str  # "confirm", "search" or "check"
+    role: str  # "confirm", "search", "check", or "count" (the work counted, not timed)
     commit: Commit
     against: Commit
     outcome: str
@@ -165,11 +167,8 @@ class Bench:
             *self.pytest_args,
         ]
 
-    def measure(self, role: str, commit: Commit, against: Commit, tracked: set[str]) -> Step:
-        self.count += 1
-        start = time.monotonic()
-        json_path = self.tmp / f"step-{self.count}.json"
-        log_path = self.tmp / f"step-{self.count}.log"
+    def _run(self, commit: Commit, command: list[str], log_path: Path) -> int:
+        """pytest at ``commit`` in the worktree, its output in ``log_path``; its exit code."""
         root = self.checkout(commit.sha)
         child_tmp = self.tmp / "t"
         child_tmp.mkdir(exist_ok=True)
@@ -181,7 +180,7 @@ class Bench:
         }
         with log_path.open("wb") as log, self.interrupts.held():
             self.child = subprocess.Popen(
-                self.command(against, json_path),
+                command,
                 cwd=root / self.subdir,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -194,6 +193,14 @@ class Bench:
         # The child holds its own copy of the log's descriptor: ours may close.
         rc = self.child.wait()
         self.child = None
+        return rc
+
+    def measure(self, role: str, commit: Commit, against: Commit, tracked: set[str]) -> Step:
+        self.count += 1
+        start = time.monotonic()
+        json_path = self.tmp / f"step-{self.count}.json"
+        log_path = self.tmp / f"step-{self.count}.log"
+        rc = self._run(commit, self.command(against, json_path), log_path)
         seconds = time.monotonic() - start
         measured = _read(json_path)
         if role == "confirm" and not measured and rc in PYTEST_UNUSABLE:
@@ -205,6 +212,38 @@ class Bench:
             )
         outcome, why = classify(measured, tracked, rc, log_path)
         return Step(role, commit, against, outcome, why, tuple(measured), seconds)
+
+    def works(self, commit: Commit) -> tuple[dict[str, WorkProfile], float, str]:
+        """The selection's work at ``commit``, counted, not timed (``--perf-count``): per
+        benchmark its profile, the seconds the run took, and why there is none (a failed
+        run's error) when the dict is empty."""
+        self.count += 1
+        start = time.monotonic()
+        json_path = self.tmp / f"step-{self.count}.json"
+        log_path = self.tmp / f"step-{self.count}.log"
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *self.selection,
+            "--perf-count",
+            f"--perf-json={json_path}",
+            "-p",
+            "no:cacheprovider",
+            *self.pytest_args,
+        ]
+        rc = self._run(commit, command, log_path)
+        found: dict[str, WorkProfile] = {}
+        try:
+            doc = json.loads(json_path.read_text())
+        except (OSError, ValueError):
+            doc = {}
+        for entry in doc.get("benchmarks", []):
+            r = BenchmarkResult.from_json(entry)
+            if r.work is not None:
+                found[r.key] = r.work
+        why = "" if found else f"nothing counted (pytest exit {rc}): {_failure(log_path)}"
+        return found, time.monotonic() - start, why
 
     def stop(self, now: Callable[[], bool] = lambda: False) -> None:
         """Stop the running step: SIGINT to its process group (pytest and its A/B workers),
@@ -334,6 +373,7 @@ def _read(path: Path) -> list[Measured]:
                 c.ci_low,
                 c.ci_high,
                 str(c.reason) if c.reason else None,
+                c.work,
             )
         )
     return out

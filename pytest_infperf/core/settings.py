@@ -120,6 +120,8 @@ class Settings:
     markdown: Path | None
     summary: bool
     disable: bool
+    #: --perf-count: no timing, the profiled pass only.
+    count: bool
     search_depth: int
     max_baseline_bytes: int
     gpus: tuple[str, ...] | None
@@ -310,6 +312,22 @@ def from_config(config: pytest.Config) -> Settings:
             "--perf-compare and --perf-ab are two ways of comparing: use one "
             "(--perf-ab measures both sides now; --perf-compare uses a stored baseline)"
         )
+    count = bool(config.getoption("perf_count"))
+    clash = [
+        f
+        for f, on in (
+            ("--perf-save", config.getoption("perf_save")),
+            ("--perf-compare", compare),
+            ("--perf-ab", ab),
+            ("--perf-disable", config.getoption("perf_disable")),
+        )
+        if on
+    ]
+    if count and clash:
+        raise pytest.UsageError(
+            f"--perf-count times nothing, so it cannot go with {', '.join(clash)}: count the "
+            "work in a run of its own (its --perf-json has each benchmark's work)"
+        )
     return Settings(
         rootdir=rootdir,
         json_path=json_path,
@@ -322,6 +340,7 @@ def from_config(config: pytest.Config) -> Settings:
         markdown=Path(md).expanduser().absolute() if md else None,
         summary=not config.getoption("perf_no_summary"),
         disable=bool(config.getoption("perf_disable")),
+        count=count,
         search_depth=_int_ini(config, "infperf_search_depth", 0),
         max_baseline_bytes=_int_ini(config, "infperf_max_baseline_mb", 1) * 1024 * 1024,
         gpus=gpus,

@@ -17,6 +17,7 @@ import math
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -101,11 +102,26 @@ class BenchCall:
     def fail(self, message: str) -> None:
         self.failures.append(message)
 
-    def profile(self, per_call_s: float) -> WorkProfile | None:
-        """The profiled pass (``opts.profile``) of this warm model: what one call does
-        (:mod:`~pytest_infperf.measure.profile`). Run after the timed samples, never
-        inside them."""
-        return _profile.run(self.prepared, self.opts.profile, per_call_s)
+    def profile(self, per_call_s: float, mode: str | None = None) -> WorkProfile | None:
+        """The profiled pass (``mode``, else ``opts.profile``) of this warm model: what one
+        call does (:mod:`~pytest_infperf.measure.profile`). Run after the timed samples,
+        never inside them."""
+        return _profile.run(self.prepared, mode or self.opts.profile, per_call_s)
+
+    def counted(self) -> BenchmarkResult:
+        """``--perf-count``: one untimed call (its output checked), then the profiled pass
+        (``counts`` where the options say ``off``: counting is the point); the result's one
+        sample is that call's time, for the record, never a figure to compare."""
+        sampler = self.prepared.sampler
+        with sampler.context():
+            t0 = time.perf_counter()
+            self.check_output(sampler.call())
+            took = time.perf_counter() - t0
+        m = Measurement([took], [], took, 1, {"count_only": True}, {}, {})
+        result = self.result(m)
+        mode = self.opts.profile if self.opts.profile != "off" else "counts"
+        result.work = self.profile(took, mode)
+        return result
 
     def gpu_reference(self) -> dict[str, float]:
         """The drift guard's GPU reference, taken on this benchmark's GPU after its samples

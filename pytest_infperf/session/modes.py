@@ -51,6 +51,16 @@ class Disabled:
         return call.disabled_result()
 
 
+class Counting:
+    """``--perf-count``: no timing; each model called once and its work counted (the
+    profiled pass), for ``infperf bisect``'s search on the counts before any timing."""
+
+    name = "count"
+
+    def measure(self, call: BenchCall) -> BenchmarkResult:
+        return call.counted()
+
+
 class Plain:
     """Measure and check budgets; the base of the comparing modes."""
 
@@ -473,6 +483,8 @@ def choose(config: pytest.Config, context: RunContext) -> Mode:
     s = context.settings
     if s.disable:
         return Disabled()
+    if s.count:
+        return Counting()
     if s.ab:
         return _ab_head(config, context)
     if context.source is not None:
