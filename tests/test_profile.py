@@ -243,6 +243,20 @@ def test_identical_device_time_is_unchanged_and_a_baseline_without_it_judges_lat
     assert only.parts is not None and set(only.parts) == {"gpu_time"}
 
 
+def test_without_device_time_a_host_bound_latency_says_so_from_its_enqueue_time() -> None:
+    base = make_result([6e-3] * 20, env={"device_type": "cuda"}).to_json()
+    rng = np.random.default_rng(5)
+    now = make_result(
+        list(6e-3 * np.exp(rng.normal(0, 0.01, 20))),
+        env={"device_type": "cuda"},
+        extra={"host_bound_ratio": 0.99},
+    )
+    c = Judge().stored(now, base, merge({}), ORIGIN)
+    assert c.parts is None and "host-bound: the host took 99% of the latency" in (c.note or "")
+    cpu = make_result(now.samples, extra={"host_bound_ratio": 0.99})  # not a GPU benchmark
+    assert "host-bound" not in (Judge().stored(cpu, base, merge({}), ORIGIN).note or "")
+
+
 def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
     from pytest_infperf.judge.device import reference_kind
     from pytest_infperf.judge.judge import Observation

@@ -60,9 +60,29 @@ def reference_kind(metric: str, current: Observation) -> str:
     return "cpu" if share is not None and share < HOST_BOUND_SHARE else "gpu"
 
 
-def host_bound_noted(c: Comparison, share: float | None) -> Comparison:
+#: Without a device time, a CUDA benchmark whose host took at least this share of its
+#: latency to enqueue the work (``host_bound_ratio``) is host-bound: the GPU waited on it.
+HOST_ENQUEUE_SHARE = 0.9
+
+
+def host_bound_noted(
+    c: Comparison, share: float | None, enqueue: float | None = None
+) -> Comparison:
     """A CUDA benchmark's verdict whose latency is mostly host dispatch says so on its
-    latency part: what moved it is the host, and what measures the model instead."""
+    latency part: what moved it is the host, and what measures the model instead. ``share``:
+    the device's busy time over the latency; without one, ``enqueue`` (the host's time to
+    enqueue over the latency) says it for a verdict on the latency alone."""
+    if share is None and enqueue is not None and enqueue >= HOST_ENQUEUE_SHARE and not c.parts:
+        if c.metric not in ("median", "p90", "p99", "throughput"):
+            return c
+        note = (
+            f"host-bound: the host took {enqueue:.0%} of the latency to enqueue the work, so "
+            "the latency follows the host's speed (Python and framework dispatch), and its "
+            "device time was not measured (no CUDA kernels seen by the profiler); "
+            "cuda_graph=True or torch.compile(mode='reduce-overhead') measure the model "
+            "instead of the host"
+        )
+        return dataclasses.replace(c, note=f"{c.note}; {note}" if c.note else note)
     if share is None or share >= HOST_BOUND_SHARE or not c.parts or "median" not in c.parts:
         return c
     latency = c.parts["median"]

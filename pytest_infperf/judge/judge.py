@@ -29,6 +29,7 @@ from ..core.results import (
     memory_figure,
 )
 from ..measure import environment
+from ..measure.backends import runs_on_gpu
 from ..measure.drift import speed_factors
 from ..stats import pooled as _pool
 from ..stats import ranks as _cmp
@@ -245,8 +246,10 @@ class Judge:
                 opts = opts.replace(metric="median")
             current = dataclasses.replace(current, device_share=device_share(result))
             device = _device_parts(result, current, entry, opts)
+            enqueue = result.extra.get("host_bound_ratio")
             if device is None:
-                return self.against(current, entry, opts, origin, env_diff)
+                c = self.against(current, entry, opts, origin, env_diff)
+                return host_bound_noted(c, None, enqueue if runs_on_gpu(result.env) else None)
             c = self.against_each(device, entry, opts, origin, env_diff)
             return host_bound_noted(c, current.device_share)
         parts: dict[str, Observation] = {}
