@@ -115,10 +115,11 @@ def test_bert_ort(infer_bench, tmp_path_factory):
     if provider not in ort.get_available_providers():
         pytest.skip("onnxruntime without CUDA (install onnxruntime-gpu)")
     model = _bert(torch.float32).cpu()
-    path = tmp_path_factory.mktemp("onnx") / "bert.onnx"
-    ids = _ids(1)["input_ids"].cpu()
-    torch.onnx.export(model, (ids,), str(path), input_names=["input_ids"], dynamo=False)
-    infer_bench(str(path), {"input_ids": ids.numpy()}, providers=[provider])
+    path = hf.export_onnx(model, tmp_path_factory.mktemp("onnx") / "bert.onnx")
+    ids = _ids(1)["input_ids"].cpu().numpy()
+    feeds = {"input_ids": ids, "attention_mask": ids * 0 + 1, "token_type_ids": ids * 0}
+    names = hf.input_names(model)
+    infer_bench(str(path), {k: v for k, v in feeds.items() if k in names}, providers=[provider])
 """
 
 SCENARIOS = {"A/A": 0, "+1layer": 1}

@@ -215,7 +215,16 @@ def prompt(
         if isinstance(t, int)
     }
     rng = np.random.default_rng(seed)
-    ids = rng.integers(max(special, default=-1) + 1, vocab, size=(batch_size, prompt_tokens))
+    low = max(special, default=-1) + 1
+    shape = (batch_size, prompt_tokens)
+    if low < vocab:  # the special ids sit low (Llama's 1 and 2): the ids above them
+        ids = rng.integers(low, vocab, size=shape)
+    else:
+        # ...or at the top (GPT-2's 50256 of 50257): every id that is not special
+        plain = np.setdiff1d(np.arange(vocab), np.fromiter(special, dtype=np.int64))
+        if plain.size == 0:
+            raise ValueError(f"every id of the vocabulary ({vocab}) is a special token")
+        ids = plain[rng.integers(0, plain.size, size=shape)]
     out = {"input_ids": torch.from_numpy(ids.astype(np.int64))}
     out["attention_mask"] = torch.ones_like(out["input_ids"])
     if device is not None:

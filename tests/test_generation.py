@@ -424,3 +424,17 @@ def test_a_baseline_that_was_not_a_generation_says_so() -> None:
     c = Judge().stored(_result(_noisy(0.01), _noisy(0.002)), plain, opts, origin)
     assert c.verdict is Verdict.NO_BASELINE
     assert c.parts is not None and "not a generation benchmark there" in str(c.parts["ttft"].note)
+
+
+def test_a_prompt_avoids_special_ids_at_either_end_of_the_vocabulary() -> None:
+    """GPT-2 keeps its special id at the top of its vocabulary (50256 of 50257): a prompt
+    for its default config used to be an empty range of ids (numpy: low >= high)."""
+    pytest.importorskip("transformers")
+    from transformers import GPT2Config, LlamaConfig
+
+    from pytest_infperf import hf
+
+    gpt2 = hf.prompt(GPT2Config(), 2, 64)["input_ids"]
+    assert gpt2.shape == (2, 64) and int(gpt2.max()) < 50256
+    llama = hf.prompt(LlamaConfig(vocab_size=100, bos_token_id=1, eos_token_id=2), 1, 32)
+    assert int(llama["input_ids"].min()) >= 3
