@@ -282,8 +282,39 @@ def test_a_worker_whose_controller_is_gone_ends_with_what_it_started(
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     worker = psutil.Process(int(out.stdout.strip()))
-    gone, alive = psutil.wait_procs([worker], timeout=10)
-    assert alive == [] and gone
+    _, alive = psutil.wait_procs([worker], timeout=10)
+    assert alive == []
+
+
+def test_ctrl_c_while_a_worker_connects_leaves_nothing_behind(
+    tmp_path: Path, git_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the controller waits for a new worker's socket: the worker is running
+    and not connected to. Closing kills it (with its children) and still removes the
+    worktree and the temporary folder."""
+    import psutil
+
+    from pytest_infperf.ab import workers
+
+    (tmp_path / "test_x.py").write_text("def test_x(infer_bench):\n    infer_bench(lambda: 1)\n")
+    init_repo(tmp_path, "one test")
+    sha = git(tmp_path, "rev-parse", "HEAD")
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # Ctrl-C lands while connecting
+
+    monkeypatch.setattr(workers, "Client", interrupted)
+    selection = workers.Selection(rootdir=tmp_path, args=(), pythonpath=())
+    controller = workers.ABController(sha, tmp_path, selection)
+    with pytest.raises(KeyboardInterrupt):
+        controller.setup()
+    proc = controller.base.proc
+    assert proc is not None and controller.base.conn is None
+    controller.close()
+    assert not controller.tmp.exists()
+    assert worktrees(tmp_path) == [f"worktree {tmp_path}"]
+    assert proc.poll() is not None  # killed and reaped
+    assert not psutil.pid_exists(proc.pid)
 
 
 def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None) -> None:

@@ -138,8 +138,8 @@ def test_bisect_names_the_commit_where_the_work_jumps_and_times_only_to_confirm(
     tmp_path: Path,
 ) -> None:
     """Five commits, c2 doubles the model's depth: the confirming run's work diff says the
-    work changed, so the search runs on counts (--perf-count: no timing) and only the named
-    commit is timed against its parent."""
+    work changed, so the search runs on counts (--perf-count: no timing), and only the
+    named commit is timed, against its parent, and its parent against GOOD."""
     pytest.importorskip("torch")
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -160,7 +160,7 @@ def test_bisect_names_the_commit_where_the_work_jumps_and_times_only_to_confirm(
     assert "named by its work counts, test_suite.py::test_mlp: FLOPs +100.0%" in out.stdout
     roles = [line.split()[0] for line in out.stdout.splitlines() if " against " in line]
     assert roles.count("count") >= 1 and "search" not in roles
-    assert roles.count("confirm") == 1 and roles.count("check") == 1
+    assert roles.count("confirm") == 1 and roles.count("check") == 2
 
 
 def test_bisect_says_when_bad_does_not_regress(history: tuple[Path, list[str]]) -> None:

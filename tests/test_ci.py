@@ -249,7 +249,13 @@ def test_only_main_holds_a_write_token_and_the_in_file_gate_is_not_called_one() 
 def test_the_comment_workflow_runs_no_code_from_the_pull_request() -> None:
     doc = _load("perf-comment.yml")
     assert doc["on"] == {"workflow_run": {"workflows": ["perf"], "types": ["completed"]}}
-    assert doc["permissions"] == {"actions": "read", "pull-requests": "write"}
+    # contents: read too: declaring permissions sets the rest to none, and the checkout of
+    # the poster (and the lookup of a private repository's commit) needs it.
+    assert doc["permissions"] == {
+        "actions": "read",
+        "contents": "read",
+        "pull-requests": "write",
+    }
     (job,) = doc["jobs"].values()
     steps = job["steps"]
     # Its own checkout is the default branch's (workflow_run's commit): no ref, no token kept.

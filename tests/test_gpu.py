@@ -574,6 +574,7 @@ def test_region_watch_energy_tenants_and_throttling(monkeypatch: pytest.MonkeyPa
         NVML_PERF_POLICY_POWER=0,
     )
     monkeypatch.setattr(gpu, "_init", lambda: fake)
+    monkeypatch.setattr(gpu, "unseen", lambda pid: False)  # the fake's PIDs: visible
     watch = gpu.RegionWatch(0)
     watch.start()
     watch.check()

@@ -96,6 +96,8 @@ def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> Any:
         fake = FakeNVML(states, utilisation)
         monkeypatch.setattr(gpu, "_nvml", fake)
         monkeypatch.setattr(gpu, "_failed", False)
+        # The fake's PIDs stand for processes this one can see (test_unseen_... below).
+        monkeypatch.setattr(gpu, "unseen", lambda pid: False)
         return fake
 
     return install
@@ -311,3 +313,20 @@ def test_the_blocks_set_aside_are_said() -> None:
     ]
     withheld = judge.gpu_checked(_decided(), _blocks(20))
     assert warnings_of(withheld) == [withheld.note]
+
+
+def test_a_pid_this_process_cannot_see_is_never_a_tenant() -> None:
+    """In a container NVML reports the host's PIDs, the run's own workers among them: one
+    that does not exist in this PID namespace is recorded as unseen and flags nothing,
+    while a visible process that is not the run's is a tenant."""
+    import os
+
+    import psutil
+
+    host_pid = 2**22 + 4321  # past any pid_max: no such process here
+    assert not psutil.pid_exists(host_pid)
+    assert gpu.unseen(host_pid) and gpu.tenants({host_pid}, set()) == set()
+    stranger = os.getppid()  # the shell that started pytest: visible, not the run's
+    assert gpu.tenants({stranger, os.getpid()}, gpu.Ours()) == {stranger}
+    reads = gpu.GpuRead(None, None, frozenset({host_pid}))
+    assert gpu.block_flags(reads, reads, set()) == ()

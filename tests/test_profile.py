@@ -80,6 +80,7 @@ def test_self_time_leaves_out_the_children() -> None:
 def test_profiled_calls_scale_with_the_call_within_bounds() -> None:
     assert calls_for(1e-6, cuda=False) == 5 and calls_for(1.0, cuda=False) == 2
     assert calls_for(1e-3, cuda=True) == 24 and calls_for(0.02, cuda=True) == 5
+    assert calls_for(2.0, cuda=True) == 5  # a rank test needs five a side
     assert calls_for(float("nan"), cuda=False) == 2
 
 
@@ -360,3 +361,79 @@ def test_a_stale_run_root_in_the_environment_is_not_trusted(
     finally:
         sibling.kill()
         sibling.wait()
+
+
+def test_flops_are_never_counted_through_compiled_code() -> None:
+    """FlopCounterMode around compiled code leaves it running eagerly afterwards: a model
+    that holds compiled code anywhere gets no FLOP count (a compiled top-level module is
+    counted on its eager original), and a plain callable none at all."""
+    from pytest_infperf.measure import profile
+
+    model = _mlp(2)
+    compiled = torch.compile(model, backend="eager")
+    holder = torch.nn.Sequential(torch.compile(_mlp(2), backend="eager"))
+    x = (torch.randn(4, 64),)
+    top = profile.run(_prepared(compiled, x), "counts", 1e-4)
+    assert top is not None and top.flops == 2 * 2 * 4 * 64 * 64  # the eager original's
+    inside = profile.run(_prepared(holder, x), "counts", 1e-4)
+    assert inside is not None and inside.flops is None
+    assert "FLOPs not counted" in " ".join(inside.notes)
+    wrapped = profile.run(_prepared(lambda: compiled(*x), None), "counts", 1e-4)
+    assert wrapped is not None and wrapped.flops is None and wrapped.op_calls
+
+
+def test_max_work_increase_holds_the_largest_steady_increase() -> None:
+    """Kernel counts that vary do not switch the gate off for FLOPs counted exactly; and a
+    change that moves no FLOPs but doubles the operators is more work too."""
+    base = WorkProfile(flops=1e9, op_calls=100.0, kernels=50.0)
+    jitter = WorkProfile(flops=2e9, op_calls=100.0, kernels=51.5, varying=["kernels"])
+    diff = work.diff(base, jitter)
+    assert diff is not None and diff.change == 1.0 and work.more_work(diff, 0.1)
+    unfused = WorkProfile(flops=1e9, op_calls=200.0, kernels=50.0)
+    diff = work.diff(base, unfused)
+    assert diff is not None and diff.change == 0.0 and diff.increase == 1.0
+    assert diff.increase_measure == "operator calls" and work.more_work(diff, 0.1)
+    wobbly = WorkProfile(flops=2e9, op_calls=150.0, varying=["operators"])
+    diff = work.diff(base, wobbly)
+    assert diff is not None and diff.change is None and not work.more_work(diff, 0.1)
+
+
+def test_a_device_time_metric_without_device_time_says_so() -> None:
+    now = _cuda_result(6e-3, 2.0e-3, seed=3)
+    old = dict(_cuda_result(6e-3, 2.0e-3, seed=1).to_json(), work=None)
+    c = Judge().stored(now, old, merge({"metric": "gpu_time"}), ORIGIN)
+    assert c.verdict is Verdict.NO_BASELINE and "the baseline has no device time" in (c.note or "")
+    few = dataclasses.replace(now, work=WorkProfile(gpu_time=[2e-3, 2e-3]))
+    c = Judge().stored(few, _cuda_result(6e-3, 2e-3).to_json(), merge({}), ORIGIN)
+    assert c.parts is None  # two calls a side: the device time is not judged, not undecided
+
+
+def test_work_records_from_a_hostile_document_are_sanitised() -> None:
+    from pytest_infperf.core.results import WorkDiff
+
+    diff = WorkDiff.from_json(
+        {
+            "flops": ["a", "b"],
+            "ops": [["x", "1", 2], "junk", ["y", None, 3]],
+            "time_movers": [["z", "fast"]],
+            "change": "big",
+            "increase": 0.5,
+            "same": "yes",
+        }
+    )
+    assert diff is not None and diff.flops == (None, None) and diff.change is None
+    assert diff.ops == [("x", None, 2.0), ("y", None, 3.0)] and diff.time_movers == []
+    assert diff.increase == 0.5 and diff.same is False
+    from pytest_infperf.report.fmt import work_cell, work_line
+
+    assert work_line(diff) and work_cell(diff)  # formats, never raises
+    prof = WorkProfile.from_json(
+        {
+            "flops": "1e9",
+            "gpu_time": [0.0, -1, "x", 0.002],
+            "ops": {"a": "b", "c": 2},
+            "calls": True,
+        }
+    )
+    assert prof is not None and prof.flops is None and prof.gpu_time == [0.002]
+    assert prof.ops == {"c": 2.0} and prof.calls == 0

@@ -359,14 +359,7 @@ def _paired(
     opts = call.opts
     env_diff = environment.diff(call.prepared.env, base.env)
     gpu_at = gpu_index(call.prepared)
-    # What one call does on each side, profiled outside any block (both sides warm).
-    if head_work is None and opts.profile != "off":
-        head_work = call.profile(warm.per_call_s)
-    base_work = controller.base.profile(opts.profile, warm.per_call_s)
-    device = _device_times(gpu_at, head_work, base_work)
     metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
-    if device is not None:
-        metrics = (*metrics, "gpu_time")
     plan = judge.plan(opts, metrics)
     local = LocalSide(call.prepared.sampler, opts.disable_gc)
     cpu = pinned_cpu(call.prepared.env, gpu_at, controller.pin_cpu)
@@ -377,8 +370,17 @@ def _paired(
     runs = [
         interleave(controller.base, local, warm.block, per_sample, plan, watch=watch(), cpu=cpu)
     ]
-    runs[0].ready_s, runs[0].started, runs[0].device = ready_s, fresh, device
     memory = _memory.after_timed()
+    # What one call does on each side, profiled after the first pair's blocks, never
+    # before them (a pass must not change what the blocks time), both sides still warm.
+    if head_work is None and opts.profile != "off":
+        head_work = call.profile(warm.per_call_s)
+    base_work = controller.base.profile(opts.profile, warm.per_call_s)
+    device = _device_times(gpu_at, head_work, base_work)
+    if device is not None:  # judged beside the quads' metrics, from the passes (no look yet)
+        metrics = (*metrics, "gpu_time")
+        plan = judge.plan(opts, metrics)
+    runs[0].ready_s, runs[0].started, runs[0].device = ready_s, fresh, device
     controller.base.finish_call()
     summaries: dict[str, list[_pool.PairSummary]] = {m: [] for m in metrics}
     _add_summaries(summaries, runs[0])
@@ -448,15 +450,18 @@ def _worker_pair(
     cpu: int | None,
 ) -> PairRun:
     """Process pair ``k + 1``, of worker processes: both sides brought to the call (timed
-    apart, as the pair's cost besides its quads), profiled when the device time is judged,
-    then interleaved as :func:`interleave`."""
+    apart, as the pair's cost besides its quads), interleaved as :func:`interleave`, then
+    profiled when the device time is judged."""
     pair = controller.process_pair(k)
     asked = time.perf_counter()
     started = pair.begin(call.nodeid, call.name)
     ready_s = time.perf_counter() - asked
     device = None
     try:
-        if any(m in PROFILED for m in plan.metrics):
+        run = interleave(
+            pair.base, pair.head, warm.block, per_sample_s, plan, pair.head.label, watch, cpu
+        )
+        if any(m in PROFILED for m in plan.metrics):  # after the blocks, as pair 1's
             mode = call.opts.profile
             device = _device_times(
                 0,
@@ -465,9 +470,6 @@ def _worker_pair(
             )
             if device is None:
                 raise ABError(f"process pair {k + 1} did not measure the device time")
-        run = interleave(
-            pair.base, pair.head, warm.block, per_sample_s, plan, pair.head.label, watch, cpu
-        )
     finally:
         pair.finish()
     run.ready_s, run.started, run.device = ready_s, started, device

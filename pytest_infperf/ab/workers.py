@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.cmdline import Forwarded
 from ..core.results import WorkProfile
 from ..measure import gpu as _gpu
+from ..measure.profile import calls_for
 from ..store.git import GitError
 from . import protocol
 
@@ -44,6 +45,8 @@ CONNECT_TIMEOUT_S = 120.0
 #: answering": its process group is killed and the test that needed it fails with that.
 WORKER_TIMEOUT_S = 120.0
 READY_FACTOR = 15
+#: How long closing waits for a worker to end its current test before killing it.
+QUIT_GRACE_S = 5.0
 _SERIAL = itertools.count(1)
 
 
@@ -423,41 +426,55 @@ class WorkerSide(WorkerProcess):
         if mode == "off" or protocol.PROFILE not in self.features:
             return None
         self._send(op=protocol.PROFILE, mode=mode, per_call_s=per_call_s)
-        return WorkProfile.from_json(self._recv(None, "a profiled pass").get("work"))
+        # The pass makes a few calls (and a FLOP count, and a probe for a plain callable):
+        # a model of many seconds a call must not look silent while it runs them.
+        calls = calls_for(per_call_s, cuda=True) + 2
+        limit = max(self.selection.timeout, 50 * calls * per_call_s)
+        return WorkProfile.from_json(self._recv(limit, "a profiled pass").get("work"))
 
     def finish_call(self) -> dict[str, Any]:
         self._send(op=protocol.FINISH)
         return self._recv()
 
-    def end_test(self) -> None:
-        """Let the current test run to its end (later calls are skipped)."""
+    def end_test(self, timeout: float | None = None) -> None:
+        """Let the current test run to its end (later calls are skipped), waiting for it
+        ``timeout`` seconds (default: as long as a model may take to build)."""
         if self.current is None or self.proc is None:
             return
         self._send(op=protocol.END)
+        limit = self._ready_timeout if timeout is None else timeout
         while True:
-            message = self._recv(self._ready_timeout, f"the end of {self.current}")
+            message = self._recv(limit, f"the end of {self.current}")
             if message.get("ev") == protocol.DONE:
                 break
             if message.get("ev") == protocol.READY:
                 self._send(op=protocol.END)
         self.current = None
 
-    def quit(self) -> None:
-        """Tell the worker to end its session, without waiting for it to exit."""
-        if self._stage == "spawned":
-            # Started and never connected to (its pair's other side failed first): it has
-            # not begun a session to end.
+    def quit(self, grace: float = QUIT_GRACE_S) -> None:
+        """Tell the worker to end its session, without waiting for it to exit. One that
+        cannot be told (started and never connected to: its pair's other side failed
+        first, or Ctrl-C came while it started) or that does not end its test within
+        ``grace`` seconds is killed with its children: closing never waits on a worker."""
+        if self._stage == "spawned" or self.conn is None:
             self._stage = None
-            if self.proc is not None:
-                kill_group(self.proc)
-                self.proc = None
+            self.kill()
             return
         if self.proc is not None and self.current is not None:
-            with contextlib.suppress(ABError, OSError):
-                self.end_test()
+            try:
+                self.end_test(grace)
+            except (ABError, OSError):
+                self.kill()
+                return
         if self.proc is not None and self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 self.conn.send({"op": protocol.QUIT})
+
+    def kill(self) -> None:
+        """The worker and everything it started, ended now."""
+        proc, self.proc, self.current = self.proc, None, None
+        if proc is not None:
+            kill_group(proc)
 
 
 class ABController:
@@ -574,14 +591,21 @@ class ABController:
         # end, torch's and transformers' teardown) took about 3 s on 2 cores, and one
         # after another the workers added 21 s to a compare of the examples.
         sides = [self.base, *(side for pair in self.pairs for side in (pair.base, pair.head))]
-        for side in sides:
-            side.quit()
-        for side in sides:
-            side.wait()
-        self.checkout.remove()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        with contextlib.suppress(Exception):
-            atexit.unregister(self.close)
+        try:
+            for side in sides:
+                with contextlib.suppress(Exception):
+                    side.quit()
+            for side in sides:
+                side.wait()
+        finally:
+            # Whatever interrupted the above (a second Ctrl-C): no worker outlives this,
+            # and the worktree and the temporary folder go.
+            for side in sides:
+                side.kill()
+            self.checkout.remove()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            with contextlib.suppress(Exception):
+                atexit.unregister(self.close)
 
 
 @dataclasses.dataclass

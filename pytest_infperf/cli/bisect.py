@@ -258,16 +258,21 @@ def _named_by_counts(
         say(why)
         return False
     check = measure("check", commits[at], commits[at - 1], tracked)
-    if check.outcome != "bad":
+    # Its parent must still be as fast as GOOD: a slowdown with the same counts before it
+    # (a threading change, say) is the first bad commit, not the one the counts name.
+    before = measure("check", commits[at - 1], commits[0], tracked) if at > 1 else None
+    if check.outcome != "bad" or (before is not None and before.outcome != "good"):
+        where = "its parent" if check.outcome != "bad" else "GOOD, for its parent"
         say(
-            f"the counts point at {commits[at].short}, but timing against its parent does not "
+            f"the counts point at {commits[at].short}, but timing against {where} does not "
             "confirm it: searching by timing"
         )
         return False
     out.found, out.code = commits[at], FOUND
     out.verdict = (
         f"first bad commit: {commits[at].sha} {commits[at].subject!r} by {commits[at].author} "
-        f"(named by its work counts, {why}; confirmed by timing against its parent)"
+        f"(named by its work counts, {why}; confirmed by timing against its parent, and its "
+        "parent against GOOD)"
     )
     return True
 

@@ -66,9 +66,10 @@ def _failures(doc: dict[str, Any]) -> list[str]:
             out.append(f"budget exceeded: {b['key']} (max_median_ms={budget['max_median_ms']})")
         work = (b.get("extra") or {}).get("work_gate") or {}
         if work.get("passed") is False and not work.get("accepted"):
+            change = work.get("change")
+            more = f"{change:+.1%}, " if isinstance(change, int | float) else ""
             out.append(
-                f"more work: {b['key']} ({work.get('change', 0):+.1%}, max_work_increase="
-                f"{work['max_work_increase']})"
+                f"more work: {b['key']} ({more}max_work_increase={work.get('max_work_increase')})"
             )
     if doc.get("compared_nothing"):
         out.append(f"compared nothing: {doc['compared_nothing']}")

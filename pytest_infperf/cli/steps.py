@@ -246,10 +246,11 @@ class Bench:
         return found, time.monotonic() - start, why
 
     def stop(self, now: Callable[[], bool] = lambda: False) -> None:
-        """Stop the running step: SIGINT to its process group (pytest and its A/B workers),
-        so that pytest removes its base worktree and workers itself; SIGKILL to the group
-        and every process under pytest once ``now()`` says so (a second Ctrl-C, SIGTERM)
-        or after the grace period."""
+        """Stop the running step: SIGINT to its process group (pytest: its A/B workers run
+        in sessions of their own, which pytest ends in order), so that pytest removes its
+        base worktree and workers itself; SIGKILL to the group and every process under
+        pytest, wherever its group, once ``now()`` says so (a second Ctrl-C, SIGTERM) or
+        after the grace period."""
         child, self.child = self.child, None
         if child is None or child.poll() is not None:
             return

@@ -154,10 +154,51 @@ class WorkProfile:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> WorkProfile | None:
+        """From a results document, which may be old, hand-made or hostile: every field
+        of the wrong type is dropped (its default kept), never a crash later."""
         if not isinstance(data, Mapping):
             return None
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            if f.name in ("mode", "source"):
+                out[f.name] = str(value)
+            elif f.name == "calls":
+                out[f.name] = int(_number(value) or 0)
+            elif f.name in ("flops", "op_calls", "alloc_bytes", "kernels"):
+                out[f.name] = _number(value)
+            elif f.name == "cost_s":
+                out[f.name] = _number(value) or 0.0
+            elif f.name == "ops_truncated":
+                out[f.name] = bool(value)
+            elif f.name in ("flops_by_op", "ops", "kernel_counts", "op_time", "kernel_time"):
+                table = _table(value)
+                out[f.name] = table if table is not None or f.name.endswith("_time") else {}
+            elif f.name == "gpu_time":
+                out[f.name] = [v for v in map(_number, _list(value)) if v is not None and v > 0]
+            elif f.name in ("varying", "notes"):
+                out[f.name] = [str(v) for v in _list(value)]
+        return cls(**out)
+
+
+def _number(value: Any) -> float | None:
+    """A finite number as a float, else None (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _table(value: Any) -> dict[str, float] | None:
+    """A name -> number table (entries that are not numbers dropped); None if not a dict."""
+    if not isinstance(value, Mapping):
+        return None
+    return {str(k): n for k, v in value.items() if (n := _number(v)) is not None}
 
 
 #: One figure of a work diff: (baseline, now).
@@ -187,9 +228,15 @@ class WorkDiff:
     #: What differed from call to call on either side (never judged).
     varying: list[str] = dataclasses.field(default_factory=list)
     #: The headline: the relative change of ``measure`` (FLOPs where both sides counted
-    #: them, else operator calls, else kernels), now / baseline - 1; None when varying.
+    #: them, else operator calls, else kernels), now / baseline - 1; None when that measure
+    #: varies from call to call.
     change: float | None = None
     measure: str | None = None
+    #: The largest relative increase of any measure both sides counted that does not vary
+    #: (FLOPs, operator calls or graph nodes, kernels), and which: what ``max_work_increase``
+    #: is held to (a fused op that moves no FLOPs can still do more work).
+    increase: float | None = None
+    increase_measure: str | None = None
     #: Every count the two sides share is equal.
     same: bool = False
 
@@ -198,15 +245,33 @@ class WorkDiff:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> WorkDiff | None:
+        """From a results document (a shard's, maybe hand-made): values of the wrong type
+        become None or are dropped, so nothing downstream formats a string as a number."""
         if not isinstance(data, Mapping):
             return None
-        names = {f.name for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {k: v for k, v in data.items() if k in names}
+        values: dict[str, Any] = {}
         for key in ("flops", "op_calls", "kernels", "alloc_bytes", "gpu_time"):
-            if isinstance(values.get(key), list):
-                values[key] = tuple(values[key])
-        for key in ("ops", "kernel_changes", "time_movers"):
-            values[key] = [tuple(row) for row in values.get(key) or []]
+            pair = [*_list(data.get(key)), None, None][:2]
+            values[key] = (_number(pair[0]), _number(pair[1]))
+        for key in ("ops", "kernel_changes"):
+            values[key] = [
+                (str(row[0]), _number(row[1]), _number(row[2]))
+                for row in _list(data.get(key))
+                if isinstance(row, list | tuple) and len(row) == 3
+            ]
+        values["time_movers"] = [
+            (str(row[0]), delta)
+            for row in _list(data.get("time_movers"))
+            if isinstance(row, list | tuple)
+            and len(row) == 2
+            and (delta := _number(row[1])) is not None
+        ]
+        values["varying"] = [str(v) for v in _list(data.get("varying"))]
+        for key in ("change", "increase"):
+            values[key] = _number(data.get(key))
+        for key in ("measure", "increase_measure"):
+            values[key] = None if data.get(key) is None else str(data.get(key))
+        values["same"] = data.get("same") is True
         return cls(**values)
 
 

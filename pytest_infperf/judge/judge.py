@@ -26,6 +26,7 @@ from ..core.results import (
     Origin,
     Reason,
     Verdict,
+    WorkProfile,
     memory_figure,
 )
 from ..measure import environment
@@ -246,10 +247,11 @@ class Judge:
                 opts = opts.replace(metric="median")
             current = dataclasses.replace(current, device_share=device_share(result))
             device = _device_parts(result, current, entry, opts)
-            enqueue = result.extra.get("host_bound_ratio")
+            if device is None and opts.metric == "gpu_time":
+                return _no_device_time(opts, origin, result, entry)
             if device is None:
                 c = self.against(current, entry, opts, origin, env_diff)
-                return host_bound_noted(c, None, enqueue if runs_on_gpu(result.env) else None)
+                return host_bound_noted(c, None, _enqueue_share(result))
             c = self.against_each(device, entry, opts, origin, env_diff)
             return host_bound_noted(c, current.device_share)
         parts: dict[str, Observation] = {}
@@ -297,10 +299,9 @@ class Judge:
         return self.combined(_holm_parts(parts, opts.alpha), opts)
 
     def combined(self, parts: Mapping[str, Comparison], opts: BenchOptions) -> Comparison:
-        """One verdict from the verdicts of a benchmark's judged parts (a generation's TTFT
-        and TPOT; a CUDA benchmark's latency and device time): the worst one decides (a
-        regression of either fails the test) and its figures head the record; every part
-        is kept in ``parts``."""
+        """One verdict from a benchmark's judged parts (a generation's TTFT and TPOT, a CUDA
+        benchmark's latency and device time): the worst decides, its figures head the
+        record, every part is kept in ``parts``."""
         worst = min(parts.values(), key=lambda c: (_RANK[c.verdict], -(c.ratio or 0.0)))
         return dataclasses.replace(worst, alpha=opts.alpha, parts=dict(parts))
 
@@ -519,12 +520,47 @@ def _device_parts(
     if opts.metric not in ("median", "gpu_time") or entry is None:
         return None
     now = Observation.part(result, "gpu_time")
-    if now is None or Observation.part(entry, "gpu_time") is None:
+    base = Observation.part(entry, "gpu_time")
+    # Fewer calls than a rank test can decide on (a benchmark of many seconds a call)
+    # would make the part inconclusive every time, and with it the verdict: not judged.
+    if now is None or base is None or min(len(now.samples), len(base.samples)) < DEVICE_MIN:
         return None
     now = dataclasses.replace(now, device_share=current.device_share)
     if opts.metric == "gpu_time":
         return {"gpu_time": now}
     return {"median": current, "gpu_time": now}
+
+
+def _enqueue_share(result: BenchmarkResult) -> float | None:
+    """A CUDA benchmark's host time to enqueue over its latency (None off a GPU)."""
+    share = result.extra.get("host_bound_ratio")
+    return float(share) if runs_on_gpu(result.env) and isinstance(share, int | float) else None
+
+
+#: Device-time samples (profiled calls) a side needs for the part to be judged.
+DEVICE_MIN = 5
+
+
+def _no_device_time(
+    opts: BenchOptions,
+    origin: Origin,
+    result: BenchmarkResult,
+    entry: Mapping[str, Any] | None,
+) -> Comparison:
+    """``metric="gpu_time"`` where a side has no device time to judge: said, never a
+    verdict on the latency under the device time's name."""
+    sides = [
+        name
+        for name, source in (("this run", result), ("the baseline", entry))
+        if source is None or len((work_of(source) or WorkProfile()).gpu_time) < DEVICE_MIN
+    ]
+    return dataclasses.replace(
+        _blank(opts, origin),
+        verdict=Verdict.NO_BASELINE,
+        reason=Reason.NO_FIGURE,
+        note=f"metric=gpu_time, but {' and '.join(sides)} has no device time to judge (at "
+        f"least {DEVICE_MIN} profiled CUDA calls: profile on, kernels seen by the profiler)",
+    )
 
 
 def no_clean_blocks(opts: BenchOptions, origin: Origin, details: Mapping[str, Any]) -> Comparison:

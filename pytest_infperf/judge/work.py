@@ -74,18 +74,45 @@ def _movers(base: WorkProfile, now: WorkProfile) -> list[tuple[str, float]]:
     return [(name, delta) for name, delta in moved[:SHOWN] if delta != 0.0]
 
 
-def headline(base: WorkProfile, now: WorkProfile) -> tuple[float | None, str | None]:
-    """The relative change of the first figure both sides counted: FLOPs, else operator
-    calls (graph nodes for ONNX Runtime), else kernel launches."""
+#: Which ``varying`` entry a measure's counts fall under: FLOPs are counted on one call,
+#: so calls whose operators differ may differ in FLOPs too.
+_VARIES = {
+    "FLOPs": "operators",
+    "operator calls": "operators",
+    "graph nodes": "operators",
+    "kernels": "kernels",
+}
+
+
+def _measures(base: WorkProfile, now: WorkProfile) -> list[tuple[str, float | None, float | None]]:
     nodes = "graph nodes" if "onnx" in now.source else "operator calls"
-    for measure, a, b in (
+    return [
         ("FLOPs", base.flops, now.flops),
         (nodes, base.op_calls, now.op_calls),
         ("kernels", base.kernels, now.kernels),
-    ):
+    ]
+
+
+def headline(base: WorkProfile, now: WorkProfile) -> tuple[float | None, str | None]:
+    """The relative change of the first figure both sides counted: FLOPs, else operator
+    calls (graph nodes for ONNX Runtime), else kernel launches; None where it varies."""
+    varying = set(base.varying) | set(now.varying)
+    for measure, a, b in _measures(base, now):
         if a and b is not None:
-            return b / a - 1.0, measure
+            return (None if _VARIES[measure] in varying else b / a - 1.0), measure
     return None, None
+
+
+def largest_increase(base: WorkProfile, now: WorkProfile) -> tuple[float | None, str | None]:
+    """The largest relative increase among the measures both sides counted that do not
+    vary from call to call (None: none counted on both sides)."""
+    varying = set(base.varying) | set(now.varying)
+    found = [
+        (b / a - 1.0, measure)
+        for measure, a, b in _measures(base, now)
+        if a and b is not None and _VARIES[measure] not in varying
+    ]
+    return max(found) if found else (None, None)
 
 
 def diff(base: WorkProfile | None, now: WorkProfile | None) -> WorkDiff | None:
@@ -94,8 +121,7 @@ def diff(base: WorkProfile | None, now: WorkProfile | None) -> WorkDiff | None:
         return None
     varying = sorted(set(base.varying) | set(now.varying))
     change, measure = headline(base, now)
-    if varying:
-        change = None  # a count that moves from call to call has no single change
+    increase, increase_measure = largest_increase(base, now)
     figures = {
         "flops": _pair(base.flops, now.flops),
         "op_calls": _pair(base.op_calls, now.op_calls),
@@ -135,16 +161,18 @@ def diff(base: WorkProfile | None, now: WorkProfile | None) -> WorkDiff | None:
         varying=varying,
         change=change,
         measure=measure,
+        increase=increase,
+        increase_measure=increase_measure,
         same=same,
     )
 
 
 def more_work(work: WorkDiff | None, limit: float | None) -> bool:
     """Whether a work diff shows more work than ``limit`` allows (``max_work_increase``):
-    never for counts that vary from call to call."""
-    if work is None or limit is None or work.change is None or work.varying:
+    the largest increase of a measure that does not vary from call to call."""
+    if work is None or limit is None or work.increase is None:
         return False
-    return work.change > limit
+    return work.increase > limit
 
 
 def attach(c: Comparison, now: WorkProfile | None, base: WorkProfile | None) -> Comparison:

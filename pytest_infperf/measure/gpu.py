@@ -163,6 +163,18 @@ class Ours(Container[int]):
         return self._seen[pid]
 
 
+def unseen(pid: int) -> bool:
+    """A PID this process cannot see: another PID namespace. In a container NVML reports
+    the host's PIDs (the run's own workers among them), so such a PID is recorded, never
+    taken for a tenant: on a containerised runner every block would be flagged otherwise."""
+    return not psutil.pid_exists(pid)
+
+
+def tenants(pids: Collection[int], ours: Container[int]) -> set[int]:
+    """The PIDs on a GPU that are another job's: not this run's, and visible here."""
+    return {pid for pid in pids if pid not in ours and not unseen(pid)}
+
+
 class RegionWatch:
     """NVML readings across a GPU benchmark's timed region, taken at its start, at every
     sampling checkpoint (between samples, never inside one) and at its end, while the GPU
@@ -181,6 +193,7 @@ class RegionWatch:
         self.reasons: set[str] = set()
         self.reasons_known = False
         self.tenants: set[int] = set()
+        self.unseen: set[int] = set()
 
     def _violation(self) -> int | None:
         nv = self.nv
@@ -207,7 +220,9 @@ class RegionWatch:
             self.reasons_known = True
             self.reasons.update(reasons)
         procs = _try(self.nv.nvmlDeviceGetComputeRunningProcesses, self.handle) or []
-        self.tenants.update(int(p.pid) for p in procs if int(p.pid) not in self.ours)
+        pids = {int(p.pid) for p in procs}
+        self.tenants |= tenants(pids, self.ours)
+        self.unseen |= {pid for pid in pids if unseen(pid)}
 
     def result(self, calls: int) -> dict[str, Any]:
         if self.handle is None:
@@ -216,6 +231,7 @@ class RegionWatch:
         out: dict[str, Any] = {
             "throttle_reasons": sorted(self.reasons) if self.reasons_known else None,
             "other_processes": sorted(self.tenants),
+            "unseen_processes": sorted(self.unseen),
         }
         energy1 = _try(self.nv.nvmlDeviceGetTotalEnergyConsumption, self.handle)
         if self.energy0 is not None and energy1 is not None and calls > 0:
@@ -256,7 +272,7 @@ def block_flags(before: GpuRead, after: GpuRead, ours: Container[int]) -> tuple[
         for bit, name in _THROTTLE_BITS.items():
             if reading.reasons is not None and reading.reasons & bit and name not in flags:
                 flags.append(name)
-    if any(pid not in ours for pid in before.pids | after.pids):
+    if tenants(before.pids | after.pids, ours):
         flags.append(OTHER_PROCESS)
     return tuple(flags)
 
@@ -284,7 +300,7 @@ class BlockTally:
         if flags:
             self.flagged[side] += 1
             self.reasons.update(flags)
-        self.others |= {pid for pid in reading.pids if pid not in ours}
+        self.others |= tenants(reading.pids, ours)
         if reading.sm_clock_mhz is not None:
             self.sm_clocks.append(reading.sm_clock_mhz)
         if reading.reasons is not None and reading.reasons & _USER_CLOCKS_BIT:
@@ -384,7 +400,7 @@ class BlockWatch:
 
     def start(self) -> None:
         self.before = self.given_before if self.given_before is not None else self._contexts()
-        self.tally.present_at_start |= {pid for pid in self.before if pid not in self.ours}
+        self.tally.present_at_start |= tenants(self.before, self.ours)
         self.last = self.read(processes=False)
 
     def block_done(self, side: str, quad_end: bool = False) -> tuple[str, ...]:

@@ -59,21 +59,22 @@ def more_work_warning(c: Comparison) -> str | None:
     """Work changed, time undecided: a benchmark whose call does more work than its
     baseline's while its time verdict did not fail it. A reviewer must not miss it."""
     w = c.work
-    if w is None or w.change is None or w.varying or w.change < 5e-4:
+    if w is None or w.increase is None or w.increase < 5e-4:
         return None
     if c.verdict in (Verdict.REGRESSION, Verdict.ACCEPTED):
         return None
     return (
-        f"does {w.change:.1%} more work than the baseline ({work_line(w)}), though its time "
-        f"verdict is {c.verdict}: max_work_increase gates on it"
+        f"does {w.increase:.1%} more work than the baseline ({w.increase_measure}; "
+        f"{work_line(w)}), though its time verdict is {c.verdict}: max_work_increase gates "
+        "on it"
     )
 
 
 def work_failure(key: str, c: Comparison, limit: float) -> str:
     """``max_work_increase``: more work than the limit allows, whatever the time said."""
-    assert c.work is not None and c.work.change is not None
+    assert c.work is not None and c.work.increase is not None
     return (
-        f"MORE WORK in {key}: {c.work.change:+.1%} {c.work.measure}, past "
+        f"MORE WORK in {key}: {c.work.increase:+.1%} {c.work.increase_measure}, past "
         f"max_work_increase={limit:g} ({work_line(c.work)}); the time verdict was "
         f"{c.verdict} {fmt_ratio(c)}. A deliberate change is accepted with a Perf-Accept "
         "trailer"

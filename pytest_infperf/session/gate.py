@@ -89,9 +89,17 @@ class Gate:
         """``max_work_increase``: more work than the limit fails the test whatever its time
         verdict (a regression fails it already), unless a Perf-Accept rule covers it."""
         limit = result.options.get("max_work_increase")
-        if limit is None or c.work is None:
+        if limit is None:
             return None
-        gate: dict[str, Any] = {"max_work_increase": limit, "change": c.work.change}
+        if c.work is None:
+            if c.verdict not in (Verdict.NO_BASELINE, Verdict.INCOMPARABLE):
+                warnings.append(
+                    f"max_work_increase={limit:g} not checked: this run and its baseline do "
+                    "not both have a work profile (profile off, a baseline saved before the "
+                    "profiled pass, or a pass that counted nothing: see the JSON's work.notes)"
+                )
+            return {"max_work_increase": limit, "change": None, "passed": None}
+        gate: dict[str, Any] = {"max_work_increase": limit, "change": c.work.increase}
         over = c.verdict is not Verdict.REGRESSION and more_work(c.work, float(limit))
         gate.update(passed=not over, accepted=None)
         if over:

@@ -198,15 +198,15 @@ def summarize_pair(quads: Sequence[float]) -> PairSummary:
 
 def summarize_samples(head: Sequence[float], base: Sequence[float]) -> PairSummary:
     """A process pair measured by one sample set per side instead of quads (the profiled
-    pass's device time of each call): the log-ratio of the medians and its standard error
-    from the spread of each side's log values (Welch). Its ``n`` is the smaller side's
-    count; infinite error where a side has fewer than two values."""
-    h = np.log(np.asarray(head, dtype=np.float64))
-    b = np.log(np.asarray(base, dtype=np.float64))
+    pass's device time of each call): the difference of the sides' mean log values and its
+    standard error (Welch: the estimate the error is of). Its ``n`` is the smaller side's
+    count; infinite error where a side has fewer than two positive values."""
+    h = np.log(np.asarray([v for v in head if v > 0], dtype=np.float64))
+    b = np.log(np.asarray([v for v in base if v > 0], dtype=np.float64))
     n = int(min(len(h), len(b)))
     if n < 2:
         return PairSummary(0.0, math.inf, n, 0.0, False)
-    mean = float(np.median(h) - np.median(b))
+    mean = float(np.mean(h) - np.mean(b))
     se = math.sqrt(float(np.var(h, ddof=1)) / len(h) + float(np.var(b, ddof=1)) / len(b))
     return PairSummary(mean, se, n, 0.0, False)
 
