@@ -4,6 +4,7 @@ machine.
 
     python benchmarks/gpu_quality.py [--reps 3] [--modes compare,ab]
         [--scenarios A/A,+1layer] [--tenant] [--device cuda|cpu] [--small]
+        [-k EXPR] [--pytest-args='ARGS']
 
 The suite (random weights, built from configs: offline):
 
@@ -191,12 +192,18 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--small", action="store_true")
     ap.add_argument("-k", default="", help="pytest -k expression for the suite")
+    ap.add_argument(
+        "--pytest-args",
+        default="",
+        help="more pytest arguments for every run, given with '=' "
+        "(--pytest-args='--perf-profile=off': the pass's after-effects, if any)",
+    )
     args = ap.parse_args()
     ENV_EXTRA.update(GQ_DEVICE=args.device, GQ_SMALL="1" if args.small else "0")
     import decision_quality
 
     decision_quality.ENV.update(ENV_EXTRA)
-    extra = ["-k", args.k] if args.k else []
+    extra = (["-k", args.k] if args.k else []) + args.pytest_args.split()
     rows: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
     times: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     plain: list[float] = []
