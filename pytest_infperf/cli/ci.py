@@ -141,8 +141,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--fail-on-regression",
         action="store_true",
         help="exit 1 when a benchmark regressed (held to the whole run's family), exceeded "
-        "its budget or its max_work_increase, or a comparing run compared nothing (the fan-in job's one verdict for a "
-        "split run)",
+        "its budget or its max_work_increase, or a comparing run compared nothing (the "
+        "fan-in job's one verdict for a split run)",
     )
     merge.set_defaults(func=_merge)
     com = sub.add_parser("comment", help="the pull-request comment for a --perf-json results file")
