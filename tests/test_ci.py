@@ -110,9 +110,10 @@ def test_the_fan_in_expects_the_matrix() -> None:
 
 def test_the_docs_five_lines_and_inputs_are_the_actions() -> None:
     """docs/CI.md opens with the five-line use (the README shows the same), calling the
-    Action at its v1 tag, with inputs it has; its tables name every input,
+    Action that `infperf init` writes, with inputs it has; its tables name every input,
     with its default, and every output."""
-    USES = "pytest-infperf/pytest-infperf@v1"
+    from pytest_infperf.cli.scaffold import ACTION as USES
+
     doc = (ROOT / "docs" / "CI.md").read_text()
     block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert doc.index("```yaml") < doc.index("## Versions of the Action") < doc.index("## Security")

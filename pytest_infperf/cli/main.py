@@ -19,7 +19,7 @@ from ..core.options import SPECS, option_type
 from ..measure.backends import BackendError
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
-from . import action, bisect, ci, steps
+from . import action, bisect, ci, scaffold, steps
 
 #: The retention the docs recommend: raw samples for the newest 50 baselines of each
 #: environment (a comparison finds its baseline among them), summaries for the rest.
@@ -579,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_upkeep,
         ci.add_parsers,
         action.add_parser,
+        scaffold.add_parser,
     ):
         add(sub)
     bisect.add_parser(sub, _common, _bisect)
@@ -612,6 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         CLIError,
         ci.CIError,
         action.ActionError,
+        scaffold.InitError,
     ) as exc:
         print(f"infperf: error: {exc}", file=sys.stderr)
         return 2
