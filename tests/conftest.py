@@ -66,6 +66,9 @@ infperf_max_rounds = 200
 # Whether the machine "moved" since a baseline's run depends on the machine: the tests take
 # the stored pass first (deterministic), and test_routing covers auto.
 infperf_settle = stored-first
+# The profiled pass is tested where it is the subject (test_profile, test_work, the A/B and
+# bisect tests that name it): elsewhere it would only add its seconds to every run.
+infperf_profile = off
 """
 
 

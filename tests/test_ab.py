@@ -360,7 +360,9 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
     # layer is all framework overhead and 16x the FLOPs costs only ~1.3x the time)
     test.write_text(test.read_text().replace("WIDTH = 128", "WIDTH = 512"))
     commit(pytester.path, "bigger")
-    result = pytester.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
+    result = pytester.runpytest_subprocess(
+        "--perf-ab=main", "--perf-json=ab.json", "--perf-profile=counts"
+    )
     result.assert_outcomes(failed=2)
     doc = load_json(pytester.path / "ab.json")
     assert {b["backend"] for b in doc["benchmarks"]} == {"torch", "onnxruntime"}

@@ -301,12 +301,21 @@ def test_actionlint(tmp_path: Path) -> None:
 
 # --- the Action's steps, run in a temporary repository -----------------------------------
 
+#: Busy-waits (as conftest.BUSY_HEADER's): a stored A/A compare of real Python work came
+#: out a regression once when the machine sped up between the save and the compare.
 FLEET_SUITE = """
+import time
+
 import pytest
+
+def busy(us):
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
+        pass
 
 @pytest.mark.parametrize("n", [100, 200, 300])
 def test_n(infer_bench, n):
-    infer_bench(lambda: sum(range(n)))
+    infer_bench(lambda: busy(n / 10))
 """
 FLEET_INI = """[pytest]
 infperf_max_time = 0.02
