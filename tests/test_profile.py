@@ -437,3 +437,31 @@ def test_work_records_from_a_hostile_document_are_sanitised() -> None:
     )
     assert prof is not None and prof.flops is None and prof.gpu_time == [0.002]
     assert prof.ops == {"c": 2.0} and prof.calls == 0
+
+
+def test_the_graph_scan_counts_what_onnx_parses(tmp_path: Any) -> None:
+    """The wire-format scan of a model's nodes against onnx.load as the oracle, on a graph
+    with a custom domain's node and an If whose branches are subgraphs (not counted, said)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    from pytest_infperf.measure.profile import onnx_nodes
+
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    branch = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "b", [], [out])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"]),
+        helper.make_node("Relu", ["m"], ["r"]),
+        helper.make_node("FusedGelu", ["r"], ["g"], domain="com.microsoft"),
+        helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch),
+    ]
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("x", "w", "c")]
+    model = helper.make_model(helper.make_graph(nodes, "g", ins, [out]))
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    counts, subgraphs = onnx_nodes(str(path))
+    assert counts == {"MatMul": 1, "Relu": 1, "com.microsoft::FusedGelu": 1, "If": 1}
+    assert subgraphs == 2
+    assert onnx_nodes(model.SerializeToString()) == (counts, subgraphs)
+    parsed = onnx.load(str(path)).graph.node
+    assert sum(counts.values()) == len(parsed)

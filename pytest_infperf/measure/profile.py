@@ -37,6 +37,7 @@ import functools
 import hashlib
 import json
 import math
+import mmap
 import statistics
 import sys
 import tempfile
@@ -44,7 +45,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.results import WorkProfile
 from .backends import CapturedStderr, Prepared, WorkTarget
@@ -55,8 +56,10 @@ MODES = ("off", "counts", "full")
 #: The range each profiled call runs in: the events are split into calls by it.
 CALL_MARK = "infperf.call"
 #: The profiled calls span about this long: enough calls to see whether the counts vary
-#: between calls, and on CUDA enough device-time samples for the judge's test.
-TARGET_S = 0.1
+#: between calls (two do), and on CUDA enough device-time samples for the judge's test.
+#: The examples' plain run spent 14.7% of its time in the pass with 0.1 s and onnx parsing
+#: the whole model (benchmarks/profile_cost.py): the calls of slow models are few.
+TARGET_S = 0.04
 MIN_CALLS = 2
 MAX_CALLS = 5
 #: CUDA: more calls, each one a sample of the device's busy time, and never fewer than a
@@ -71,9 +74,10 @@ DEVICE_KINDS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_KINDS = ("cuda_runtime", "cuda_driver")
 
 
-@dataclasses.dataclass(frozen=True)
-class Event:
-    """One profiler event, reduced to what the split needs (times in ns)."""
+class Event(NamedTuple):
+    """One profiler event, reduced to what the split needs (times in ns). A named tuple:
+    a generation's pass reads tens of thousands of them, and a frozen dataclass took three
+    times as long to build."""
 
     name: str
     kind: str
@@ -248,20 +252,18 @@ def _quiet() -> Iterator[None]:
 def _events(prof: Any) -> list[Event]:
     """The raw kineto events (``prof.events()`` would build a tree of every event first:
     ten times slower on a BERT)."""
-    out = []
-    for e in prof.kineto_results.events():
-        out.append(
-            Event(
-                name=e.name(),
-                kind=str(e.activity_type()),
-                start=int(e.start_ns()),
-                duration=int(e.duration_ns()),
-                thread=int(e.start_thread_id()),
-                nbytes=int(e.nbytes() or 0),
-                correlation=int(e.correlation_id() or 0),
-            )
+    return [
+        Event(
+            e.name(),
+            e.activity_type(),
+            e.start_ns(),
+            e.duration_ns(),
+            e.start_thread_id(),
+            e.nbytes() or 0,
+            e.correlation_id() or 0,
         )
-    return out
+        for e in prof.kineto_results.events()
+    ]
 
 
 def count_flops(fn: Callable[[], Any]) -> tuple[float, dict[str, float]] | None:
@@ -308,27 +310,87 @@ _NODES: dict[str, tuple[dict[str, float], int]] = {}
 def onnx_nodes(model: str | bytes) -> tuple[dict[str, float], int]:
     """The graph's nodes by operator type (a custom domain's prefixed: ``com.microsoft::
     Attention``), and how many subgraphs (of If, Loop, Scan) were left uncounted. Read once
-    per model and process: a BERT-base file is 435 MB."""
+    per model and process, by scanning the protobuf's wire format for the graph's nodes:
+    ``onnx.load`` parses every weight too, and took 2.0 s for a BERT-base file (1.2 s for
+    DistilBERT), more than every other benchmark's pass of the examples together
+    (benchmarks/profile_cost.py); the scan skips the weights by their length."""
     if isinstance(model, bytes):
         key = hashlib.sha256(model).hexdigest()
     else:
         st = Path(model).stat()
         key = f"{Path(model).resolve()}:{st.st_mtime_ns}:{st.st_size}"
     if key not in _NODES:
-        import onnx  # noqa: PLC0415 (onnx: the optional onnx extra)
-
         if isinstance(model, bytes):
-            proto = onnx.load_from_string(model)
+            _NODES[key] = _scan_nodes(memoryview(model))
         else:
-            proto = onnx.load(str(model), load_external_data=False)
-        counts: collections.Counter[str] = collections.Counter()
-        subgraphs = 0
-        for node in proto.graph.node:
-            domain = node.domain if node.domain not in ("", "ai.onnx") else ""
-            counts[f"{domain}::{node.op_type}" if domain else node.op_type] += 1
-            subgraphs += sum(1 for a in node.attribute if a.g.node or a.graphs)
-        _NODES[key] = (dict(counts), subgraphs)
+            with (
+                Path(model).open("rb") as f,
+                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m,
+            ):
+                _NODES[key] = _scan_nodes(memoryview(m))
     return _NODES[key]
+
+
+#: Field numbers of onnx.proto3: ModelProto.graph, GraphProto.node, NodeProto.op_type,
+#: .domain, .attribute, AttributeProto.g, .graphs.
+_GRAPH, _NODE, _OP_TYPE, _DOMAIN, _ATTRIBUTE, _SUBGRAPH, _SUBGRAPHS = 7, 1, 4, 7, 5, 6, 11
+
+
+def _varint(buf: memoryview, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, i
+        shift += 7
+
+
+def _fields(buf: memoryview, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """The length-delimited fields of a message in ``buf[start:end]``: (number, offset,
+    length); the other wire types are stepped over."""
+    i = start
+    while i < end:
+        key, i = _varint(buf, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, i = _varint(buf, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            length, i = _varint(buf, i)
+            yield number, i, length
+            i += length
+        else:  # groups (3, 4) are not used by onnx.proto3
+            raise ValueError(f"not an ONNX model: protobuf wire type {wire} at byte {i}")
+
+
+def _scan_nodes(buf: memoryview) -> tuple[dict[str, float], int]:
+    counts: collections.Counter[str] = collections.Counter()
+    subgraphs = 0
+    for number, start, length in _fields(buf, 0, len(buf)):
+        if number != _GRAPH:
+            continue
+        for field, n_start, n_length in _fields(buf, start, start + length):
+            if field != _NODE:
+                continue
+            op_type, domain = "", ""
+            for part, p_start, p_length in _fields(buf, n_start, n_start + n_length):
+                if part == _OP_TYPE:
+                    op_type = bytes(buf[p_start : p_start + p_length]).decode()
+                elif part == _DOMAIN:
+                    domain = bytes(buf[p_start : p_start + p_length]).decode()
+                elif part == _ATTRIBUTE:
+                    sub = p_start + p_length
+                    subgraphs += sum(
+                        1 for a, _, _ in _fields(buf, p_start, sub) if a in (_SUBGRAPH, _SUBGRAPHS)
+                    )
+            domain = "" if domain in ("", "ai.onnx") else domain
+            counts[f"{domain}::{op_type}" if domain else op_type] += 1
+    return dict(counts), subgraphs
 
 
 def ort_node_times(target: WorkTarget, calls: int) -> dict[str, float] | None:
@@ -385,8 +447,8 @@ def _ort_pass(sampler: Sampler, target: WorkTarget, mode: str, calls: int) -> Wo
     else:
         try:
             nodes, subgraphs = onnx_nodes(target.model)
-        except ImportError:
-            notes.append("onnx is not installed: pip install 'pytest-infperf[onnx]'")
+        except (OSError, ValueError, IndexError, UnicodeDecodeError) as exc:
+            notes.append(f"the model's graph could not be read: {exc}")
         else:
             ops, total = (
                 dict(sorted(nodes.items(), key=lambda kv: (-kv[1], kv[0]))),
