@@ -131,6 +131,16 @@ SESSION_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         },
     ),
     (
+        "--perf-budget",
+        {
+            "metavar": "SPEC",
+            "default": None,
+            "help": "how long a comparing run may take: seconds (120) or a multiple of the "
+            "plain run (1.5x, from the baseline's record); settling and the process pairs "
+            "after the first run only while it lasts (default: ini infperf_budget, else none)",
+        },
+    ),
+    (
         "--perf-strict-env",
         {
             "action": "store_true",

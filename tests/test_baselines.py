@@ -80,6 +80,7 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     assert doc["mode"] == "baseline" and doc["commit"]["sha"] == head
     assert doc["commit"]["dirty"] is False
     assert doc["reference"]["gemm_s"] > 0 and doc["reference"]["python_s"] > 0
+    assert doc["run_seconds"] > 0  # what --perf-budget=1.5x multiplies
     assert files[0].parent.name == doc["environment"]["key"]
     assert not list((repo.path / "baselines").rglob("*.lock"))
 
@@ -176,6 +177,22 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     steady = by_key["test_steady"]["comparison"]
     assert steady["verdict"] == "unchanged" and steady["decided_by"] == "stored"
     assert not list((repo.path / ".git").glob("worktrees/*"))  # the baseline's worktree is gone
+
+    # A budget spent before settling: the stored regression is not claimed (the full run
+    # above settled it; a budget never calls a regression that run would not), and says why.
+    result = repo.runpytest("--perf-compare=main", "--perf-budget=0.001", "--perf-json=b.json")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        ["*not settled in this job: * (* the run's budget (0.001 s) was spent*"]
+    )
+    slowed = {b["key"].split("::")[1]: b for b in load_json(repo.path / "b.json")["benchmarks"]}[
+        "test_slowed"
+    ]["comparison"]
+    assert slowed["verdict"] == "inconclusive" and slowed["reason"] == "budget"
+    assert "a regression by the stored baseline alone" in slowed["note"]
+    # A multiple of the baseline's own run: known from the document it saved.
+    result = repo.runpytest("--perf-compare=main", "--perf-budget=2x", "--perf-settle=off")
+    assert "no plain run to multiply" not in result.stdout.str()
 
 
 def test_warn_only_reports_without_failing(repo: pytest.Pytester) -> None:

@@ -31,10 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from statistics import median
 from typing import Any, Protocol
 
+from ..core.budget import Budget
 from ..core.results import Comparison, Origin, WorkProfile
 from ..judge import work as _work
 from ..judge.device import gpu_withholds, host_bound_noted
-from ..judge.judge import Judge, generation_metrics, no_clean_blocks
+from ..judge.judge import Judge, budget_stopped, generation_metrics, no_clean_blocks
 from ..judge.plan import PROFILED, PairedPlan
 from ..measure import cpuwait as _cpuwait
 from ..measure import environment
@@ -317,6 +318,7 @@ def run_paired(
     origin: Origin,
     warm_per_call_s: float | None = None,
     head_work: WorkProfile | None = None,
+    budget: Budget | None = None,
 ) -> PairedRun | BaseCall:
     """``call`` interleaved with the same call of the base commit, over as many process
     pairs as the judge's plan asks for: first this process (the head, its model prepared
@@ -324,18 +326,19 @@ def run_paired(
     base side's answer instead when it is not ready (no such test or call, or its test
     failed first). ``warm_per_call_s``: the head has just been measured (settling after a
     stored pass, at this many seconds per call): only its block size is calibrated again;
-    ``head_work``: its profiled pass then, reused. Raises :class:`ABError` when the base
-    worker crashes; a worker pair that fails ends the replication there, and says why. On
-    any error the base worker's call is ended, never left waiting mid-call."""
+    ``head_work``: its profiled pass then, reused. ``budget``: a process pair after the
+    first starts only while the run's budget lasts (--perf-budget). Raises
+    :class:`ABError` when the base worker crashes; a worker pair that fails ends the
+    replication there, and says why. On any error the base worker's call is ended, never
+    left waiting mid-call."""
     asked = time.perf_counter()
     fresh = controller.base.launch()
     ready = _both_ready(call, controller, warm_per_call_s)
     if isinstance(ready, BaseCall):
         return ready
     try:
-        return _paired(
-            call, controller, judge, origin, ready, time.perf_counter() - asked, fresh, head_work
-        )
+        elapsed = time.perf_counter() - asked
+        return _paired(call, controller, judge, origin, ready, elapsed, fresh, head_work, budget)
     except BaseException:
         # The head's model raised, or Ctrl-C: the base worker is inside the same call,
         # waiting for blocks. End its test so that the next benchmark finds it idle.
@@ -353,6 +356,7 @@ def _paired(
     ready_s: float,
     fresh: bool,
     head_work: WorkProfile | None,
+    budget: Budget | None,
 ) -> PairedRun:
     """:func:`run_paired` once both sides are ready."""
     warm, base = ready
@@ -386,11 +390,13 @@ def _paired(
     _add_summaries(summaries, runs[0])
     gpu = _gpu_blocks(runs)
     look = plan.look(summaries) if summaries[metrics[0]] else None
-    stopped_early = ""
+    stopped_early = spent = ""
     while look is not None and not look.stop:
         if gpu is not None and gpu_withholds(gpu, judge.policy.gpu_throttle):
             break
         k = len(runs)
+        if spent := _budget_spent(budget, runs[-1], k):
+            break
         try:
             run = _worker_pair(controller, k, call, warm, per_sample, plan, watch(), cpu)
         except ABError as exc:
@@ -407,18 +413,28 @@ def _paired(
         "pair_log_ratios": {m: [round(sm.mean, 6) for sm in summaries[m]] for m in metrics},
         "pinned_cpu": cpu,
     }
-    if stopped_early:
-        details["replication_stopped"] = stopped_early
+    if stopped_early or spent:
+        details["replication_stopped"] = stopped_early or spent
     head, base_values = _side_values(runs, "head"), _side_values(runs, "base")
     if look is None:  # every quad was set aside: nothing to judge
         c = no_clean_blocks(opts, origin, details)
     else:
-        c = judge.interleaved(look, head, base_values, opts, origin, details, env_diff)
+        c = budget_stopped(
+            judge.interleaved(look, head, base_values, opts, origin, details, env_diff), spent
+        )
     if gpu is not None:
         c = judge.gpu_checked(c, gpu)
     c = _work.attach(c, head_work, base_work)
     c = host_bound_noted(c, _share(head))
     return PairedRun(c, runs, warm, memory, head_work)
+
+
+def _budget_spent(budget: Budget | None, last: PairRun, k: int) -> str:
+    """Why process pair ``k + 1`` does not start: the run's budget would not cover another
+    pair like the last one ("" when it would, or there is no budget)."""
+    if budget is None or budget.allows(last.seconds + last.ready_s):
+        return ""
+    return f"the run's budget ({budget.text}) was spent before process pair {k + 1}"
 
 
 def _device_times(

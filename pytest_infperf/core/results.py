@@ -80,6 +80,8 @@ class Reason(str, enum.Enum):
     #: Too many of the benchmark's GPU blocks ran throttled or beside another process on
     #: the GPU (or, with --perf-gpu-throttle=fail, any of them did).
     GPU_THROTTLED = "gpu-throttled"
+    #: Left undecided because the run's time budget (--perf-budget) was spent.
+    BUDGET = "budget"
 
     def __str__(self) -> str:
         return self.value

@@ -10,6 +10,7 @@ import pytest
 
 from . import cpus as _cpus
 from . import options as _options
+from .budget import BudgetError, BudgetSpec
 
 #: ini keys that are not benchmark options.
 SESSION_INI: dict[str, tuple[str, str]] = {
@@ -46,6 +47,12 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "fraction slower or faster than during a benchmark's baseline, "
         "its stored-baseline verdict is withheld (default 0.25)",
         "0.25",
+    ),
+    "infperf_budget": (
+        "how long a comparing run may take: seconds (120) or a multiple of the plain run "
+        "(1.5x); settling and the process pairs after the first run only while it lasts, "
+        "and what it left undecided says so (default: none)",
+        "",
     ),
     "infperf_run_alpha": (
         "the chance that a run in which nothing changed fails at all: an interleaved "
@@ -142,6 +149,8 @@ class Settings:
     require_baseline: bool
     drift_limit: float
     run_alpha: float
+    #: --perf-budget / infperf_budget (None: no budget).
+    budget: BudgetSpec | None
     bench_layer: dict[str, Any]
 
 
@@ -328,6 +337,11 @@ def from_config(config: pytest.Config) -> Settings:
             f"--perf-count times nothing, so it cannot go with {', '.join(clash)}: count the "
             "work in a run of its own (its --perf-json has each benchmark's work)"
         )
+    budget_text = config.getoption("perf_budget") or _ini(config, "infperf_budget")
+    try:
+        budget = BudgetSpec.parse(budget_text) if budget_text else None
+    except BudgetError as exc:
+        raise pytest.UsageError(str(exc)) from None
     return Settings(
         rootdir=rootdir,
         json_path=json_path,
@@ -356,5 +370,6 @@ def from_config(config: pytest.Config) -> Settings:
         require_baseline=_switch(config, "perf_require_baseline", "infperf_require_baseline"),
         drift_limit=drift_limit,
         run_alpha=run_alpha,
+        budget=budget,
         bench_layer=layer,
     )

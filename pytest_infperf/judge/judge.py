@@ -563,6 +563,27 @@ def _no_device_time(
     )
 
 
+def budget_cut(c: Comparison, why: str) -> Comparison:
+    """A stored verdict the run's budget left unsettled: a regression is not claimed (the
+    full run would have settled it interleaved, and a budget never calls a regression the
+    full run would not), an undecided one stays undecided, and both say why."""
+    if c.verdict is Verdict.REGRESSION:
+        note = f"a regression by the stored baseline alone, not settled in this job: {why}"
+        return dataclasses.replace(
+            c, verdict=Verdict.INCONCLUSIVE, reason=Reason.BUDGET, note=note, not_settled=why
+        )
+    return dataclasses.replace(c, not_settled=why)
+
+
+def budget_stopped(c: Comparison, why: str) -> Comparison:
+    """An interleaved verdict whose process pairs the run's budget cut short (``why``; ""
+    when it did not): one still undecided says the budget is why; a decided one stands
+    (its pairs crossed a boundary already)."""
+    if not why or c.verdict is not Verdict.INCONCLUSIVE:
+        return c
+    return dataclasses.replace(c, reason=Reason.BUDGET, note=f"{why}; {c.note}" if c.note else why)
+
+
 def no_clean_blocks(opts: BenchOptions, origin: Origin, details: Mapping[str, Any]) -> Comparison:
     """An interleaved run on a GPU whose every quad was set aside."""
     return dataclasses.replace(

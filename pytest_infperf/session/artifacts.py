@@ -6,6 +6,7 @@ report and the GitHub job summary.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,12 @@ class ArtifactWriter:
         self.drift: dict[str, Any] | None = None
         #: Why the session fails closed: a --perf-compare that compared nothing.
         self.gate: str | None = None
+        #: When the session began (configure): how long its run took is recorded.
+        self.started = time.monotonic()
+
+    def run_seconds(self) -> float:
+        """Seconds from the session's start to now (its end, when the files are written)."""
+        return time.monotonic() - self.started
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         status = self.finish(exitstatus)
@@ -131,6 +138,8 @@ class ArtifactWriter:
                 self.environment,
                 context.commit.to_json(),
                 reference=context.reference,
+                # What --perf-budget=1.5x multiplies when a later run compares with it.
+                run_seconds=round(self.run_seconds(), 3),
             )
         except (OSError, BaselineFileError) as exc:
             self.errors.append(f"could not save the baseline: {exc}")
@@ -166,6 +175,7 @@ class ArtifactWriter:
             extra["compared_nothing"] = self.gate
         if context.reference is not None:
             extra["reference"] = context.reference
+        extra["run_seconds"] = round(self.run_seconds(), 3)
         if context.source is not None:
             extra["comparison"] = {**context.source.to_json(), "environment_drift": self.drift}
             if self.settings.ab:

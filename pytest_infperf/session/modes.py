@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from ..core.budget import Budget
 from ..core.cmdline import Forwarded
 from ..core.keys import forwarded_key, mode_key
 from ..core.names import CompareMode
@@ -74,6 +76,15 @@ class Plain:
         #: The files of the perf tests, in collection order: what interleaving's process
         #: pairs collect (``ABController.collected``).
         self.perf_files: list[str] = []
+        #: --perf-budget, from the session's start (None: none, or nothing to compare).
+        source = context.source
+        self.budget, why = Budget.of(
+            context.settings.budget if source is not None else None,
+            source.run_seconds if source is not None else None,
+            time.monotonic(),
+        )
+        if why:
+            context.warn(why)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         perf = [item for item in session.items if is_perf(item)]
@@ -159,9 +170,10 @@ class Stored(Plain):
         if (
             self.context.settings.settle == "auto"
             and call.domain == "cpu"
-            and self._routable(call)
+            and _routable(self.context, call)
             and self._why_not_settle(call.opts) is None
             and self._moved()
+            and (self.budget is None or self.budget.left() > 0)
         ):
             from ..measure.call import timing_lock
 
@@ -172,20 +184,6 @@ class Stored(Plain):
                     call.fail(failure)
                 return result
         return super().measure(call)
-
-    def _routable(self, call: BenchCall) -> bool:
-        """Only a benchmark the stored baseline could have judged is routed: one with an
-        entry from a comparable environment (else its verdict is no-baseline or
-        incomparable, whatever this machine's state)."""
-        from ..core.results import bench_key
-        from ..measure import environment
-
-        source = self.context.source
-        assert source is not None
-        entry = source.entries.get(bench_key(call.nodeid, call.name))
-        if entry is None or source.env_diff:
-            return False
-        return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
 
     def _moved(self) -> bool:
         drift = self.context.drift()
@@ -202,7 +200,9 @@ class Stored(Plain):
         if controller is None:
             return None
         try:
-            paired = run_paired(call, controller, self.judge, self._settle_origin())
+            paired = run_paired(
+                call, controller, self.judge, self._settle_origin(), budget=self.budget
+            )
         except ABError as exc:
             self.context.warn(f"{call.nodeid}: {exc}; judged against the stored baseline")
             return None
@@ -231,6 +231,7 @@ class Stored(Plain):
     def _judged(self, call: BenchCall, result: BenchmarkResult) -> Comparison:
         """The stored verdict, settled or re-measured where it was not decisive."""
         from ..core.results import Verdict
+        from ..judge.judge import budget_cut
 
         source = self.context.source
         assert source is not None
@@ -242,6 +243,12 @@ class Stored(Plain):
         if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
             return c
         why_not = self._why_not_settle(opts)
+        # Settling costs about what the stored pass did: it runs while the budget lasts.
+        timed = float(result.decisions.get("timed_s") or 0.0)
+        if why_not is None and self.budget is not None and not self.budget.allows(timed):
+            # Unsettled for time alone, a stored regression is not claimed: the full run
+            # would have settled it, and a budget never calls what it would not.
+            return budget_cut(c, f"the run's budget ({self.budget.text}) was spent")
         if why_not is None:
             settled = self._settle(call, result, c)
             if not isinstance(settled, str):
@@ -293,7 +300,13 @@ class Stored(Plain):
         try:
             # The stored pass has just warmed (and profiled) the model: calibrate only.
             paired = run_paired(
-                call, controller, self.judge, self._settle_origin(), result.median, result.work
+                call,
+                controller,
+                self.judge,
+                self._settle_origin(),
+                result.median,
+                result.work,
+                self.budget,
             )
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
@@ -377,6 +390,21 @@ class Stored(Plain):
         return self.judge.remeasured(first, c)
 
 
+def _routable(context: RunContext, call: BenchCall) -> bool:
+    """Only a benchmark the stored baseline could have judged is routed: one with an
+    entry from a comparable environment (else its verdict is no-baseline or
+    incomparable, whatever this machine's state)."""
+    from ..core.results import bench_key
+    from ..measure import environment
+
+    source = context.source
+    assert source is not None
+    entry = source.entries.get(bench_key(call.nodeid, call.name))
+    if entry is None or source.env_diff:
+        return False
+    return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
+
+
 class ABHead(Plain):
     """``--perf-ab``: each benchmark interleaved, block by block, with the same test run by
     a worker process in the base commit's worktree. Also a plugin: it lists the base's
@@ -437,7 +465,7 @@ class ABHead(Plain):
         assert source is not None
         origin = source.as_origin()
         try:
-            paired = run_paired(call, self.controller, self.judge, origin)
+            paired = run_paired(call, self.controller, self.judge, origin, budget=self.budget)
         except ABError as exc:
             raise BenchmarkError(str(exc)) from None
         if isinstance(paired, BaseCall):  # the base has no such call, or failed first

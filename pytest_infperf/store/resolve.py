@@ -39,6 +39,9 @@ class BaselineSource:
     soft: dict[str, Any] = dataclasses.field(default_factory=dict)
     note: str | None = None
     reference: dict[str, Any] | None = None
+    #: How long the baseline's run took (``--perf-budget=1.5x`` multiplies it; None: a
+    #: baseline saved before it was recorded).
+    run_seconds: float | None = None
     entries: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     searched: int = 0
     #: --perf-ab: the head side is a working tree with uncommitted changes.
@@ -234,3 +237,5 @@ def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> 
     source.env_diff = environment.diff(hard, doc["environment"].get("hard", {}))
     source.soft = dict(doc["environment"].get("soft") or {})
     source.reference = doc.get("reference")
+    seconds = doc.get("run_seconds")
+    source.run_seconds = float(seconds) if isinstance(seconds, int | float) else None

@@ -1,0 +1,94 @@
+"""The run's time budget (``--perf-budget``): how long a comparing run may take, and whether
+there is time left for more measurement. Pure (a clock and a number): the session makes
+one, the settling and the interleaved runs ask it before they spend more.
+
+A budget is seconds (``120``, ``120s``) or a multiple of the plain run (``1.5x``), which a
+comparison knows from its baseline's document (``run_seconds``, recorded by
+``--perf-save``). What it cuts, never what it decides: a benchmark's own measurement always
+runs; settling an undecided stored verdict, and the process pairs after the first, run only
+while the budget lasts, and what it left undecided says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+
+class BudgetError(ValueError):
+    """A ``--perf-budget`` value that is neither seconds nor a multiple."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BudgetSpec:
+    """``--perf-budget`` as given: seconds, or a multiple of the plain run."""
+
+    seconds: float | None = None
+    multiple: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> BudgetSpec:
+        value = text.strip().lower()
+        try:
+            if value.endswith("x"):
+                multiple = float(value[:-1])
+                if not multiple >= 1.0:
+                    raise BudgetError
+                return cls(multiple=multiple)
+            seconds = float(value[:-1] if value.endswith("s") else value)
+            if not seconds > 0:
+                raise BudgetError
+            return cls(seconds=seconds)
+        except (ValueError, BudgetError):
+            raise BudgetError(
+                f"--perf-budget / infperf_budget = {text!r}: expected seconds (120 or 120s) or "
+                "a multiple of the plain run of at least 1 (1.5x)"
+            ) from None
+
+    def describe(self) -> str:
+        return f"{self.seconds:g} s" if self.seconds is not None else f"{self.multiple:g}x"
+
+
+@dataclasses.dataclass
+class Budget:
+    """A run's budget: ``seconds`` from ``started`` (a ``time.monotonic()`` reading)."""
+
+    seconds: float
+    started: float
+    #: For people: "1.5x (a plain run of 63 s)" or "120 s".
+    text: str = ""
+    #: Measurements it cut short: how many, of what (for the summary).
+    cut: int = 0
+
+    @classmethod
+    def of(
+        cls, spec: BudgetSpec | None, plain_s: float | None, started: float
+    ) -> tuple[Budget | None, str | None]:
+        """The budget of ``spec``, and why there is none when a multiple has no plain run
+        to multiply (a baseline saved before ``run_seconds`` was recorded)."""
+        if spec is None:
+            return None, None
+        if spec.seconds is not None:
+            return cls(spec.seconds, started, spec.describe()), None
+        assert spec.multiple is not None
+        if not plain_s:
+            return None, (
+                f"--perf-budget={spec.describe()}: the baseline does not record how long its "
+                "run took (saved before pytest-infperf recorded it), so there is no plain run "
+                "to multiply; no budget this run (give seconds instead, or save again)"
+            )
+        text = f"{spec.describe()} (a plain run of {plain_s:.0f} s)"
+        return cls(spec.multiple * plain_s, started, text), None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def left(self) -> float:
+        return self.seconds - self.elapsed()
+
+    def allows(self, need: float) -> bool:
+        """Whether ``need`` more seconds fit; counts a refusal as a measurement cut."""
+        if self.left() >= need:
+            return True
+        self.cut += 1
+        return False
