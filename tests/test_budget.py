@@ -23,7 +23,7 @@ def test_a_budget_is_seconds_or_a_multiple(
     assert BudgetSpec.parse(text) == BudgetSpec(seconds=seconds, multiple=multiple)
 
 
-@pytest.mark.parametrize("text", ["", "fast", "0", "-5", "0.5x", "nanx", "inf x", "x"])
+@pytest.mark.parametrize("text", ["", "fast", "0", "-5", "0.5x", "nanx", "inf x", "inf", "x"])
 def test_a_bad_budget_names_both_forms(text: str) -> None:
     with pytest.raises(BudgetError, match=r"seconds \(120 or 120s\) or a multiple"):
         BudgetSpec.parse(text)

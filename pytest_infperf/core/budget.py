@@ -12,6 +12,7 @@ while the budget lasts, and what it left undecided says so.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 
@@ -32,11 +33,11 @@ class BudgetSpec:
         try:
             if value.endswith("x"):
                 multiple = float(value[:-1])
-                if not multiple >= 1.0:
+                if not 1.0 <= multiple < math.inf:
                     raise BudgetError
                 return cls(multiple=multiple)
             seconds = float(value[:-1] if value.endswith("s") else value)
-            if not seconds > 0:
+            if not 0 < seconds < math.inf:
                 raise BudgetError
             return cls(seconds=seconds)
         except (ValueError, BudgetError):
@@ -73,9 +74,10 @@ class Budget:
         assert spec.multiple is not None
         if not plain_s:
             return None, (
-                f"--perf-budget={spec.describe()}: the baseline does not record how long its "
-                "run took (saved before pytest-infperf recorded it), so there is no plain run "
-                "to multiply; no budget this run (give seconds instead, or save again)"
+                f"--perf-budget={spec.describe()}: no stored baseline here records how long "
+                "its run took (--perf-ab without one, or saved before pytest-infperf recorded "
+                "it), so there is no plain run to multiply; no budget this run (give seconds "
+                "instead, or save the baseline again)"
             )
         text = f"{spec.describe()} (a plain run of {plain_s:.0f} s)"
         return cls(spec.multiple * plain_s, started, text), None
