@@ -44,7 +44,11 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     )
     commit(repo.path, "slower, and a new benchmark")
     base = git(repo.path, "rev-parse", "main")
-    result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
+    # With a budget spent from the start (--perf-budget): a possible regression is still
+    # measured to its end, and only what passes either way is cut short.
+    result = repo.runpytest_subprocess(
+        "--perf-ab=main", "--perf-json=ab.json", "--perf-budget=0.001"
+    )
     result.assert_outcomes(passed=2, failed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
@@ -72,6 +76,9 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
         "inconclusive",
     )
     assert verdicts["test_new"]["verdict"] == "no-baseline"
+    for steady in (verdicts["test_steady"], verdicts["test_steady#second"]):
+        cut = steady["verdict"] == "inconclusive" and steady["process_pairs"] == 1
+        assert not cut or (steady["reason"] == "run-budget" and steady["not_settled"])
     bench = next(b for b in doc["benchmarks"] if b["key"].endswith("test_slowed"))
     pairs = bench["extra"]["ab"]["pairs"]
     assert bench["extra"]["base_samples"] and len(pairs) == slowed["process_pairs"]

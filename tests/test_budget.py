@@ -1,16 +1,20 @@
-"""--perf-budget: parsing, what it spends, and what it does to a verdict it cut short. The
-end-to-end run (a spent budget leaves a stored regression unsettled, and says so) is in
-test_baselines' save-then-compare test, on its repository."""
+"""--perf-budget: parsing, what it never cuts, and what a verdict it cut short says. The
+end-to-end runs are in test_baselines' save-then-compare test, on its repository."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_infperf.core.budget import Budget, BudgetError, BudgetSpec
+from pytest_infperf.core.names import Metric
 from pytest_infperf.core.results import Comparison, Reason, Verdict
-from pytest_infperf.judge.judge import budget_cut, budget_stopped
+from pytest_infperf.judge.judge import budget_stopped, might_fail
 
-from .conftest import FAST_INI
+from .conftest import FAST_INI, make_result
 
 
 @pytest.mark.parametrize(
@@ -23,9 +27,13 @@ def test_a_budget_is_seconds_or_a_multiple(
     assert BudgetSpec.parse(text) == BudgetSpec(seconds=seconds, multiple=multiple)
 
 
+def test_off_turns_an_ini_budget_off() -> None:
+    assert BudgetSpec.parse("off") is None and BudgetSpec.parse(" None ") is None
+
+
 @pytest.mark.parametrize("text", ["", "fast", "0", "-5", "0.5x", "nanx", "inf x", "inf", "x"])
-def test_a_bad_budget_names_both_forms(text: str) -> None:
-    with pytest.raises(BudgetError, match=r"seconds \(120 or 120s\) or a multiple"):
+def test_a_bad_budget_names_every_form(text: str) -> None:
+    with pytest.raises(BudgetError, match=r"seconds \(120 or 120s\), a multiple .*, or off"):
         BudgetSpec.parse(text)
 
 
@@ -38,24 +46,19 @@ def test_a_multiple_needs_the_baselines_run() -> None:
     assert Budget.of(None, 60.0, started=0.0) == (None, None)
 
 
-def test_allows_counts_what_it_refuses() -> None:
-    import time
-
-    budget = Budget(10.0, time.monotonic(), "10 s")
-    assert budget.allows(5.0) and budget.cut == 0
-    assert not budget.allows(60.0) and budget.cut == 1
-
-
-def test_a_cut_never_claims_a_regression_and_says_why() -> None:
-    stored = Comparison(Verdict.REGRESSION, ratio=1.3, ci_low=1.2, ci_high=1.4)
-    cut = budget_cut(stored, "the run's budget (10 s) was spent")
-    assert cut.verdict is Verdict.INCONCLUSIVE and cut.reason is Reason.BUDGET
-    assert cut.not_settled == "the run's budget (10 s) was spent" and cut.ratio == 1.3
-    # What the stored pass could not decide stays undecided, with the budget as the reason
-    # it was not settled.
-    undecided = Comparison(Verdict.INCONCLUSIVE, reason=Reason.DRIFT_WITHHELD)
-    assert budget_cut(undecided, "spent").reason is Reason.DRIFT_WITHHELD
-    assert budget_cut(undecided, "spent").not_settled == "spent"
+def test_a_budget_never_cuts_what_might_fail() -> None:
+    assert might_fail(Comparison(Verdict.REGRESSION, ratio=1.3, ci_low=1.2, ci_high=1.4))
+    # Undecided: past the threshold on the slow side (a throughput ratio below 1/1.05 is
+    # slower) might still fail; within it, or faster, passes either way.
+    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.08))
+    assert not might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.03))
+    assert not might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=0.9))
+    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=0.9, metric=Metric.THROUGHPUT))
+    assert not might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=None))
+    assert not might_fail(Comparison(Verdict.IMPROVEMENT, ratio=0.8))
+    # A generation's parts: one part that might fail is enough.
+    parts = {"ttft": Comparison(Verdict.UNCHANGED), "tpot": Comparison(Verdict.REGRESSION)}
+    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.0, parts=parts))
 
 
 def test_pairs_cut_short_say_so_only_where_undecided() -> None:
@@ -63,6 +66,7 @@ def test_pairs_cut_short_say_so_only_where_undecided() -> None:
     stopped = budget_stopped(undecided, "the run's budget (10 s) was spent before pair 2")
     assert stopped.reason is Reason.BUDGET and stopped.note is not None
     assert stopped.note.startswith("the run's budget") and stopped.note.endswith("n = 1")
+    assert stopped.not_settled is not None  # counted in the summary's "not settled" line
     decided = Comparison(Verdict.UNCHANGED)
     assert budget_stopped(decided, "spent") is decided
     assert budget_stopped(undecided, "") is undecided
@@ -71,6 +75,33 @@ def test_pairs_cut_short_say_so_only_where_undecided() -> None:
 def test_a_bad_budget_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makeini(FAST_INI)
     pytester.makepyfile("def test_x(infer_bench):\n    infer_bench(lambda: None)\n")
-    result = pytester.runpytest("--perf-budget=soon")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--perf-budget / infperf_budget = 'soon': expected seconds*"])
+    for args, says in [
+        (["--perf-budget=soon", "--perf-compare=main"], "*infperf_budget = 'soon': expected*"),
+        (["--perf-budget=60"], "*use it with --perf-compare or --perf-ab*"),
+        (["--perf-budget=1.5x", "--perf-ab=main"], "*--perf-ab has none: give seconds*"),
+    ]:
+        result = pytester.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([says])
+
+
+def test_a_partial_save_keeps_the_longest_run(tmp_path: Path) -> None:
+    """A --perf-save of a subset (or a fleet's shard) merges its entries into the commit's
+    baseline: the run time a multiple stands for stays the longest recorded."""
+    from pytest_infperf.store.baselines import BaselineStore
+
+    store = BaselineStore(tmp_path)
+    env_key, sha = "linux-x86-64-cpu-py3.11-0123456789", "a" * 40
+    env = {"key": env_key, "hard": {}, "soft": {}}
+    commit = {"sha": sha, "dirty": False}
+
+    def entry(name: str) -> dict[str, Any]:
+        return make_result([1e-3, 1.1e-3, 0.9e-3], nodeid=f"test_m.py::{name}").to_json()
+
+    store.save(env_key, sha, [entry("test_a")], env, commit, run_seconds=60.0)
+    path, _, total = store.save(env_key, sha, [entry("test_b")], env, commit, run_seconds=3.0)
+    assert total == 2 and json.loads(path.read_text())["run_seconds"] == 60.0
+    # The whole baseline saved again: its own run time, shorter or not.
+    both = [entry("test_a"), entry("test_b")]
+    path, _, _ = store.save(env_key, sha, both, env, commit, run_seconds=50.0)
+    assert json.loads(path.read_text())["run_seconds"] == 50.0

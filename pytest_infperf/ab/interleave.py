@@ -36,7 +36,7 @@ from ..core.results import Comparison, Origin, WorkProfile
 from ..judge import work as _work
 from ..judge.device import gpu_withholds, host_bound_noted
 from ..judge.judge import Judge, budget_stopped, generation_metrics, no_clean_blocks
-from ..judge.plan import PROFILED, PairedPlan
+from ..judge.plan import PROFILED, Look, PairedPlan
 from ..measure import cpuwait as _cpuwait
 from ..measure import environment
 from ..measure import gpu as _gpu
@@ -395,7 +395,7 @@ def _paired(
         if gpu is not None and gpu_withholds(gpu, judge.policy.gpu_throttle):
             break
         k = len(runs)
-        if spent := _budget_spent(budget, runs[-1], k):
+        if spent := _budget_spent(budget, runs[-1], k, look, opts.threshold):
             break
         try:
             run = _worker_pair(controller, k, call, warm, per_sample, plan, watch(), cpu)
@@ -429,10 +429,16 @@ def _paired(
     return PairedRun(c, runs, warm, memory, head_work)
 
 
-def _budget_spent(budget: Budget | None, last: PairRun, k: int) -> str:
+def _budget_spent(
+    budget: Budget | None, last: PairRun, k: int, look: Look, threshold: float
+) -> str:
     """Why process pair ``k + 1`` does not start: the run's budget would not cover another
-    pair like the last one ("" when it would, or there is no budget)."""
-    if budget is None or budget.allows(last.seconds + last.ready_s):
+    pair like the last one. "" when it would, when there is no budget, or when the estimate
+    so far lies past the threshold on the slow side: a possible regression is measured to
+    its end whatever the budget (it trades time only for verdicts that pass anyway)."""
+    if budget is None or any(p.estimate > math.log1p(threshold) for p in look.pooled.values()):
+        return ""
+    if budget.left() >= last.seconds + last.ready_s:
         return ""
     return f"the run's budget ({budget.text}) was spent before process pair {k + 1}"
 

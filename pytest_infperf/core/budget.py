@@ -1,12 +1,13 @@
-"""The run's time budget (``--perf-budget``): how long a comparing run may take, and whether
-there is time left for more measurement. Pure (a clock and a number): the session makes
-one, the settling and the interleaved runs ask it before they spend more.
+"""The run's time budget (``--perf-budget``): how much a comparing run may spend beyond
+measuring each benchmark once. Pure (a clock and a number): the session makes one, the
+settling and the interleaved runs ask it before they spend more.
 
 A budget is seconds (``120``, ``120s``) or a multiple of the plain run (``1.5x``), which a
 comparison knows from its baseline's document (``run_seconds``, recorded by
-``--perf-save``). What it cuts, never what it decides: a benchmark's own measurement always
-runs; settling an undecided stored verdict, and the process pairs after the first, run only
-while the budget lasts, and what it left undecided says so.
+``--perf-save``). It decides what is measured, never a verdict's rule: a benchmark's own
+measurement always runs, and so does everything that might still end in a failing test;
+settling a verdict that passes either way, and the process pairs after the first of one,
+run only while the budget lasts, and what it left undecided says so.
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ class BudgetSpec:
     multiple: float | None = None
 
     @classmethod
-    def parse(cls, text: str) -> BudgetSpec:
+    def parse(cls, text: str) -> BudgetSpec | None:
+        """``text`` as a budget; None for ``off`` or ``none`` (a flag that turns off an ini
+        key's budget)."""
         value = text.strip().lower()
+        if value in ("off", "none"):
+            return None
         try:
             if value.endswith("x"):
                 multiple = float(value[:-1])
@@ -42,8 +47,8 @@ class BudgetSpec:
             return cls(seconds=seconds)
         except (ValueError, BudgetError):
             raise BudgetError(
-                f"--perf-budget / infperf_budget = {text!r}: expected seconds (120 or 120s) or "
-                "a multiple of the plain run of at least 1 (1.5x)"
+                f"--perf-budget / infperf_budget = {text!r}: expected seconds (120 or 120s), "
+                "a multiple of the plain run of at least 1 (1.5x), or off"
             ) from None
 
     def describe(self) -> str:
@@ -58,8 +63,6 @@ class Budget:
     started: float
     #: For people: "1.5x (a plain run of 63 s)" or "120 s".
     text: str = ""
-    #: Measurements it cut short: how many, of what (for the summary).
-    cut: int = 0
 
     @classmethod
     def of(
@@ -74,10 +77,9 @@ class Budget:
         assert spec.multiple is not None
         if not plain_s:
             return None, (
-                f"--perf-budget={spec.describe()}: no stored baseline here records how long "
-                "its run took (--perf-ab without one, or saved before pytest-infperf recorded "
-                "it), so there is no plain run to multiply; no budget this run (give seconds "
-                "instead, or save the baseline again)"
+                f"--perf-budget={spec.describe()}: no stored run time to multiply (--perf-ab "
+                "stores none; a baseline saved before pytest-infperf recorded it has none); "
+                "no budget this run (give seconds instead, or save the baseline again)"
             )
         text = f"{spec.describe()} (a plain run of {plain_s:.0f} s)"
         return cls(spec.multiple * plain_s, started, text), None
@@ -87,10 +89,3 @@ class Budget:
 
     def left(self) -> float:
         return self.seconds - self.elapsed()
-
-    def allows(self, need: float) -> bool:
-        """Whether ``need`` more seconds fit; counts a refusal as a measurement cut."""
-        if self.left() >= need:
-            return True
-        self.cut += 1
-        return False

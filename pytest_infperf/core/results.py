@@ -80,8 +80,9 @@ class Reason(str, enum.Enum):
     #: Too many of the benchmark's GPU blocks ran throttled or beside another process on
     #: the GPU (or, with --perf-gpu-throttle=fail, any of them did).
     GPU_THROTTLED = "gpu-throttled"
-    #: Left undecided because the run's time budget (--perf-budget) was spent.
-    BUDGET = "budget"
+    #: Left undecided because the run's time budget (--perf-budget) was spent (not the
+    #: ``max_median_ms`` budget of a benchmark's own latency).
+    BUDGET = "run-budget"
 
     def __str__(self) -> str:
         return self.value

@@ -296,6 +296,28 @@ def _pin_cpu(config: pytest.Config) -> int | None:
         ) from None
 
 
+def _budget(config: pytest.Config, compare: str | None, ab: str | None) -> BudgetSpec | None:
+    """--perf-budget / infperf_budget, checked against the mode it is for."""
+    budget_text = config.getoption("perf_budget") or _ini(config, "infperf_budget")
+    try:
+        budget = BudgetSpec.parse(budget_text) if budget_text else None
+    except BudgetError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if config.getoption("perf_budget") and budget is not None and not (compare or ab):
+        # The ini key is for the comparing runs; the flag on a run that compares nothing is
+        # a mistake worth saying.
+        raise pytest.UsageError(
+            "--perf-budget spends a comparing run's time: use it with --perf-compare or "
+            "--perf-ab (this run compares nothing)"
+        )
+    if config.getoption("perf_budget") and budget is not None and budget.multiple and ab:
+        raise pytest.UsageError(
+            f"--perf-budget={budget.describe()} multiplies a stored baseline's run, and "
+            "--perf-ab has none: give seconds (--perf-budget=300)"
+        )
+    return budget
+
+
 def from_config(config: pytest.Config) -> Settings:
     """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``."""
     layer = _bench_layer(config)
@@ -337,11 +359,7 @@ def from_config(config: pytest.Config) -> Settings:
             f"--perf-count times nothing, so it cannot go with {', '.join(clash)}: count the "
             "work in a run of its own (its --perf-json has each benchmark's work)"
         )
-    budget_text = config.getoption("perf_budget") or _ini(config, "infperf_budget")
-    try:
-        budget = BudgetSpec.parse(budget_text) if budget_text else None
-    except BudgetError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    budget = _budget(config, compare, ab)
     return Settings(
         rootdir=rootdir,
         json_path=json_path,

@@ -563,25 +563,28 @@ def _no_device_time(
     )
 
 
-def budget_cut(c: Comparison, why: str) -> Comparison:
-    """A stored verdict the run's budget left unsettled: a regression is not claimed (the
-    full run would have settled it interleaved, and a budget never calls a regression the
-    full run would not), an undecided one stays undecided, and both say why."""
+def might_fail(c: Comparison) -> bool:
+    """Whether a verdict could still end in a failing test: a regression, or an undecided
+    one (or one of its parts) whose estimate lies past the threshold on the slow side. What
+    a run's budget (--perf-budget) never cuts short: it trades time for what passes anyway."""
+    if c.parts and any(might_fail(part) for part in c.parts.values()):
+        return True
     if c.verdict is Verdict.REGRESSION:
-        note = f"a regression by the stored baseline alone, not settled in this job: {why}"
-        return dataclasses.replace(
-            c, verdict=Verdict.INCONCLUSIVE, reason=Reason.BUDGET, note=note, not_settled=why
-        )
-    return dataclasses.replace(c, not_settled=why)
+        return True
+    if c.verdict is not Verdict.INCONCLUSIVE or not c.ratio or not math.isfinite(c.ratio):
+        return False
+    slower = 1.0 / c.ratio if c.metric is Metric.THROUGHPUT else c.ratio
+    return slower > 1.0 + c.threshold
 
 
 def budget_stopped(c: Comparison, why: str) -> Comparison:
     """An interleaved verdict whose process pairs the run's budget cut short (``why``; ""
-    when it did not): one still undecided says the budget is why; a decided one stands
-    (its pairs crossed a boundary already)."""
+    when it did not): one still undecided says the budget is why (a decided one stands:
+    its pairs crossed a boundary already)."""
     if not why or c.verdict is not Verdict.INCONCLUSIVE:
         return c
-    return dataclasses.replace(c, reason=Reason.BUDGET, note=f"{why}; {c.note}" if c.note else why)
+    note = f"{why}; {c.note}" if c.note else why
+    return dataclasses.replace(c, reason=Reason.BUDGET, note=note, not_settled=why)
 
 
 def no_clean_blocks(opts: BenchOptions, origin: Origin, details: Mapping[str, Any]) -> Comparison:

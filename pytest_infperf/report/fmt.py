@@ -109,7 +109,7 @@ WHY = {
     "machine-moved": "the machine moved since the baseline's run",
     "multiplicity": "not claimed under the run's multiplicity control",
     "futility": "no decision within reach",
-    "budget": "the run's budget was spent",
+    "run-budget": "the run's time budget (--perf-budget) was spent",
 }
 
 

@@ -27,7 +27,10 @@ def inconclusive_warning(c: Comparison) -> str:
     head = (
         f"inconclusive: the estimated ratio {c.ratio:.3f} is beyond the {c.threshold:.0%} threshold"
     )
-    if c.reason in (Reason.DRIFT_WITHHELD, Reason.DRIFT_EXPLAINS, Reason.HOLM) and c.note:
+    if (
+        c.reason in (Reason.DRIFT_WITHHELD, Reason.DRIFT_EXPLAINS, Reason.HOLM, Reason.BUDGET)
+        and c.note
+    ):
         return f"{head}, but {c.note}"
     if c.reason is Reason.MULTIPLICITY and c.note:
         return f"{head}, but {c.note}"

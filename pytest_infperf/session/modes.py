@@ -86,6 +86,18 @@ class Plain:
         if why:
             context.warn(why)
 
+    def _spent(self, result: BenchmarkResult, c: Comparison) -> str:
+        """Why the run's budget cuts settling ``c`` short, or "". Settling costs about twice
+        the stored pass's timed seconds (both sides measure); a verdict that might still
+        fail is never cut (the budget trades time only for verdicts that pass anyway)."""
+        from ..judge.judge import might_fail
+
+        if self.budget is None or might_fail(c):
+            return ""
+        if self.budget.left() >= 2 * float(result.decisions.get("timed_s") or 0.0):
+            return ""
+        return f"the run's budget ({self.budget.text}) was spent"
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         perf = [item for item in session.items if is_perf(item)]
         self.family = max(1, len(perf))
@@ -231,7 +243,6 @@ class Stored(Plain):
     def _judged(self, call: BenchCall, result: BenchmarkResult) -> Comparison:
         """The stored verdict, settled or re-measured where it was not decisive."""
         from ..core.results import Verdict
-        from ..judge.judge import budget_cut
 
         source = self.context.source
         assert source is not None
@@ -243,12 +254,8 @@ class Stored(Plain):
         if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
             return c
         why_not = self._why_not_settle(opts)
-        # Settling costs about what the stored pass did: it runs while the budget lasts.
-        timed = float(result.decisions.get("timed_s") or 0.0)
-        if why_not is None and self.budget is not None and not self.budget.allows(timed):
-            # Unsettled for time alone, a stored regression is not claimed: the full run
-            # would have settled it, and a budget never calls what it would not.
-            return budget_cut(c, f"the run's budget ({self.budget.text}) was spent")
+        if why_not is None and (spent := self._spent(result, c)):
+            return judge.unsettled(c, spent)  # it passes either way: the budget keeps time
         if why_not is None:
             settled = self._settle(call, result, c)
             if not isinstance(settled, str):

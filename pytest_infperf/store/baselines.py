@@ -413,20 +413,32 @@ class BaselineStore:
         clean_stale_temps(path.parent)
         with self.env_lock(env_key):
             merged: dict[str, dict[str, Any]] = {}
+            before: dict[str, Any] = {}
             if path.exists():
-                merged.update(iter_entries(self.load(path)))
+                before = self.load(path)
+                merged.update(iter_entries(before))
             saved_at = now_iso()
             for new in benchmarks:
                 entry = dict(new)
                 entry.pop("comparison", None)  # a verdict belongs to a run, not a baseline
                 entry["saved_at"] = saved_at
                 merged[entry["key"]] = entry
+            if len(merged) > len(benchmarks):
+                # A run that saved part of the baseline: the run time --perf-budget=1.5x
+                # multiplies is the longest recorded, never a subset's.
+                extra = {**extra, **longest_run(before, extra)}
             doc = document(merged.values(), environment, commit, mode="baseline", **extra)
             atomic_write_text(path, dumps(doc))
             pruned = self.pruned(env_key)
             if sha in pruned:  # saved again on purpose: no longer pruned
                 self._set_pruned(env_key, pruned - {sha})
         return path, len(benchmarks), len(merged)
+
+
+def longest_run(*docs: dict[str, Any]) -> dict[str, float]:
+    """``{"run_seconds": the largest of the documents'}``, or ``{}`` when none records it."""
+    seconds = [d["run_seconds"] for d in docs if isinstance(d.get("run_seconds"), int | float)]
+    return {"run_seconds": max(seconds)} if seconds else {}
 
 
 def lock_path(path: Path) -> Path:

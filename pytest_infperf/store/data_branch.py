@@ -39,7 +39,7 @@ from typing import Any
 
 from ..core.fsutil import atomic_write_text
 from ..core.results import document, dumps
-from .baselines import KEY_RE, PRUNED, SHA_RE, BaselineStore, iter_entries
+from .baselines import KEY_RE, PRUNED, SHA_RE, BaselineStore, iter_entries, longest_run
 from .compact import dumps_compact, is_compact
 from .git import GitError, open_repo
 from .index import StoreIndex, blob_id
@@ -161,6 +161,9 @@ def merge_documents(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, A
         merged[key] = entry
     top = ("schema_version", "created", "environment", "commit", "benchmarks", "compacted")
     extra = {k: v for k, v in ours.items() if k not in top}
+    # Shards of a fleet save their groups into one document: the longest run is the plain
+    # run a --perf-budget multiple of it stands for.
+    extra.update(longest_run(ours, theirs))
     if merged and all(is_compact(e) for e in merged.values()):
         extra["compacted"] = ours.get("compacted") or theirs.get("compacted")
     return document(merged.values(), ours["environment"], ours["commit"], **extra)

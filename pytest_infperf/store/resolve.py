@@ -7,7 +7,9 @@ the command's arguments go through :func:`document`, which calls :func:`resolve`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
@@ -237,5 +239,8 @@ def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> 
     source.env_diff = environment.diff(hard, doc["environment"].get("hard", {}))
     source.soft = dict(doc["environment"].get("soft") or {})
     source.reference = doc.get("reference")
+    # A number a person or tool may have edited: only a finite positive one is a run's time.
     seconds = doc.get("run_seconds")
-    source.run_seconds = float(seconds) if isinstance(seconds, int | float) else None
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool):
+        with contextlib.suppress(OverflowError):  # an integer too large for a float
+            source.run_seconds = float(seconds) if 0 < seconds < math.inf else None
