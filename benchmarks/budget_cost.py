@@ -47,6 +47,9 @@ def main() -> None:
     walls: dict[str, list[float]] = collections.defaultdict(list)
     verdicts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     reasons: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    # How each verdict was reached: the stored pass alone, settled (and why), or not
+    # settled (and why): where a run's time went.
+    routes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     over: list[str] = []
     promised: list[str] = []
     started = time.time()
@@ -70,6 +73,8 @@ def main() -> None:
                 docs[name] = _verdicts(doc)
                 for c in docs[name].values():
                     verdicts[name][str(c.get("verdict"))] += 1
+                    how = c.get("settled_because") or c.get("not_settled") or "stored pass"
+                    routes[name][f"{c.get('decided_by')}: {str(how)[:40]}"] += 1
                     if c.get("verdict") == "inconclusive":
                         reasons[name][str(c.get("reason"))] += 1
                 print(f"rep {rep + 1} {name}: {took:.0f} s, exit {code}", file=sys.stderr)
@@ -90,7 +95,8 @@ def main() -> None:
         print(
             f"{name}: {statistics.median(multiples):.2f}x the plain run at the median "
             f"(runs: {', '.join(f'{m:.2f}x' for m in multiples)}); verdicts "
-            f"{dict(verdicts[name])}; undecided because {dict(reasons[name]) or 'nothing'}"
+            f"{dict(verdicts[name])}; undecided because {dict(reasons[name]) or 'nothing'}; "
+            f"decided by {dict(routes[name])}"
         )
     print(f"budgeted runs over the budget: {over or 'none'}")
     print(f"regressions the budgeted run called and the full run did not: {promised or 'none'}")

@@ -46,6 +46,21 @@ def test_a_multiple_needs_the_baselines_run() -> None:
     assert Budget.of(None, 60.0, started=0.0) == (None, None)
 
 
+def test_the_benchmarks_still_to_come_keep_their_share() -> None:
+    import time
+
+    budget, _ = Budget.of(BudgetSpec(multiple=1.5), 60.0, started=time.monotonic())
+    assert budget is not None
+    budget.total = 20  # 3 s of the plain run each
+    assert budget.spare() == pytest.approx(90.0 - 60.0, abs=0.5)
+    budget.done = 15
+    assert budget.spare() == pytest.approx(90.0 - 15.0, abs=0.5)
+    # Seconds with no plain run known: nothing to reserve.
+    budget, _ = Budget.of(BudgetSpec(seconds=30.0), None, started=time.monotonic())
+    assert budget is not None and budget.share() == 0.0
+    assert budget.spare() == pytest.approx(30.0, abs=0.5)
+
+
 def test_a_budget_never_cuts_what_might_fail() -> None:
     assert might_fail(Comparison(Verdict.REGRESSION, ratio=1.3, ci_low=1.2, ci_high=1.4))
     # Undecided: past the threshold on the slow side (a throughput ratio below 1/1.05 is

@@ -438,7 +438,7 @@ def _budget_spent(
     its end whatever the budget (it trades time only for verdicts that pass anyway)."""
     if budget is None or any(p.estimate > math.log1p(threshold) for p in look.pooled.values()):
         return ""
-    if budget.left() >= last.seconds + last.ready_s:
+    if budget.spare() >= last.seconds + last.ready_s:
         return ""
     return f"the run's budget ({budget.text}) was spent before process pair {k + 1}"
 

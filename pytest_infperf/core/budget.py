@@ -63,6 +63,11 @@ class Budget:
     started: float
     #: For people: "1.5x (a plain run of 63 s)" or "120 s".
     text: str = ""
+    #: The baseline's plain run (seconds; None when not recorded), and the benchmarks
+    #: collected and measured so far: what the rest of the run still needs.
+    plain_s: float | None = None
+    total: int = 0
+    done: int = 0
 
     @classmethod
     def of(
@@ -73,7 +78,7 @@ class Budget:
         if spec is None:
             return None, None
         if spec.seconds is not None:
-            return cls(spec.seconds, started, spec.describe()), None
+            return cls(spec.seconds, started, spec.describe(), plain_s), None
         assert spec.multiple is not None
         if not plain_s:
             return None, (
@@ -82,10 +87,20 @@ class Budget:
                 "no budget this run (give seconds instead, or save the baseline again)"
             )
         text = f"{spec.describe()} (a plain run of {plain_s:.0f} s)"
-        return cls(spec.multiple * plain_s, started, text), None
+        return cls(spec.multiple * plain_s, started, text, plain_s), None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
     def left(self) -> float:
         return self.seconds - self.elapsed()
+
+    def share(self) -> float:
+        """One benchmark's share of the plain run (0 when either is unknown)."""
+        return self.plain_s / self.total if self.plain_s and self.total else 0.0
+
+    def spare(self) -> float:
+        """Seconds left for what is not a benchmark's own measurement: what is left, less
+        the share of the plain run the benchmarks still to come need for theirs. So the
+        first benchmarks cannot spend what the last ones need."""
+        return self.left() - self.share() * max(self.total - self.done, 0)

@@ -94,7 +94,7 @@ class Plain:
 
         if self.budget is None or might_fail(c):
             return ""
-        if self.budget.left() >= 2 * float(result.decisions.get("timed_s") or 0.0):
+        if self.budget.spare() >= 2 * float(result.decisions.get("timed_s") or 0.0):
             return ""
         return f"the run's budget ({self.budget.text}) was spent"
 
@@ -102,6 +102,8 @@ class Plain:
         perf = [item for item in session.items if is_perf(item)]
         self.family = max(1, len(perf))
         self.perf_files = [str(item.path) for item in perf]
+        if self.budget is not None:
+            self.budget.total = len(perf)
 
     @functools.cached_property
     def judge(self) -> Judge:
@@ -179,13 +181,15 @@ class Stored(Plain):
         machine moved by more than half the tolerance since the baseline's run, a stored
         pass cannot decide anything, so the benchmark is interleaved at once."""
         __tracebackhide__ = True
+        if self.budget is not None:
+            self.budget.done += 1
         if (
             self.context.settings.settle == "auto"
             and call.domain == "cpu"
             and _routable(self.context, call)
             and self._why_not_settle(call.opts) is None
             and self._moved()
-            and (self.budget is None or self.budget.left() > 0)
+            and (self.budget is None or self.budget.spare() > 2 * self.budget.share())
         ):
             from ..measure.call import timing_lock
 
