@@ -12,7 +12,7 @@ import pytest
 from pytest_infperf.core.budget import Budget, BudgetError, BudgetSpec
 from pytest_infperf.core.names import Metric
 from pytest_infperf.core.results import Comparison, Reason, Verdict
-from pytest_infperf.judge.judge import budget_stopped, might_fail
+from pytest_infperf.judge.budget import budget_stopped, might_fail
 
 from .conftest import FAST_INI, make_result
 
@@ -53,7 +53,8 @@ def test_the_benchmarks_still_to_come_keep_their_share() -> None:
     assert budget is not None
     budget.total = 20  # 3 s of the plain run each
     assert budget.spare() == pytest.approx(90.0 - 60.0, abs=0.5)
-    budget.done = 15
+    budget.measured.update(f"t.py::test_{i}" for i in range(15))
+    budget.measured.add("t.py::test_0")  # a test's second call is not a second benchmark
     assert budget.spare() == pytest.approx(90.0 - 15.0, abs=0.5)
     # Seconds with no plain run known: nothing to reserve.
     budget, _ = Budget.of(BudgetSpec(seconds=30.0), None, started=time.monotonic())
@@ -69,7 +70,15 @@ def test_a_budget_never_cuts_what_might_fail() -> None:
     assert not might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.03))
     assert not might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=0.9))
     assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=0.9, metric=Metric.THROUGHPUT))
-    assert not might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=None))
+    # Never compared (no estimate): nothing says it passes.
+    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=None))
+    # A machine 10% faster than at the baseline's run hides that much slowdown.
+    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.02), faster=1.1)
+    hidden = Comparison(Verdict.INCONCLUSIVE, ratio=1.02, machine_speed={"faster": 1.1})
+    assert might_fail(hidden)
+    # Withheld by the drift guard, or set aside for a GPU's state: settling decides.
+    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=0.9, reason=Reason.DRIFT_WITHHELD))
+    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.0, reason=Reason.GPU_THROTTLED))
     assert not might_fail(Comparison(Verdict.IMPROVEMENT, ratio=0.8))
     # A generation's parts: one part that might fail is enough.
     parts = {"ttft": Comparison(Verdict.UNCHANGED), "tpot": Comparison(Verdict.REGRESSION)}
@@ -78,10 +87,11 @@ def test_a_budget_never_cuts_what_might_fail() -> None:
 
 def test_pairs_cut_short_say_so_only_where_undecided() -> None:
     undecided = Comparison(Verdict.INCONCLUSIVE, reason=Reason.TOO_FEW, note="n = 1")
-    stopped = budget_stopped(undecided, "the run's budget (10 s) was spent before pair 2")
+    stopped = budget_stopped(undecided, "the run's budget (10 s) was spent before process pair 2")
     assert stopped.reason is Reason.BUDGET and stopped.note is not None
     assert stopped.note.startswith("the run's budget") and stopped.note.endswith("n = 1")
-    assert stopped.not_settled is not None  # counted in the summary's "not settled" line
+    # Counted in the summary's "not settled" line, one tally whatever the pair.
+    assert stopped.not_settled == "the run's budget (10 s) was spent"
     decided = Comparison(Verdict.UNCHANGED)
     assert budget_stopped(decided, "spent") is decided
     assert budget_stopped(undecided, "") is undecided

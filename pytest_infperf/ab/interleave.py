@@ -34,8 +34,9 @@ from typing import Any, Protocol
 from ..core.budget import Budget
 from ..core.results import Comparison, Origin, WorkProfile
 from ..judge import work as _work
+from ..judge.budget import budget_stopped
 from ..judge.device import gpu_withholds, host_bound_noted
-from ..judge.judge import Judge, budget_stopped, generation_metrics, no_clean_blocks
+from ..judge.judge import Judge, generation_metrics, no_clean_blocks
 from ..judge.plan import PROFILED, Look, PairedPlan
 from ..measure import cpuwait as _cpuwait
 from ..measure import environment
@@ -440,7 +441,7 @@ def _budget_spent(
         return ""
     if budget.spare() >= last.seconds + last.ready_s:
         return ""
-    return f"the run's budget ({budget.text}) was spent before process pair {k + 1}"
+    return f"{budget.why()} before process pair {k + 1}"
 
 
 def _device_times(

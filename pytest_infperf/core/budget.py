@@ -67,7 +67,7 @@ class Budget:
     #: collected and measured so far: what the rest of the run still needs.
     plain_s: float | None = None
     total: int = 0
-    done: int = 0
+    measured: set[str] = dataclasses.field(default_factory=set)
 
     @classmethod
     def of(
@@ -94,6 +94,14 @@ class Budget:
 
     def left(self) -> float:
         return self.seconds - self.elapsed()
+
+    @property
+    def done(self) -> int:
+        return len(self.measured)
+
+    def why(self) -> str:
+        """What a verdict the budget cut short says."""
+        return f"the run's budget ({self.text}) was spent"
 
     def share(self) -> float:
         """One benchmark's share of the plain run (0 when either is unknown)."""

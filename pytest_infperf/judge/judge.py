@@ -563,30 +563,6 @@ def _no_device_time(
     )
 
 
-def might_fail(c: Comparison) -> bool:
-    """Whether a verdict could still end in a failing test: a regression, or an undecided
-    one (or one of its parts) whose estimate lies past the threshold on the slow side. What
-    a run's budget (--perf-budget) never cuts short: it trades time for what passes anyway."""
-    if c.parts and any(might_fail(part) for part in c.parts.values()):
-        return True
-    if c.verdict is Verdict.REGRESSION:
-        return True
-    if c.verdict is not Verdict.INCONCLUSIVE or not c.ratio or not math.isfinite(c.ratio):
-        return False
-    slower = 1.0 / c.ratio if c.metric is Metric.THROUGHPUT else c.ratio
-    return slower > 1.0 + c.threshold
-
-
-def budget_stopped(c: Comparison, why: str) -> Comparison:
-    """An interleaved verdict whose process pairs the run's budget cut short (``why``; ""
-    when it did not): one still undecided says the budget is why (a decided one stands:
-    its pairs crossed a boundary already)."""
-    if not why or c.verdict is not Verdict.INCONCLUSIVE:
-        return c
-    note = f"{why}; {c.note}" if c.note else why
-    return dataclasses.replace(c, reason=Reason.BUDGET, note=note, not_settled=why)
-
-
 def no_clean_blocks(opts: BenchOptions, origin: Origin, details: Mapping[str, Any]) -> Comparison:
     """An interleaved run on a GPU whose every quad was set aside."""
     return dataclasses.replace(

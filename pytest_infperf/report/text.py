@@ -150,7 +150,8 @@ def settle_summary(results: Sequence[BenchmarkResult]) -> list[str]:
     """How many stored verdicts were settled in this job and why, and how many could not be
     (with why): one line each, none when nothing was undecided."""
     compared = [r.comparison for r in results if r.comparison is not None]
-    settled = [c for c in compared if c.settled_because]
+    # Settling a budget cut short (--perf-budget) counts as not settled, once.
+    settled = [c for c in compared if c.settled_because and not c.not_settled]
     unsettled = [c for c in compared if c.not_settled]
     lines = []
     if settled:

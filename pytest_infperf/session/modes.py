@@ -90,20 +90,22 @@ class Plain:
         """Why the run's budget cuts settling ``c`` short, or "". Settling costs about twice
         the stored pass's timed seconds (both sides measure); a verdict that might still
         fail is never cut (the budget trades time only for verdicts that pass anyway)."""
-        from ..judge.judge import might_fail
+        from ..judge.budget import might_fail
 
-        if self.budget is None or might_fail(c):
+        if self.budget is None or might_fail(c, _faster_now(self.context)):
             return ""
         if self.budget.spare() >= 2 * float(result.decisions.get("timed_s") or 0.0):
             return ""
-        return f"the run's budget ({self.budget.text}) was spent"
+        return self.budget.why()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         perf = [item for item in session.items if is_perf(item)]
         self.family = max(1, len(perf))
         self.perf_files = [str(item.path) for item in perf]
         if self.budget is not None:
-            self.budget.total = len(perf)
+            # Under xdist each worker collects every test and measures its share of them.
+            workers = int(getattr(session.config, "workerinput", {}).get("workercount", 1))
+            self.budget.total = -(-len(perf) // max(workers, 1))
 
     @functools.cached_property
     def judge(self) -> Judge:
@@ -182,15 +184,16 @@ class Stored(Plain):
         pass cannot decide anything, so the benchmark is interleaved at once."""
         __tracebackhide__ = True
         if self.budget is not None:
-            self.budget.done += 1
-        if (
+            self.budget.measured.add(call.nodeid)
+        route = (
             self.context.settings.settle == "auto"
             and call.domain == "cpu"
             and _routable(self.context, call)
             and self._why_not_settle(call.opts) is None
-            and self._moved()
-            and (self.budget is None or self.budget.spare() > 2 * self.budget.share())
-        ):
+            and _moved(self.context)
+        )
+        unrouted = _unrouted(self.context, self.budget) if route else ""
+        if route and not unrouted:
             from ..measure.call import timing_lock
 
             with timing_lock("cpu", self.context.warn):
@@ -199,11 +202,10 @@ class Stored(Plain):
                 for failure in self.gate.apply(result):
                     call.fail(failure)
                 return result
-        return super().measure(call)
-
-    def _moved(self) -> bool:
-        drift = self.context.drift()
-        return bool(drift and drift.get("drifted"))
+        result = super().measure(call)
+        if unrouted:  # the judging says why the stored pass judged alone
+            result.extra["unrouted"] = unrouted
+        return result
 
     def _interleave_at_once(self, call: BenchCall) -> BenchmarkResult | None:
         """The benchmark measured only interleaved with the baseline commit's code; None
@@ -253,10 +255,11 @@ class Stored(Plain):
         judge, opts = self.judge, call.opts
         entry = source.entries.get(result.key)
         c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
+        unrouted = str(result.extra.pop("unrouted", "") or "")
         # Trusted symmetrically: what rules out a regression stands; a regression, an
         # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
         if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
-            return c
+            return judge.unsettled(c, unrouted) if unrouted else c
         why_not = self._why_not_settle(opts)
         if why_not is None and (spent := self._spent(result, c)):
             return judge.unsettled(c, spent)  # it passes either way: the budget keeps time
@@ -303,6 +306,7 @@ class Stored(Plain):
         """The interleaved verdict, or why there is none."""
         from ..ab.interleave import run_paired
         from ..ab.workers import ABError, BaseCall
+        from ..judge.budget import might_fail
         from ..measure import environment
 
         controller = self._controller_or_none()
@@ -317,7 +321,8 @@ class Stored(Plain):
                 self._settle_origin(),
                 result.median,
                 result.work,
-                self.budget,
+                # A verdict that might fail is measured to its end, whatever the budget.
+                None if might_fail(stored, _faster_now(self.context)) else self.budget,
             )
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
@@ -399,6 +404,31 @@ class Stored(Plain):
         if fresh is not None:
             result.extra["remeasured_samples"] = fresh.samples
         return self.judge.remeasured(first, c)
+
+
+def _moved(context: RunContext) -> bool:
+    drift = context.drift()
+    return bool(drift and drift.get("drifted"))
+
+
+def _faster_now(context: RunContext) -> float:
+    """How much faster the machine runs now than at the baseline's run, by the
+    session-start reference (1.0: not faster, or not known)."""
+    drift = context.drift() or {}
+    ratios = [float(drift[k]) for k in ("gemm_ratio", "python_ratio") if drift.get(k)]
+    return max([1.0, *(1.0 / r for r in ratios if r > 0)])
+
+
+def _unrouted(context: RunContext, budget: Budget | None) -> str:
+    """Why the run's budget sends a benchmark on a machine that moved to the stored pass
+    instead of interleaving it at once ("" when it does not). Interleaving costs about
+    two of its share of the plain run more; refused only where the drift guard adjusts
+    the stored verdict for the machine's speed (so what might fail is still settled)."""
+    if budget is None:
+        return ""
+    if context.settings.drift_guard != "adjust" or budget.spare() > 2 * budget.share():
+        return ""
+    return f"{budget.why()}: the machine moved, and the stored pass judged it alone"
 
 
 def _routable(context: RunContext, call: BenchCall) -> bool:
