@@ -130,3 +130,14 @@ def test_a_partial_save_keeps_the_longest_run(tmp_path: Path) -> None:
     both = [entry("test_a"), entry("test_b")]
     path, _, _ = store.save(env_key, sha, both, env, commit, run_seconds=50.0)
     assert json.loads(path.read_text())["run_seconds"] == 50.0
+
+
+def test_a_run_is_timed_from_its_process_start() -> None:
+    """pytest's own start-up (imports, collection, finding the baseline) counts toward the
+    recorded run_seconds and a budget alike."""
+    import time
+
+    from pytest_infperf.core.budget import process_started
+
+    age = time.monotonic() - process_started()
+    assert 0.0 < age < 3600.0  # this test runs well after its process began

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 
 
@@ -68,6 +69,10 @@ class Budget:
     plain_s: float | None = None
     total: int = 0
     measured: set[str] = dataclasses.field(default_factory=set)
+    #: Benchmarks on a moved machine sent to the stored pass instead of interleaving at
+    #: once, and how many of those the stored pass could not spare settling.
+    unrouted: int = 0
+    resettled: int = 0
 
     @classmethod
     def of(
@@ -112,3 +117,22 @@ class Budget:
         the share of the plain run the benchmarks still to come need for theirs. So the
         first benchmarks cannot spend what the last ones need."""
         return self.left() - self.share() * max(self.total - self.done, 0)
+
+
+def process_started() -> float:
+    """This process's start as a ``time.monotonic()`` reading, so that pytest's own start-up
+    (imports, collection, finding the baseline) counts toward a run's seconds, the
+    recorded ``run_seconds`` and a budget alike. From Linux's /proc (no import: this runs
+    at start-up); elsewhere, or if it reads oddly, now."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat") as f:
+            # Field 22 is the start time in clock ticks after boot; the command name in
+            # field 2 may hold spaces, so count from its closing parenthesis.
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now
+    return now - age if 0.0 <= age < 3600.0 else now

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..core.budget import process_started
+
 if TYPE_CHECKING:
     from .collector import Collector
     from .context import RunContext
@@ -33,8 +35,8 @@ class ArtifactWriter:
         self.drift: dict[str, Any] | None = None
         #: Why the session fails closed: a --perf-compare that compared nothing.
         self.gate: str | None = None
-        #: When the session began (configure): how long its run took is recorded.
-        self.started = time.monotonic()
+        #: When the process began: how long its run took is recorded.
+        self.started = process_started()
 
     def run_seconds(self) -> float:
         """Seconds from the session's start to now (its end, when the files are written)."""

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from ..core.budget import Budget
+from ..core.budget import Budget, process_started
 from ..core.cmdline import Forwarded
 from ..core.keys import forwarded_key, mode_key
 from ..core.names import CompareMode
@@ -81,7 +80,7 @@ class Plain:
         self.budget, why = Budget.of(
             context.settings.budget if source is not None else None,
             source.run_seconds if source is not None else None,
-            time.monotonic(),
+            process_started(),
         )
         if why:
             context.warn(why)
@@ -264,6 +263,8 @@ class Stored(Plain):
         if why_not is None and (spent := self._spent(result, c)):
             return judge.unsettled(c, spent)  # it passes either way: the budget keeps time
         if why_not is None:
+            if unrouted and self.budget is not None:  # the refusal saved no interleaving
+                self.budget.resettled += 1
             settled = self._settle(call, result, c)
             if not isinstance(settled, str):
                 return settled
@@ -428,6 +429,11 @@ def _unrouted(context: RunContext, budget: Budget | None) -> str:
         return ""
     if context.settings.drift_guard != "adjust" or budget.spare() > 2 * budget.share():
         return ""
+    if budget.resettled * 2 > budget.unrouted:
+        # Here the stored pass has mostly needed settling anyway (beside a noisy
+        # neighbour, most do): a stored pass and a settling cost more than interleaving.
+        return ""
+    budget.unrouted += 1
     return f"{budget.why()}: the machine moved, and the stored pass judged it alone"
 
 
