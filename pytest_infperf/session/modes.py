@@ -172,6 +172,8 @@ class Stored(Plain):
         self._controller: ABController | None = None
         #: Why no controller could be set up (then nothing is settled in this session).
         self._broken: str | None = None
+        #: Why the budget sent the benchmark being measured to the stored pass, or "".
+        self._unrouted = ""
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._controller is not None:
@@ -191,8 +193,9 @@ class Stored(Plain):
             and self._why_not_settle(call.opts) is None
             and _moved(self.context)
         )
-        unrouted = _unrouted(self.context, self.budget) if route else ""
-        if route and not unrouted:
+        # Read by the judging inside the measurement (Plain.measure compares).
+        self._unrouted = _unrouted(self.context, self.budget) if route else ""
+        if route and not self._unrouted:
             from ..measure.call import timing_lock
 
             with timing_lock("cpu", self.context.warn):
@@ -201,10 +204,7 @@ class Stored(Plain):
                 for failure in self.gate.apply(result):
                     call.fail(failure)
                 return result
-        result = super().measure(call)
-        if unrouted:  # the judging says why the stored pass judged alone
-            result.extra["unrouted"] = unrouted
-        return result
+        return super().measure(call)
 
     def _interleave_at_once(self, call: BenchCall) -> BenchmarkResult | None:
         """The benchmark measured only interleaved with the baseline commit's code; None
@@ -254,7 +254,7 @@ class Stored(Plain):
         judge, opts = self.judge, call.opts
         entry = source.entries.get(result.key)
         c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
-        unrouted = str(result.extra.pop("unrouted", "") or "")
+        unrouted, self._unrouted = self._unrouted, ""
         # Trusted symmetrically: what rules out a regression stands; a regression, an
         # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
         if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
