@@ -77,13 +77,15 @@ def test_ttft_and_tpot_match_a_model_with_known_step_times(
     (bench,) = doc["benchmarks"]
     gen = bench["generation"]
     ttft, tpot = gen["ttft"]["stats"]["median"], gen["tpot"]["stats"]["median"]
-    assert ttft == pytest.approx(0.120, rel=0.05), ttft
-    assert tpot == pytest.approx(0.040, rel=0.05), tpot
+    # The paced steps busy-wait, so they never end early; a loaded runner preempts them
+    # and ends them late (a clean-clone CI run beside a busy benchmark read TTFT 0.127).
+    assert 0.98 * 0.120 <= ttft <= 1.15 * 0.120, ttft
+    assert 0.98 * 0.040 <= tpot <= 1.15 * 0.040, tpot
     n = gen["ttft"]["stats"]["n"]
     assert n >= 5 and len(gen["ttft"]["samples"]) == len(gen["tpot"]["samples"]) == n
     assert len(bench["samples"]) == n  # one sample = one whole generation
     assert len(gen["itl"]["samples"]) == 7 * n  # every gap between 8 tokens
-    assert gen["e2e"]["stats"]["median"] == pytest.approx(0.120 + 7 * 0.040, rel=0.05)
+    assert 0.98 * 0.400 <= gen["e2e"]["stats"]["median"] <= 1.15 * 0.400
     tokens_per_s = 8 * 2 / gen["e2e"]["stats"]["median"]
     assert gen["tokens_per_s"]["stats"]["median"] == pytest.approx(tokens_per_s, rel=0.05)
     assert (gen["prompt_tokens"], gen["new_tokens"], gen["batch_size"]) == (16, 8, 2)
