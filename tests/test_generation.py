@@ -99,7 +99,7 @@ def test_ttft_and_tpot_match_a_model_with_known_step_times(
     assert float(props["infperf.tpot_s"]) == pytest.approx(tpot)
     assert float(props["infperf.tokens_per_s"]) > 0
     result.stdout.fnmatch_lines(
-        ["*generation*TTFT*TPOT*", "*test_paced  *16  *8  *2  *1?? ms  *4?.? ms*"]
+        ["*generation*TTFT*TPOT*", "*test_paced  *16  *8  *2  *1?? ms  *4?* ms*"]
     )
 
 
