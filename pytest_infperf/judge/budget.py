@@ -37,7 +37,6 @@ def budget_stopped(c: Comparison, why: str) -> Comparison:
     if not why or c.verdict is not Verdict.INCONCLUSIVE:
         return c
     note = f"{why}; {c.note}" if c.note else why
-    generic = why.split(" before process pair", maxsplit=1)[
-        0
-    ]  # one tally line for every pair count
+    # One tally line in the summary, whichever pair the budget stopped before.
+    generic = why.partition(" before process pair")[0]
     return dataclasses.replace(c, reason=Reason.BUDGET, note=note, not_settled=generic)
