@@ -39,7 +39,7 @@ class ArtifactWriter:
         self.started = process_started()
 
     def run_seconds(self) -> float:
-        """Seconds from the session's start to now (its end, when the files are written)."""
+        """Seconds from the process's start to now (its end, when the files are written)."""
         return time.monotonic() - self.started
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
