@@ -200,8 +200,11 @@ class Neighbour:
         self.procs = []
 
 
-def pytest_run(repo: Path, *args: str) -> tuple[dict[str, Any] | None, int, float]:
-    """The run's JSON, exit code and wall time."""
+def pytest_run(
+    repo: Path, *args: str, log: Path | None = None
+) -> tuple[dict[str, Any] | None, int, float]:
+    """The run's JSON, exit code and wall time; its output and JSON kept under ``log`` (a
+    name without suffix) when given: on a lent machine they are all there is to read."""
     out = repo / "out.json"
     if out.exists():
         out.unlink()
@@ -223,6 +226,10 @@ def pytest_run(repo: Path, *args: str) -> tuple[dict[str, Any] | None, int, floa
         env={**os.environ, **ENV},
     )
     took = time.time() - started
+    if log is not None:
+        log.with_suffix(".log").write_bytes(proc.stdout + proc.stderr)
+        if out.exists():
+            log.with_suffix(".json").write_bytes(out.read_bytes())
     return (json.loads(out.read_text()) if out.exists() else None), proc.returncode, took
 
 

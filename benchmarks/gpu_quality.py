@@ -183,53 +183,13 @@ def _row(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--modes", default="compare,ab")
-    ap.add_argument("--scenarios", default="A/A,+1layer")
-    ap.add_argument("--tenant", action="store_true")
-    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    ap.add_argument("--small", action="store_true")
-    ap.add_argument("-k", default="", help="pytest -k expression for the suite")
-    ap.add_argument(
-        "--pytest-args",
-        default="",
-        help="more pytest arguments for every run, given with '=' "
-        "(--pytest-args='--perf-profile=off': the pass's after-effects, if any)",
-    )
-    args = ap.parse_args()
-    ENV_EXTRA.update(GQ_DEVICE=args.device, GQ_SMALL="1" if args.small else "0")
-    import decision_quality
-
-    decision_quality.ENV.update(ENV_EXTRA)
-    extra = (["-k", args.k] if args.k else []) + args.pytest_args.split()
-    rows: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
-    times: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
-    plain: list[float] = []
-    for rep in range(args.reps):
-        with tempfile.TemporaryDirectory(prefix="gq-") as tmp:
-            repo = Path(tmp) / "repo"
-            repo.mkdir()
-            (repo / "test_gpu_suite.py").write_text(SUITE)
-            (repo / "layers.txt").write_text("0")
-            (repo / "pytest.ini").write_text("[pytest]\n")
-            commit_repo(repo, "suite")
-            _, code, took = pytest_run(repo, *extra)
-            plain.append(took)
-            _, code, _ = pytest_run(repo, "--perf-save", *extra)
-            print(f"rep {rep + 1}: plain run {took:.0f} s; baseline saved (exit {code})")
-            for label in args.scenarios.split(","):
-                git(repo, "checkout", "-q", "-B", f"s{SCENARIOS[label]}", "main")
-                (repo / "layers.txt").write_text(str(SCENARIOS[label]))
-                git(repo, "commit", "-q", "--allow-empty", "-am", label)
-                for mode in args.modes.split(","):
-                    with Tenant(args.tenant, seconds=max(10.0, statistics.median(plain))):
-                        doc, code, took = pytest_run(repo, *MODES[mode], *extra)
-                    rows[(label, mode)] += _row(doc)
-                    times[(label, mode)].append(took)
-                    print(f"  {label} {mode}: exit {code}, {took:.0f} s")
-    base = statistics.median(plain)
+def _summary(
+    rows: dict[tuple[str, str], list[dict[str, Any]]],
+    times: dict[tuple[str, str], list[float]],
+    plain: list[float],
+    args: argparse.Namespace,
+) -> None:
+    base = statistics.median(plain) if plain else float("nan")
     print(f"\nplain run: median {base:.0f} s; device {args.device}; tenant {args.tenant}")
     for (label, mode), found in sorted(rows.items()):
         verdicts = collections.Counter(r["verdict"] for r in found)
@@ -251,12 +211,100 @@ def main() -> None:
             f"({took / base:.2f}x plain)"
         )
         for r in found:
-            print(
-                f"  {r['name']:<18} {r['verdict']!s:<14} ratio {r['ratio'] or 0:.3f} "
-                f"latency {r['latency']!s:<13} device {r['device']!s:<13} "
-                f"work {r['work']} pairs {r['pairs']} flagged {r['flagged']} "
-                f"others {r['others'][:3]} profile {r['profile_s']}"
-            )
+            _print_row(r)
+
+
+def _print_row(r: dict[str, Any]) -> None:
+    print(
+        f"  {r['name']:<18} {r['verdict']!s:<14} ratio {r['ratio'] or 0:.3f} "
+        f"latency {r['latency']!s:<13} device {r['device']!s:<13} "
+        f"(x{r['device_ratio'] or 0:.3f}) work {r['work']} pairs {r['pairs']} "
+        f"flagged {r['flagged']} others {r['others'][:3]} profile {r['profile_s']}",
+        flush=True,
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--modes", default="compare,ab")
+    ap.add_argument("--scenarios", default="A/A,+1layer")
+    ap.add_argument("--tenant", action="store_true")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("-k", default="", help="pytest -k expression for the suite")
+    ap.add_argument(
+        "--pytest-args",
+        default="",
+        help="more pytest arguments for every run, given with '=' "
+        "(--pytest-args='--perf-profile=off': the pass's after-effects, if any)",
+    )
+    ap.add_argument(
+        "--log-dir", type=Path, default=None, help="keep every run's output and JSON here"
+    )
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        default=0.0,
+        help="seconds: start no run after this (a lent machine's time is short); 0 = none",
+    )
+    args = ap.parse_args()
+    ENV_EXTRA.update(GQ_DEVICE=args.device, GQ_SMALL="1" if args.small else "0")
+    import decision_quality
+
+    decision_quality.ENV.update(ENV_EXTRA)
+    extra = (["-k", args.k] if args.k else []) + args.pytest_args.split()
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
+    times: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    plain: list[float] = []
+    started = time.time()
+    n = 0
+
+    def run(repo: Path, *run_args: str) -> tuple[dict[str, Any] | None, int, float]:
+        nonlocal n
+        n += 1
+        log = args.log_dir / f"run{n:02d}" if args.log_dir else None
+        doc, code, took = pytest_run(repo, *run_args, *extra, log=log)
+        if code not in (0, 1) or doc is None:
+            tail = log.with_suffix(".log").read_text()[-1500:] if log else ""
+            print(f"  run {n} ({' '.join(run_args)}): exit {code}\n{tail}", flush=True)
+        return doc, code, took
+
+    def late() -> bool:
+        return bool(args.deadline) and time.time() - started > args.deadline
+
+    if args.log_dir:
+        args.log_dir.mkdir(parents=True, exist_ok=True)
+    for rep in range(args.reps):
+        if late():
+            break
+        with tempfile.TemporaryDirectory(prefix="gq-") as tmp:
+            repo = Path(tmp) / "repo"
+            repo.mkdir()
+            (repo / "test_gpu_suite.py").write_text(SUITE)
+            (repo / "layers.txt").write_text("0")
+            (repo / "pytest.ini").write_text("[pytest]\n")
+            commit_repo(repo, "suite")
+            _, code, took = run(repo)
+            plain.append(took)
+            _, code, _ = run(repo, "--perf-save")
+            print(f"rep {rep + 1}: plain {took:.0f} s; baseline saved (exit {code})", flush=True)
+            # Mode by mode, each scenario in turn: a deadline cuts a mode, not a scenario.
+            for mode in args.modes.split(","):
+                for label in args.scenarios.split(","):
+                    if late():
+                        break
+                    git(repo, "checkout", "-q", "-B", f"s{SCENARIOS[label]}", "main")
+                    (repo / "layers.txt").write_text(str(SCENARIOS[label]))
+                    git(repo, "commit", "-q", "--allow-empty", "-am", label)
+                    with Tenant(args.tenant, seconds=max(10.0, statistics.median(plain))):
+                        doc, code, took = run(repo, *MODES[mode])
+                    rows[(label, mode)] += _row(doc)
+                    times[(label, mode)].append(took)
+                    print(f"  {label} {mode}: exit {code}, {took:.0f} s", flush=True)
+                    for r in _row(doc):
+                        _print_row(r)
+    _summary(rows, times, plain, args)
 
 
 if __name__ == "__main__":
