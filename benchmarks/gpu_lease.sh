@@ -10,7 +10,7 @@ set -u
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 OUT=${OUT:-/tmp/gpu-lease}
 mkdir -p "$OUT/runs"
-deadline=${1:-200}
+deadline=${1:-300}
 kexpr=${2:-bert_b1 or bert_b32_graph or resnet50_b16}
 t0=$(date +%s)
 say() { echo "== $(($(date +%s) - t0)) s: $*"; }
@@ -35,12 +35,12 @@ print("torch", torch.__version__, torch.cuda.get_device_name(0), "| ort", o.__ve
 EOF
 
 say "tests/test_gpu.py"
-timeout 100 python3 -m pytest tests/test_gpu.py -q -p no:benchmark -rs \
+timeout 70 python3 -m pytest tests/test_gpu.py -q -p no:benchmark -rs \
     >"$OUT/test_gpu.log" 2>&1
 echo "exit $?"; tail -25 "$OUT/test_gpu.log"
 
 say "gpu_quality, quiet (deadline ${deadline} s)"
-timeout $((deadline + 120)) python3 benchmarks/gpu_quality.py --reps 1 --modes ab,compare \
+timeout $((deadline + 110)) python3 benchmarks/gpu_quality.py --reps 1 --modes compare,ab \
     -k "$kexpr" --log-dir "$OUT/runs" --deadline "$deadline" \
     --pytest-args='-p no:benchmark'
 echo "exit $?"
