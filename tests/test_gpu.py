@@ -104,12 +104,6 @@ def test_torch_cuda_events(ourtester: pytest.Pytester) -> None:
             assert r.median >= 0.9 * sorted(extra["device_samples"])[len(r.samples) // 2]
             assert r.memory["cuda_max_allocated_bytes"] > 0
             assert r.block_size == 1
-            # The profiled pass: kernels and the device's busy time of each profiled call
-            # (on torch 2.11 it failed on a missing kineto method and measured neither).
-            w = r.work
-            assert w is not None and not [n for n in w.notes if "fail" in n or "no CUDA" in n], w
-            assert w.kernels is not None and 8 <= w.kernels < 40, w.kernel_counts
-            assert len(w.gpu_time) >= 5 and 0 < min(w.gpu_time) <= r.median
 
         def test_cuda_graph(infer_bench):
             model = torch.nn.Linear(512, 512).cuda()
@@ -117,7 +111,19 @@ def test_torch_cuda_events(ourtester: pytest.Pytester) -> None:
             assert r.backend_info["cuda_graph"] is True
         """
     )
-    ourtester.runpytest_subprocess().assert_outcomes(passed=2)
+    ourtester.runpytest_subprocess("--perf-json=out.json").assert_outcomes(passed=2)
+    # The profiled pass (after the test's call): kernels and the device's busy time of each
+    # profiled call, its operators exact. On a lent H200 (torch 2.11) it first failed on a
+    # missing kineto method, then counted CUDA allocations as kernels and kineto's own
+    # "Activity Buffer Request" as an operator that varied from call to call.
+    bench = next(
+        b for b in load_json(ourtester.path / "out.json")["benchmarks"] if "test_a" in b["nodeid"]
+    )
+    work = bench["work"]
+    assert not [n for n in work["notes"] if "fail" in n or "no CUDA" in n], work
+    assert work["varying"] == [] and "[memory]" not in work["kernel_counts"], work
+    assert 8 <= work["kernels"] < 40 and work["kernels"] == int(work["kernels"]), work
+    assert len(work["gpu_time"]) >= 5 and 0 < min(work["gpu_time"]) <= bench["stats"]["median"]
 
 
 @needs_cuda

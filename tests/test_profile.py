@@ -93,6 +93,46 @@ def test_an_events_kind_without_activity_type_is_what_kineto_says() -> None:
         assert _kind(_Older(e)) == e.activity_type(), e.name()
 
 
+class _Fake:
+    """A torch 2.11 kineto event of a kind a CPU cannot profile, as a lent H200 gave it."""
+
+    def __init__(self, name: str, device: str, annotation: bool = False) -> None:
+        self._name, self._device, self._annotation = name, device, annotation
+
+    def name(self) -> str:
+        return self._name
+
+    def device_type(self) -> str:
+        return f"DeviceType.{self._device}"
+
+    def is_user_annotation(self) -> bool:
+        return self._annotation
+
+    def is_python_function(self) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("name", "device", "kind"),
+    [
+        ("[memory]", "CUDA", "cpu_instant_event"),  # a CUDA allocation: not a kernel
+        ("Activity Buffer Request", "CPU", "overhead"),  # kineto's own: not an operator
+        ("cudaLaunchKernel", "CPU", "cuda_runtime"),
+        ("cuLaunchKernelEx", "CPU", "cuda_runtime"),
+        ("custom_op", "CPU", "cpu_op"),
+        ("ampere_sgemm_128x64_nn", "CUDA", "kernel"),
+        ("Memcpy HtoD (Pageable -> Device)", "CUDA", "gpu_memcpy"),
+        ("Memset (Device)", "CUDA", "gpu_memset"),
+        ("Context Sync", "CUDA", "cuda_sync"),
+    ],
+)
+def test_an_older_torchs_device_events_are_told_apart(name: str, device: str, kind: str) -> None:
+    from pytest_infperf.measure.profile import _kind
+
+    assert _kind(_Fake(name, device)) == kind
+    assert _kind(_Fake(CALL_MARK, "CUDA", annotation=True)) == "gpu_user_annotation"
+
+
 def test_self_time_leaves_out_the_children() -> None:
     ops = [
         Event("aten::linear", "cpu_op", 0, 100),
@@ -261,6 +301,36 @@ def test_device_time_decides_where_the_host_bound_latency_cannot() -> None:
 
     text = failure_message("test_bert", c)
     assert "device time: now 2.16 ms" in text and "host-bound: the device was busy" in text
+
+
+def test_a_device_regression_the_counts_agree_with_needs_no_interleaving() -> None:
+    """A stored device-time regression stands without settling only where an exact count
+    grew with it (a lent H200: one layer more, kernels +8.0%, device time +8.1%, settled
+    over 4-5 process pairs each); the same device time with unchanged counts (a slower
+    kernel, or a GPU that moved) is settled as before, and so is a latency regression."""
+    from pytest_infperf.judge import work as _work
+    from pytest_infperf.judge.device import counts_agree
+    from pytest_infperf.report.messages import failure_message
+
+    base = _cuda_result(6e-3, 2.0e-3, seed=1)
+    now = _cuda_result(6e-3, 2.16e-3, seed=2)
+    c = Judge().stored(now, base.to_json(), merge({}), ORIGIN)
+    same = _work.attach(c, now.work, base.work)
+    assert c.verdict is Verdict.REGRESSION and counts_agree(same) is None
+    assert now.work is not None
+    more = dataclasses.replace(now.work, kernels=181.0 * 1.08)
+    agreed = _work.attach(c, more, base.work)
+    why = counts_agree(agreed)
+    assert why is not None and "kernels +8.0%" in why and "device time (+8." in why
+    few = dataclasses.replace(now.work, kernels=182.0)  # one small kernel more: not +8%
+    assert counts_agree(_work.attach(c, few, base.work)) is None
+    shown = dataclasses.replace(agreed, details={"counts_agree": why})
+    assert why in failure_message("test_bert", shown)
+    latency = Judge().stored(
+        _cuda_result(9e-3, 2.0e-3, sd=0.002, seed=4), base.to_json(), merge({}), ORIGIN
+    )
+    assert latency.verdict is Verdict.REGRESSION and latency.metric == "median"
+    assert counts_agree(_work.attach(latency, more, base.work)) is None  # never by the counts
 
 
 def test_identical_device_time_is_unchanged_and_a_baseline_without_it_judges_latency() -> None:

@@ -266,21 +266,32 @@ def _events(prof: Any) -> list[Event]:
     ]
 
 
+#: Kineto's own events on the host (its "overhead" activity), by the names it gives them:
+#: not the model's operators. On a lent H200 "Activity Buffer Request" fell inside one
+#: profiled call in ten and made every CUDA benchmark's operator counts "varying".
+OVERHEAD_NAMES = frozenset(
+    {"Activity Buffer Request", "Buffer Flush", "Instrumentation", "Resource", "Driver Compiler"}
+)
+
+
 def _kind(e: Any) -> str:
     """An event's kineto activity type. ``_KinetoEvent.activity_type()`` is torch 2.13's;
     torch 2.11 has none (a lent H200: the whole pass failed on it), so there the type is
-    told from what every version has: the device (a GPU's events are kernels, copies, sets
-    and its view of the annotations), the annotation flag, and the CUDA API's names of the
-    host's launch calls."""
+    told from what every version has: the name of the allocator's and kineto's own events,
+    the device (a GPU's events are kernels, copies, sets and its view of the annotations),
+    the annotation flag, and the CUDA API's names of the host's launch calls."""
     if hasattr(e, "activity_type"):
         return str(e.activity_type())
     name = e.name()
+    # Before the device: a CUDA allocation's event is on the GPU's device (an H200 counted
+    # 406 of them as kernels of a BERT), and kineto calls it an instant event of the host.
+    if name == "[memory]":
+        return "cpu_instant_event"
     on_device = str(e.device_type()).rsplit(".", 1)[-1] != "CPU"
     annotation = getattr(e, "is_user_annotation", None)
-    if (annotation() if annotation is not None else name == CALL_MARK) and not on_device:
-        return "user_annotation"
+    annotated = annotation() if annotation is not None else name == CALL_MARK
     if on_device:
-        if name == CALL_MARK or (annotation is not None and annotation()):
+        if annotated or name == CALL_MARK:
             return "gpu_user_annotation"
         if name.startswith("Memcpy"):
             return "gpu_memcpy"
@@ -288,8 +299,13 @@ def _kind(e: Any) -> str:
             return "gpu_memset"
         # torch's inductor benchmarker drops this one from the kernels it sums, as here.
         return "cuda_sync" if name.endswith(" Sync") else "kernel"
-    if name == "[memory]":
-        return "cpu_instant_event"
+    if annotated:
+        return "user_annotation"
+    if name in OVERHEAD_NAMES:
+        return "overhead"
+    python = getattr(e, "is_python_function", None)
+    if python is not None and python():
+        return "python_function"
     if name.startswith("cuda") or (name.startswith("cu") and name[2:3].isupper()):
         return "cuda_runtime"
     return "cpu_op"

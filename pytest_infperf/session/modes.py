@@ -156,6 +156,24 @@ class Plain:
         return None
 
 
+def _stored_pass(
+    context: RunContext, judge: Judge, result: BenchmarkResult, opts: BenchOptions
+) -> Comparison:
+    """The stored baseline's verdict with its work diff; a regression of the device time
+    that the exact counts agree with is marked decided (``details["counts_agree"]``)."""
+    from ..judge import work as _work
+    from ..judge.device import counts_agree, work_of
+
+    source = context.source
+    assert source is not None
+    entry = source.entries.get(result.key)
+    c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
+    c = _work.attach(c, result.work, None if entry is None else work_of(entry))
+    if (agreed := counts_agree(c)) is not None:
+        c = dataclasses.replace(c, details={**c.details, "counts_agree": agreed})
+    return c
+
+
 class Stored(Plain):
     """``--perf-compare``: judged against the stored baseline. A verdict the stored
     baseline cannot decide (inconclusive, withheld by the drift guard, or a first-pass
@@ -249,12 +267,11 @@ class Stored(Plain):
         """The stored verdict, settled or re-measured where it was not decisive."""
         from ..core.results import Verdict
 
-        source = self.context.source
-        assert source is not None
         judge, opts = self.judge, call.opts
-        entry = source.entries.get(result.key)
-        c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
+        c = _stored_pass(self.context, judge, result, opts)
         unrouted, self._unrouted = self._unrouted, ""
+        if c.details.get("counts_agree"):
+            return c
         # Trusted symmetrically: what rules out a regression stands; a regression, an
         # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
         if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
