@@ -4,7 +4,7 @@ machine.
 
     python benchmarks/gpu_quality.py [--reps 3] [--modes compare,ab]
         [--scenarios A/A,+1layer] [--tenant] [--device cuda|cpu] [--small]
-        [-k EXPR] [--pytest-args='ARGS']
+        [-k EXPR] [--pytest-args='ARGS'] [--log-dir DIR] [--deadline SECONDS]
 
 The suite (random weights, built from configs: offline):
 

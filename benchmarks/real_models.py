@@ -1,7 +1,7 @@
 """Identical code on real models, through the real plugin: verdicts and what a compare costs.
 
     python benchmarks/real_models.py [--reps 5] [--mode stored|ab] [--neighbour] [--threads N]
-        [-k EXPR] [--variants='ARGS;ARGS'] [--keep DIR]
+        [--suite examples|second] [-k EXPR] [--variants='ARGS;ARGS'] [--keep DIR]
 
 The suite is this project's ``examples/`` (the main job's benchmarks: a torch and an ONNX
 Runtime MLP at batch 1 and 32, DistilBERT and BERT-base in torch and ONNX Runtime at
@@ -40,11 +40,16 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NAMES = ("regression", "improvement", "unchanged", "no-regression", "inconclusive")
 
 
-def make_repo(root: Path) -> Path:
+#: The suites: this project's examples, and a second of the families they lack (issue 47).
+SUITES = {"examples": EXAMPLES, "second": Path(__file__).resolve().parent / "second_suite"}
+
+
+def make_repo(root: Path, suite: str = "examples") -> Path:
     repo = root / "repo"
-    shutil.copytree(EXAMPLES, repo / "examples", ignore=shutil.ignore_patterns("__pycache__"))
-    (repo / "pytest.ini").write_text("[pytest]\ntestpaths = examples\n")
-    commit_repo(repo, "examples")
+    source = SUITES[suite]
+    shutil.copytree(source, repo / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "pytest.ini").write_text(f"[pytest]\ntestpaths = {source.name}\n")
+    commit_repo(repo, suite)
     return repo
 
 
@@ -155,6 +160,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--mode", choices=("stored", "ab"), default="stored")
+    parser.add_argument(
+        "--suite",
+        choices=tuple(SUITES),
+        default="examples",
+        help="examples (the main job's) or second (benchmarks/second_suite: an audio "
+        "encoder, a seq2seq generate(), a compiled model, ONNX Runtime at default "
+        "threading, a CNN)",
+    )
     parser.add_argument("--neighbour", action="store_true", help="busy loops on every core")
     parser.add_argument("--keep", type=Path, help="copy each comparing run's JSON into this folder")
     parser.add_argument(
@@ -170,6 +183,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     # The examples' own options need their folder named (its conftest.py then loads first).
+    if args.threads is not None and args.suite != "examples":
+        parser.error("--threads is the examples' option; the second suite runs at defaults")
     extra = [] if args.threads is None else ["examples", f"--threads={args.threads}"]
     if args.keyword:
         extra += ["-k", args.keyword]
@@ -177,7 +192,7 @@ def main() -> None:
     tallies = {v: Tally() for v in variants}
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        repo = make_repo(Path(tmp))
+        repo = make_repo(Path(tmp), args.suite)
         for rep in range(1, args.reps + 1):
             for variant in variants:
                 tally, own = tallies[variant], [*extra, *variant.split()]
@@ -207,7 +222,7 @@ def main() -> None:
                 )
     neighbour = "busy loop on every core" if args.neighbour else "quiet"
     head = (
-        f"real models (examples/), A/A, mode {args.mode} ({' '.join(MODES[args.mode])}), "
+        f"real models ({args.suite}), A/A, mode {args.mode} ({' '.join(MODES[args.mode])}), "
         f"{neighbour}; {args.reps} repetitions; {time.time() - started:.0f} s"
         + ("" if args.threads is None else f"; --threads={args.threads}")
         + ("" if not args.keyword else f"; -k {args.keyword!r}")
