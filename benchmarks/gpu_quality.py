@@ -178,6 +178,15 @@ def _row(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
                 "profile_s": (b.get("work") or {}).get("cost_s"),
                 "work": (c.get("work") or {}).get("change"),
                 "pairs": c.get("process_pairs"),
+                # Why it was interleaved, and what the stored pass said (the H200's first
+                # run: the GPU reference withheld every stored verdict it guarded).
+                "settled": c.get("settled_because"),
+                "stored": (
+                    (c.get("stored_pass") or {}).get("verdict"),
+                    (c.get("stored_pass") or {}).get("reason"),
+                ),
+                "speed": c.get("machine_speed")
+                or (c.get("stored_pass") or {}).get("machine_speed"),
             }
         )
     return out
@@ -219,7 +228,8 @@ def _print_row(r: dict[str, Any]) -> None:
         f"  {r['name']:<18} {r['verdict']!s:<14} ratio {r['ratio'] or 0:.3f} "
         f"latency {r['latency']!s:<13} device {r['device']!s:<13} "
         f"(x{r['device_ratio'] or 0:.3f}) work {r['work']} pairs {r['pairs']} "
-        f"flagged {r['flagged']} others {r['others'][:3]} profile {r['profile_s']}",
+        f"flagged {r['flagged']} others {r['others'][:3]} profile {r['profile_s']} "
+        f"settled {r['settled']} stored {r['stored']} speed {r['speed']}",
         flush=True,
     )
 

@@ -604,9 +604,12 @@ def test_block_watch_sees_a_gpu_tenant_on_the_real_nvml() -> None:
     """The real NVML path of the per-block readings: a second process computing on the GPU
     (started here) flags the quad's last block as ``other_process``; a reading costs well
     under a millisecond."""
+    import contextlib
     import signal
     import subprocess
     import time
+
+    import psutil
 
     if gpu.snapshot() is None or gpu.snapshot()["source"] != "nvml":  # type: ignore[index]
         pytest.skip("needs nvidia-ml-py")
@@ -618,24 +621,32 @@ def test_block_watch_sees_a_gpu_tenant_on_the_real_nvml() -> None:
     assert gpu.OTHER_PROCESS not in watch.block_done("head", quad_end=True)
     # The tenant must not descend from this run (its own processes are never tenants: a
     # child started here was taken for ours on a lent H200): a shell starts it in the
-    # background and exits, so it is re-parented away from this process tree.
+    # background and exits, so it is re-parented away from this process tree. A background
+    # job ignores Ctrl-C, so it ends by itself within a minute whatever happens here.
     code = (
-        "import os,torch\na=torch.randn(4096,4096,device='cuda')\n"
-        "print(os.getpid(),flush=True)\nwhile True: a@a"
+        "import os,time,torch\na=torch.randn(4096,4096,device='cuda')\n"
+        "print(os.getpid(),flush=True)\nend=time.time()+60\nwhile time.time()<end: a@a"
     )
+    pid: int | None = None
     shell = subprocess.Popen(
         ["sh", "-c", '"$0" -c "$1" &', sys.executable, code], stdout=subprocess.PIPE, text=True
     )
-    assert shell.stdout is not None
-    pid = int(shell.stdout.readline())
-    shell.wait()
-    shell.stdout.close()
     try:
-        assert not gpu.descends(pid, os.getpid())
+        assert shell.stdout is not None
+        pid = int(shell.stdout.readline())
+        shell.wait(timeout=30)
+        assert not gpu.descends(pid, watch.ours.root)
         time.sleep(0.5)
         flags = watch.block_done("base", quad_end=True)
     finally:
-        os.kill(pid, signal.SIGKILL)
+        shell.kill()
+        if shell.stdout is not None:
+            shell.stdout.close()
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).wait(10)
     assert gpu.OTHER_PROCESS in flags
     record = watch.tally.to_json()
     assert pid in record["other_processes"]

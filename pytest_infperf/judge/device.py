@@ -48,36 +48,6 @@ def device_share(result: BenchmarkResult) -> float | None:
     return statistics.median(work.gpu_time) / latency if latency > 0 else None
 
 
-#: A stored regression of the device time stands without interleaving when an exact count
-#: of the work (FLOPs, operators, kernels: the same every call) grew by at least this share
-#: of the device time's growth. nvbench's robust compare calls SLOW only where cycles agree
-#: with time; here the counts are what agrees. (One layer more on a lent H200: kernels
-#: +8.0%, device time +8.1%; interleaving it cost 4-5 process pairs a benchmark.)
-AGREE_SHARE = 0.5
-
-
-def counts_agree(c: Comparison) -> str | None:
-    """Why a stored regression needs no interleaving to settle it, or None: its device
-    time regressed and the exact work counts grew with it. The device's busy time of one
-    model moved by 0.05-0.33% between processes on an H100 and its counts are exact, so
-    what settling guards against (a host or machine that moved between the two runs)
-    cannot make both; the GPU's own reference already withholds a verdict on a GPU that
-    moved (:func:`reference_kind`)."""
-    part = (c.parts or {}).get("gpu_time")
-    work = c.work
-    if c.verdict is not Verdict.REGRESSION or part is None or part.ratio is None:
-        return None
-    if part.verdict is not Verdict.REGRESSION or work is None or work.increase is None:
-        return None
-    if work.increase < AGREE_SHARE * (part.ratio - 1.0):
-        return None
-    return (
-        f"the device time ({part.ratio - 1.0:+.1%}) and the exact work count "
-        f"({work.increase_measure} {work.increase:+.1%}) agree, so the stored pass decides "
-        "it without interleaving"
-    )
-
-
 def reference_kind(metric: str, current: Observation) -> str:
     """Which reference guards a metric against machine drift: the GPU's fixed kernel for
     a GPU benchmark's device time and for its latency where the device bounds it, the

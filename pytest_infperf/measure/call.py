@@ -16,7 +16,6 @@ import dataclasses
 import math
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
@@ -31,7 +30,6 @@ from ..stats.descriptive import summarize, throughput
 from . import gpu
 from . import profile as _profile
 from .backends import Prepared, find_nan, runs_on_gpu
-from .drift import GPU_KEY, gpu_probe
 from .timing import Measurement, Warm, measure, recalibrate, warm_up
 
 #: How long a measurement waits for another one to finish timing on the same device.
@@ -122,17 +120,6 @@ class BenchCall:
         mode = self.opts.profile if self.opts.profile != "off" else "counts"
         result.work = self.profile(took, mode)
         return result
-
-    def gpu_reference(self) -> dict[str, float]:
-        """The drift guard's GPU reference, taken on this benchmark's GPU after its samples
-        (``{GPU_KEY: seconds}``; empty off a GPU or where it cannot be read)."""
-        if not runs_on_gpu(self.prepared.env) or "torch" not in sys.modules:
-            return {}
-        device = str(self.prepared.info.get("device") or "")
-        if not device.startswith("cuda"):  # ONNX Runtime's CUDA provider names its device_id
-            device = f"cuda:{int(self.prepared.info.get('device_id') or 0)}"
-        value = gpu_probe(device)
-        return {} if value is None else {GPU_KEY: value}
 
     def result(self, m: Measurement) -> BenchmarkResult:
         """The result of a measurement: statistics, throughput, memory, warnings."""

@@ -9,6 +9,7 @@ and a pure-Python loop (interpreter and framework overhead, the "framework tax" 
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Mapping
@@ -50,8 +51,14 @@ def measure_reference(repeats: int = REPEATS) -> dict[str, float]:
 
 
 _PROBE_STATE: dict[str, Any] = {}
-#: The reference entry of the GPU's fixed kernel (seconds of device time per launch).
-GPU_KEY = "gpu_kernel_s"
+#: The GPU's reference entries: its SM and memory clocks (MHz, NVML) just after a GPU
+#: benchmark's samples. They replace a fixed kernel's timed device time
+#: (``gpu_kernel_s``, an fp16 1024x1024 matmul): on a lent H200 that kernel took 14-25 us
+#: a launch, the host's launch rate rather than the GPU's speed, and moved by x1.10-x1.39
+#: between runs of a quiet GPU whose SM clock read 1980 MHz throughout and whose
+#: benchmarks' device time moved by 0.999-1.002, so it withheld every stored GPU verdict
+#: it guarded (docs/MEASURED.md). A clock is read, not timed: it cannot pick up the host.
+GPU_KEYS = ("gpu_sm_mhz", "gpu_mem_mhz")
 
 
 def probe(repeats: int = 5) -> tuple[float, float]:
@@ -108,17 +115,24 @@ def speed_factors(
     three of them, with no real drift, widened about a fifth of comparisons by more than the
     whole tolerance (issue 24). The median moves only when most indicators agree.
 
-    ``kind="gpu"``: the GPU's own reference instead (:func:`gpu_probe`'s fixed kernel):
-    the CPU probes say nothing of a GPU's clocks, and the host's speed moved by tens of
-    percent between processes where the device's time moved by a fraction of one (issue
-    44). None where either side lacks it: no guard, rather than the CPU's."""
+    ``kind="gpu"``: the GPU's own reference instead (:func:`gpu_reference`, its clocks; a
+    clock at half the speed takes twice the time): the CPU probes say nothing of a GPU's
+    clocks, and the host's speed moved by tens of percent between processes where the
+    device's time moved by a fraction of one (issue 44). None where either side lacks
+    them (no NVML, a baseline saved before them): no guard, rather than the CPU's."""
     if not current or not baseline:
         return None
     if kind == "gpu":
-        now, then = current.get(GPU_KEY), baseline.get(GPU_KEY)
-        if not now or not then:
+        pairs = [
+            (float(current[k]), float(baseline[k]))
+            for k in GPU_KEYS
+            if _positive(current.get(k)) and _positive(baseline.get(k))
+        ]
+        if not pairs:
             return None
-        return max(1.0, now / then), max(1.0, then / now)
+        slower = max(then / now for now, then in pairs)
+        faster = max(now / then for now, then in pairs)
+        return max(1.0, slower), max(1.0, faster)
     ratios = [
         current[k] / baseline[k]
         for k in ("python_s", "gemm_s")
@@ -151,37 +165,24 @@ def drift(
     return {**ratios, "limit": limit, "drifted": drifted}
 
 
-def gpu_probe(device: Any, repeats: int = 11, launches: int = 8) -> float | None:
-    """The device time of a fixed kernel on a benchmark's GPU (an fp16 1024x1024 matmul,
-    timed with CUDA events over ``launches`` back-to-back launches, the median of
-    ``repeats``): seconds per launch, or None where torch or CUDA cannot say. The GPU's
-    own speed (clocks, thermal and power state, a tenant) moves it; the host's does not:
-    the launches are queued before the first one ends. Taken after a GPU benchmark's
-    timed samples, outside them."""
-    import sys  # noqa: PLC0415 (only where a GPU benchmark ran)
+def _positive(value: Any) -> bool:
+    """A clock a document may hold: a finite number above zero (not a bool, not a string)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    try:
-        key = f"gpu:{device}"
-        if key not in _PROBE_STATE:
-            gen = torch.Generator(device=device).manual_seed(0)
-            a = torch.randn(1024, 1024, device=device, dtype=torch.float16, generator=gen)
-            _PROBE_STATE[key] = (a, a.t().contiguous())
-        a, b = _PROBE_STATE[key]
-        with torch.cuda.device(device):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            for _ in range(3):
-                a @ b
-            times = []
-            for _ in range(repeats):
-                start.record()
-                for _ in range(launches):
-                    a @ b
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end) / 1e3 / launches)
-        return float(statistics.median(times))
-    except Exception:  # a reference must never fail a benchmark
-        return None
+
+def gpu_reference(state: Mapping[str, Any] | None) -> dict[str, float]:
+    """The drift guard's GPU reference from the NVML state read just after a GPU
+    benchmark's samples (``gpu_state``'s ``after``): its SM and memory clocks (empty
+    without NVML or where a clock could not be read)."""
+    if not state:
+        return {}
+    out = {}
+    for key, field in zip(GPU_KEYS, ("sm_clock_mhz", "mem_clock_mhz"), strict=True):
+        if _positive(state.get(field)):
+            out[key] = float(state[field])
+    return out

@@ -350,9 +350,9 @@ class BlockWatch:
     Every block: the clock-event reasons and the SM clock (3.4 us on an H100; on a lent
     H200, a Firecracker VM, a reading averaged 131-233 us: between blocks, so wall time,
     never a sample's). At each quad's end (the unit set aside), the processes holding a
-    context on the GPU (9 us): a *tenant* is one that opened its context after ``before`` was taken (at the session's
-    start: :func:`context_pids`). One that held a context from before (a notebook, the
-    job's own harness) is recorded, not flagged: holding a context
+    context on the GPU (9 us): a *tenant* is one that opened its context after ``before``
+    was taken (at the session's start: :func:`context_pids`). One that held a context from
+    before (a notebook, the job's own harness) is recorded, not flagged: holding a context
     is not computing, and NVML's per-process utilisation, which would tell, cost 2.2 ms a
     reading there (benchmarks/gpu_noise.py)."""
 

@@ -266,12 +266,27 @@ def _events(prof: Any) -> list[Event]:
     ]
 
 
-#: Kineto's own events on the host (its "overhead" activity), by the names it gives them:
-#: not the model's operators. On a lent H200 "Activity Buffer Request" fell inside one
-#: profiled call in ten and made every CUDA benchmark's operator counts "varying".
+#: Kineto's own events on the host (its "overhead" activity: CUPTI's overhead kinds and
+#: kineto's buffer requests), by the names it gives them: not the model's operators. On a
+#: lent H200 "Activity Buffer Request" fell inside one profiled call in ten and made every
+#: CUDA benchmark's operator counts "varying".
 OVERHEAD_NAMES = frozenset(
-    {"Activity Buffer Request", "Buffer Flush", "Instrumentation", "Resource", "Driver Compiler"}
+    {
+        "Activity Buffer Request",
+        "Buffer Flush",
+        "Instrumentation",
+        "Resource",
+        "Driver Compiler",
+        "Runtime Triggered Module Loading",
+        "Lazy Function Loading",
+        "Command Buffer Full",
+        "UVM Activity Init",
+        "Unknown",
+    }
 )
+#: ``RecordScope.USER_SCOPE``: a ``record_function`` range (what ``is_user_annotation()``
+#: tells on the torch versions that have it).
+USER_SCOPE = 7
 
 
 def _kind(e: Any) -> str:
@@ -279,26 +294,30 @@ def _kind(e: Any) -> str:
     torch 2.11 has none (a lent H200: the whole pass failed on it), so there the type is
     told from what every version has: the name of the allocator's and kineto's own events,
     the device (a GPU's events are kernels, copies, sets and its view of the annotations),
-    the annotation flag, and the CUDA API's names of the host's launch calls."""
+    the annotation flag (or the record scope, before that flag), and the CUDA API's names
+    of the host's launch calls."""
     if hasattr(e, "activity_type"):
         return str(e.activity_type())
     name = e.name()
     # Before the device: a CUDA allocation's event is on the GPU's device (an H200 counted
     # 406 of them as kernels of a BERT), and kineto calls it an instant event of the host.
-    if name == "[memory]":
+    if name in ("[memory]", "[OutOfMemory]"):
         return "cpu_instant_event"
     on_device = str(e.device_type()).rsplit(".", 1)[-1] != "CPU"
     annotation = getattr(e, "is_user_annotation", None)
-    annotated = annotation() if annotation is not None else name == CALL_MARK
+    scope = getattr(e, "scope", None)
+    annotated = (
+        annotation() if annotation is not None else scope is not None and scope() == USER_SCOPE
+    ) or name == CALL_MARK
     if on_device:
-        if annotated or name == CALL_MARK:
+        if annotated:
             return "gpu_user_annotation"
         if name.startswith("Memcpy"):
             return "gpu_memcpy"
         if name.startswith("Memset"):
             return "gpu_memset"
-        # torch's inductor benchmarker drops this one from the kernels it sums, as here.
-        return "cuda_sync" if name.endswith(" Sync") else "kernel"
+        # torch's inductor benchmarker drops "Context Sync" from the kernels it sums.
+        return "cuda_sync" if name.endswith(" Sync") or name == "Stream Wait Event" else "kernel"
     if annotated:
         return "user_annotation"
     if name in OVERHEAD_NAMES:
@@ -306,8 +325,10 @@ def _kind(e: Any) -> str:
     python = getattr(e, "is_python_function", None)
     if python is not None and python():
         return "python_function"
-    if name.startswith("cuda") or (name.startswith("cu") and name[2:3].isupper()):
+    if "::" not in name and name.startswith("cuda"):
         return "cuda_runtime"
+    if "::" not in name and name.startswith("cu") and name[2:3].isupper():
+        return "cuda_driver"
     return "cpu_op"
 
 

@@ -187,8 +187,6 @@ def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
         )
     elif c.not_settled:
         lines.append(f"  not settled in this job: {c.not_settled}")
-    elif c.details.get("counts_agree"):
-        lines.append(f"  {c.details['counts_agree']}")
     work = work_note(c)
     if work:
         lines.append(f"  work per call: {work}")

@@ -132,6 +132,7 @@ class Plain:
     def measure(self, call: BenchCall) -> BenchmarkResult:
         __tracebackhide__ = True
         from ..measure.call import gpu_clocks, gpu_state, record_gpu_state, timing_lock
+        from ..measure.drift import gpu_reference
 
         domain = call.domain
         with timing_lock(domain, self.context.warn):
@@ -146,7 +147,7 @@ class Plain:
                 for warning in record_gpu_state(result, before, after, clocks):
                     self.context.warn(warning)
                 if probe is not None:  # the drift guard's GPU reference, beside the CPU's
-                    result.reference = {**(result.reference or {}), **call.gpu_reference()}
+                    result.reference = {**(result.reference or {}), **gpu_reference(after)}
             result.comparison = self.compare(call, result)
         for failure in self.gate.apply(result):
             call.fail(failure)
@@ -154,24 +155,6 @@ class Plain:
 
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
         return None
-
-
-def _stored_pass(
-    context: RunContext, judge: Judge, result: BenchmarkResult, opts: BenchOptions
-) -> Comparison:
-    """The stored baseline's verdict with its work diff; a regression of the device time
-    that the exact counts agree with is marked decided (``details["counts_agree"]``)."""
-    from ..judge import work as _work
-    from ..judge.device import counts_agree, work_of
-
-    source = context.source
-    assert source is not None
-    entry = source.entries.get(result.key)
-    c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
-    c = _work.attach(c, result.work, None if entry is None else work_of(entry))
-    if (agreed := counts_agree(c)) is not None:
-        c = dataclasses.replace(c, details={**c.details, "counts_agree": agreed})
-    return c
 
 
 class Stored(Plain):
@@ -267,11 +250,12 @@ class Stored(Plain):
         """The stored verdict, settled or re-measured where it was not decisive."""
         from ..core.results import Verdict
 
+        source = self.context.source
+        assert source is not None
         judge, opts = self.judge, call.opts
-        c = _stored_pass(self.context, judge, result, opts)
+        entry = source.entries.get(result.key)
+        c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
         unrouted, self._unrouted = self._unrouted, ""
-        if c.details.get("counts_agree"):
-            return c
         # Trusted symmetrically: what rules out a regression stands; a regression, an
         # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
         if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
