@@ -31,7 +31,8 @@ if ! python3 -c "import pytest,sys; sys.exit(tuple(map(int, pytest.__version__.s
         --target /tmp/site .whl/pytest/*.whl || exit 3
 fi
 export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --target /tmp/site . || exit 4
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . \
+    || exit 4
 python3 - <<'EOF'
 import onnxruntime as o, pytest, torch, transformers
 print("torch", torch.__version__, torch.cuda.get_device_name(0), "| ort", o.__version__,

@@ -111,11 +111,12 @@ def test_torch_cuda_events(ourtester: pytest.Pytester) -> None:
             assert r.backend_info["cuda_graph"] is True
         """
     )
-    ourtester.runpytest_subprocess("--perf-json=out.json").assert_outcomes(passed=2)
-    # The profiled pass (after the test's call): kernels and the device's busy time of each
-    # profiled call, its operators exact. On a lent H200 (torch 2.11) it first failed on a
-    # missing kineto method, then counted CUDA allocations as kernels and kineto's own
-    # "Activity Buffer Request" as an operator that varied from call to call.
+    # The profiled pass (the ourtester ini turns it off): kernels and the device's busy
+    # time of each profiled call, its operators exact. On a lent H200 (torch 2.11) it first
+    # failed on a missing kineto method, then counted CUDA allocations as kernels and
+    # kineto's own "Activity Buffer Request" as an operator that varied from call to call.
+    result = ourtester.runpytest_subprocess("--perf-json=out.json", "--perf-profile=counts")
+    result.assert_outcomes(passed=2)
     bench = next(
         b for b in load_json(ourtester.path / "out.json")["benchmarks"] if "test_a" in b["nodeid"]
     )
@@ -599,6 +600,47 @@ def test_region_watch_energy_tenants_and_throttling(monkeypatch: pytest.MonkeyPa
     assert gpu.RegionWatch(0).result(10) == {}  # no NVML: nothing, and no error
 
 
+def test_region_watch_reads_the_clocks_while_the_gpu_is_busy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The drift guard's GPU reference: the median SM and memory clocks of the region's
+    readings, leaving out those at which the GPU was idle (an idle H200 read 345 MHz); a
+    clock is read, not timed (the timed kernel it replaces moved x1.10-x1.39 on a quiet
+    H200)."""
+    import types
+
+    from pytest_infperf.measure.drift import gpu_reference
+
+    # (reasons, SM clock) at each reading: idle at the start, then busy (once power-capped)
+    readings = iter([(0x1, 345), (0, 1980), (0x4, 1755), (0, 1980)])
+    now = [0, 0]
+
+    def reasons(h: object) -> int:
+        now[:] = next(readings)
+        return now[0]
+
+    fake = types.SimpleNamespace(
+        nvmlDeviceGetHandleByIndex=lambda i: "h",
+        nvmlDeviceGetCurrentClocksEventReasons=reasons,
+        nvmlDeviceGetClockInfo=lambda h, kind: now[1] if kind == 1 else 3201,
+        nvmlDeviceGetComputeRunningProcesses=lambda h: [],
+        nvmlDeviceGetTotalEnergyConsumption=lambda h: 0,
+        NVML_CLOCK_SM=1,
+        NVML_CLOCK_MEM=2,
+    )
+    monkeypatch.setattr(gpu, "_init", lambda: fake)
+    watch = gpu.RegionWatch(0)
+    watch.start()
+    watch.check()
+    watch.check()
+    region = watch.result(calls=10)
+    assert region["sm_clock_mhz"] == 1980 and region["mem_clock_mhz"] == 3201
+    assert gpu_reference(region) == {"gpu_sm_mhz": 1980.0, "gpu_mem_mhz": 3201.0}
+    old = types.SimpleNamespace(**{k: v for k, v in vars(fake).items() if "Clock" not in k})
+    monkeypatch.setattr(gpu, "_init", lambda: old)  # bindings without the clock getter
+    assert "sm_clock_mhz" not in gpu.RegionWatch(0).result(calls=1)
+
+
 @needs_cuda
 def test_block_watch_sees_a_gpu_tenant_on_the_real_nvml() -> None:
     """The real NVML path of the per-block readings: a second process computing on the GPU
@@ -616,7 +658,7 @@ def test_block_watch_sees_a_gpu_tenant_on_the_real_nvml() -> None:
     import torch
 
     torch.zeros(1, device="cuda")  # this process computes on the GPU too: not a tenant
-    watch = gpu.BlockWatch(0, set(), "exclude")
+    watch = gpu.BlockWatch(gpu.nvml_index(0), set(), "exclude")  # cuda:0 in NVML terms
     watch.start()
     assert gpu.OTHER_PROCESS not in watch.block_done("head", quad_end=True)
     # The tenant must not descend from this run (its own processes are never tenants: a

@@ -138,20 +138,53 @@ def test_an_older_torchs_device_events_are_told_apart(name: str, device: str, ki
 
 
 class _Oldest(_Fake):
-    """torch before ``is_user_annotation()``: a range is told by its record scope."""
+    """torch before ``is_user_annotation()``: a range is told by its record scope, which
+    only a host-side event has (a GPU-side event's scope is 0)."""
 
     is_user_annotation = None  # type: ignore[assignment]
 
+    def __init__(self, name: str, device: str, annotation: bool = False, start: int = 0) -> None:
+        super().__init__(name, device, annotation)
+        self._start = start
+
     def scope(self) -> int:
-        return 7 if self._annotation else 0
+        return 7 if self._annotation and self._device == "CPU" else 0
+
+    def start_ns(self) -> int:
+        return self._start
+
+    def duration_ns(self) -> int:
+        return 1000
+
+    def start_thread_id(self) -> int:
+        return 1
+
+    def nbytes(self) -> int:
+        return 0
+
+    def correlation_id(self) -> int:
+        return 0
 
 
-def test_before_the_annotation_flag_a_range_is_told_by_its_scope() -> None:
-    from pytest_infperf.measure.profile import _kind
+def test_before_the_annotation_flag_a_range_is_told_by_its_scope_and_its_host_side() -> None:
+    """A range's host side has the user scope; its GPU side (scope 0) is named by the host
+    side, or its span would be summed into the device time as a kernel."""
+    import types
 
-    assert _kind(_Oldest("model.block", "CUDA", annotation=True)) == "gpu_user_annotation"
+    from pytest_infperf.measure.profile import _events, _kind
+
     assert _kind(_Oldest("model.block", "CPU", annotation=True)) == "user_annotation"
     assert _kind(_Oldest("aten::addmm", "CPU")) == "cpu_op"
+    raw = [
+        _Oldest(CALL_MARK, "CPU", annotation=True),
+        _Oldest("model.block", "CPU", annotation=True, start=10),
+        _Oldest("model.block", "CUDA", start=20),
+        _Oldest("gemm_kernel", "CUDA", start=30),
+    ]
+    prof = types.SimpleNamespace(kineto_results=types.SimpleNamespace(events=lambda: raw))
+    kinds = {(e.name, e.kind) for e in _events(prof)}
+    assert ("model.block", "gpu_user_annotation") in kinds and ("gemm_kernel", "kernel") in kinds
+    assert ("model.block", "kernel") not in kinds
 
 
 def test_self_time_leaves_out_the_children() -> None:
@@ -361,14 +394,16 @@ def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
     assert reference_kind("median", gpu_obs) == "gpu"
     assert reference_kind("median", host_bound) == "cpu"
     assert reference_kind("median", Observation([1.0])) == "cpu"
-    # The GPU's reference is its clocks just after the samples (a lent H200 read 1980 and
-    # 3201 MHz at every reading of every run).
-    clocks = gpu_reference({"sm_clock_mhz": 1980, "mem_clock_mhz": 3201, "power_w": 500.0})
+    # The GPU's reference is its clocks while the samples ran (the region watch's medians;
+    # a lent H200 read 1980 and 3201 MHz at every reading of every run).
+    clocks = gpu_reference({"sm_clock_mhz": 1980, "mem_clock_mhz": 3201, "other_processes": []})
     assert clocks == {"gpu_sm_mhz": 1980.0, "gpu_mem_mhz": 3201.0}
     now = {"python_s": 2.0, "gemm_s": 2.0, **clocks}
     then = {"python_s": 1.0, "gemm_s": 1.0, **clocks}
     assert speed_factors(now, then, "gpu") == (1.0, 1.0)  # the host moved, the GPU did not
     assert speed_factors(now, then, "cpu") == (2.0, 1.0)
+    boost_step = {**now, "gpu_sm_mhz": 1965.0}  # GPU Boost's 15 MHz step: no move
+    assert speed_factors(boost_step, then, "gpu") == (1.0, 1.0)
     throttled = {**now, "gpu_sm_mhz": 990.0}  # half the clock: twice the time
     assert speed_factors(throttled, then, "gpu") == (2.0, 1.0)
     assert speed_factors(then, throttled, "gpu") == (1.0, 2.0)

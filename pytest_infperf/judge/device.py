@@ -49,7 +49,7 @@ def device_share(result: BenchmarkResult) -> float | None:
 
 
 def reference_kind(metric: str, current: Observation) -> str:
-    """Which reference guards a metric against machine drift: the GPU's fixed kernel for
+    """Which reference guards a metric against machine drift: the GPU's clocks for
     a GPU benchmark's device time and for its latency where the device bounds it, the
     CPU's probes for a CPU benchmark and for a host-bound GPU one."""
     if not runs_on_gpu(current.env):

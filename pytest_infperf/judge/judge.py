@@ -399,13 +399,18 @@ class Judge:
         )
 
 
+def _by(kind: str) -> str:
+    """What said the machine moved, for the drift guard's notes."""
+    return "the GPU's clocks" if kind == "gpu" else "reference probes"
+
+
 def _drift_guarded(
     c: Comparison, current: Observation, base: Observation, limit: float, kind: str = "cpu"
 ) -> Comparison:
     """Raise the bar by how much slower or faster the machine itself ran than during
     the baseline's measurement; beyond the drift limit, withhold a decided verdict.
     ``kind``: which reference says how the machine moved: the CPU's probes, or the GPU's
-    fixed kernel (:func:`reference_kind`)."""
+    clocks while the samples ran (:func:`reference_kind`)."""
     factors = speed_factors(current.reference, base.reference, kind)
     if factors is None or c.metric == "memory" or c.ci_low is None or c.ci_high is None:
         return c
@@ -422,7 +427,7 @@ def _drift_guarded(
         way = "slower" if slower >= faster else "faster"
         note = (
             f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
-            f"{way} than during the baseline's measurement (reference probes), beyond "
+            f"{way} than during the baseline's measurement ({_by(kind)}), beyond "
             f"infperf_drift_limit={limit:g}: a stored baseline cannot be trusted now"
         )
         return dataclasses.replace(
@@ -435,7 +440,7 @@ def _drift_guarded(
     if guarded is not plain:
         note = (
             f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
-            f"x{faster:.3f} faster than at the baseline (reference probes), which "
+            f"x{faster:.3f} faster than at the baseline ({_by(kind)}), which "
             "explains the change"
         )
         return dataclasses.replace(

@@ -51,14 +51,18 @@ def measure_reference(repeats: int = REPEATS) -> dict[str, float]:
 
 
 _PROBE_STATE: dict[str, Any] = {}
-#: The GPU's reference entries: its SM and memory clocks (MHz, NVML) just after a GPU
-#: benchmark's samples. They replace a fixed kernel's timed device time
-#: (``gpu_kernel_s``, an fp16 1024x1024 matmul): on a lent H200 that kernel took 14-25 us
-#: a launch, the host's launch rate rather than the GPU's speed, and moved by x1.10-x1.39
+#: The GPU's reference entries: its SM and memory clocks (MHz, NVML), the medians of the
+#: readings taken while a GPU benchmark's samples ran (``gpu.RegionWatch``). They replace a
+#: fixed kernel's timed device time (``gpu_kernel_s``, an fp16 1024x1024 matmul): on a lent
+#: H200 that kernel took 13.8-26.2 us a launch, several times what its 2.1 GFLOP need there
+#: (most likely the host's launch rate, not the GPU's speed), and moved by x1.10-x1.39
 #: between runs of a quiet GPU whose SM clock read 1980 MHz throughout and whose
-#: benchmarks' device time moved by 0.999-1.002, so it withheld every stored GPU verdict
-#: it guarded (docs/MEASURED.md). A clock is read, not timed: it cannot pick up the host.
+#: benchmarks' device time moved by 0.999-1.002 (docs/MEASURED.md). A clock is read, not
+#: timed: the host cannot move it. What it cannot see: a tenant that time-slices the GPU
+#: without capping its power (the region watch names such processes instead).
 GPU_KEYS = ("gpu_sm_mhz", "gpu_mem_mhz")
+#: Clock ratios within this of 1 are no move: GPU Boost steps by 15 MHz (0.8% at 1980).
+GPU_DEADBAND = 0.02
 
 
 def probe(repeats: int = 5) -> tuple[float, float]:
@@ -132,7 +136,10 @@ def speed_factors(
             return None
         slower = max(then / now for now, then in pairs)
         faster = max(now / then for now, then in pairs)
-        return max(1.0, slower), max(1.0, faster)
+        return (
+            1.0 if slower <= 1.0 + GPU_DEADBAND else slower,
+            1.0 if faster <= 1.0 + GPU_DEADBAND else faster,
+        )
     ratios = [
         current[k] / baseline[k]
         for k in ("python_s", "gemm_s")
@@ -175,14 +182,15 @@ def _positive(value: Any) -> bool:
     )
 
 
-def gpu_reference(state: Mapping[str, Any] | None) -> dict[str, float]:
-    """The drift guard's GPU reference from the NVML state read just after a GPU
-    benchmark's samples (``gpu_state``'s ``after``): its SM and memory clocks (empty
-    without NVML or where a clock could not be read)."""
-    if not state:
+def gpu_reference(region: Mapping[str, Any] | None) -> dict[str, float]:
+    """The drift guard's GPU reference from a GPU benchmark's region record
+    (``extra.gpu_region``: the NVML readings taken while its samples ran): the median SM
+    and memory clocks of the readings at which the GPU was not idle (empty without NVML
+    or where no clock was read)."""
+    if not region:
         return {}
     out = {}
     for key, field in zip(GPU_KEYS, ("sm_clock_mhz", "mem_clock_mhz"), strict=True):
-        if _positive(state.get(field)):
-            out[key] = float(state[field])
+        if _positive(region.get(field)):
+            out[key] = float(region[field])
     return out

@@ -11,6 +11,7 @@ import collections
 import dataclasses
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -93,7 +94,11 @@ def nvml_index(cuda_index: int) -> int:
     return cuda_index
 
 
-def _reasons(nv: Any, handle: Any) -> list[str] | None:
+#: The "GPU idle" clock-event reason: nothing runs, so the clocks say nothing of a load.
+_IDLE_BIT = 0x0000000000000001
+
+
+def _mask(nv: Any, handle: Any) -> int | None:
     # The clock-*event*-reasons call replaced the deprecated throttle-reasons one (NVML
     # 12.535); older bindings have only the latter. None when neither answers: "unknown",
     # not "not throttled".
@@ -101,9 +106,16 @@ def _reasons(nv: Any, handle: Any) -> list[str] | None:
         nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
     )
     reasons = _try(read, handle) if read is not None else None
-    if reasons is None:
-        return None
-    return [name for bit, name in _THROTTLE_BITS.items() if reasons & bit]
+    return None if reasons is None else int(reasons)
+
+
+def _names(mask: int) -> list[str]:
+    return [name for bit, name in _THROTTLE_BITS.items() if mask & bit]
+
+
+def _reasons(nv: Any, handle: Any) -> list[str] | None:
+    mask = _mask(nv, handle)
+    return None if mask is None else _names(mask)
 
 
 #: The PID of this run's first pytest process, inherited by every process it starts (xdist
@@ -180,9 +192,12 @@ class RegionWatch:
     sampling checkpoint (between samples, never inside one) and at its end, while the GPU
     is busy: an idle GPU before warmup or after the run says nothing about throttling
     under load. Records energy per call (the total-energy counter, mJ), the throttle
-    reasons seen, the power-violation time, and the compute processes on the same GPU that
+    reasons seen, the power-violation time, the compute processes on the same GPU that
     are not this run's own (:class:`Ours`): another job on the GPU is the GPU runner's
-    noisy neighbour."""
+    noisy neighbour; and the median SM and memory clocks of the readings the GPU was not
+    idle at, the drift guard's GPU reference (:func:`~pytest_infperf.measure.drift.
+    gpu_reference`): read while the benchmark runs, not after it (an idle H200 read
+    345 MHz)."""
 
     def __init__(self, index: int) -> None:
         self.ours = Ours()
@@ -194,6 +209,7 @@ class RegionWatch:
         self.reasons_known = False
         self.tenants: set[int] = set()
         self.unseen: set[int] = set()
+        self.clocks: list[tuple[int, int]] = []
 
     def _violation(self) -> int | None:
         nv = self.nv
@@ -215,10 +231,16 @@ class RegionWatch:
     def check(self) -> None:
         if self.handle is None:
             return
-        reasons = _reasons(self.nv, self.handle)
-        if reasons is not None:
+        mask = _mask(self.nv, self.handle)
+        if mask is not None:
             self.reasons_known = True
-            self.reasons.update(reasons)
+            self.reasons.update(_names(mask))
+        clock = getattr(self.nv, "nvmlDeviceGetClockInfo", None)
+        if clock is not None and (mask is None or not mask & _IDLE_BIT):
+            sm = _try(clock, self.handle, getattr(self.nv, "NVML_CLOCK_SM", 1))
+            mem = _try(clock, self.handle, getattr(self.nv, "NVML_CLOCK_MEM", 2))
+            if sm and mem:
+                self.clocks.append((int(sm), int(mem)))
         procs = _try(self.nv.nvmlDeviceGetComputeRunningProcesses, self.handle) or []
         pids = {int(p.pid) for p in procs}
         self.tenants |= tenants(pids, self.ours)
@@ -233,6 +255,9 @@ class RegionWatch:
             "other_processes": sorted(self.tenants),
             "unseen_processes": sorted(self.unseen),
         }
+        if self.clocks:
+            out["sm_clock_mhz"] = statistics.median(c[0] for c in self.clocks)
+            out["mem_clock_mhz"] = statistics.median(c[1] for c in self.clocks)
         energy1 = _try(self.nv.nvmlDeviceGetTotalEnergyConsumption, self.handle)
         if self.energy0 is not None and energy1 is not None and calls > 0:
             out["energy_mj_per_call"] = round((int(energy1) - int(self.energy0)) / calls, 4)

@@ -147,7 +147,8 @@ class Plain:
                 for warning in record_gpu_state(result, before, after, clocks):
                     self.context.warn(warning)
                 if probe is not None:  # the drift guard's GPU reference, beside the CPU's
-                    result.reference = {**(result.reference or {}), **gpu_reference(after)}
+                    region = result.extra.get("gpu_region")
+                    result.reference = {**(result.reference or {}), **gpu_reference(region)}
             result.comparison = self.compare(call, result)
         for failure in self.gate.apply(result):
             call.fail(failure)
@@ -378,6 +379,7 @@ class Stored(Plain):
         ``remeasure`` budget is spent; Holm over the flagged benchmarks."""
         from ..core.results import Verdict
         from ..judge.judge import Observation
+        from ..measure.drift import gpu_reference
 
         source = self.context.source
         assert source is not None
@@ -389,8 +391,10 @@ class Stored(Plain):
         c, fresh = first, None
         for _ in range(opts.remeasure):
             fresh = call.measure(first=False, probe=self.context.probe())
+            region = fresh.backend_extra.get("gpu_region")  # a GPU's clocks, as in measure()
+            reference = {**(fresh.reference or {}), **gpu_reference(region)}
             again = Observation(
-                fresh.samples, fresh.memory, result.batch_size, result.env, fresh.reference
+                fresh.samples, fresh.memory, result.batch_size, result.env, reference or None
             )
             c = self.judge.stored(
                 result,
