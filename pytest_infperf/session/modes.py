@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
     from ..measure.call import BenchCall, Mode
+    from ..measure.timing import Measurement
     from .gate import Gate
 
 
@@ -156,6 +157,15 @@ class Plain:
 
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
         return None
+
+
+def _references(fresh: Measurement) -> dict[str, Any] | None:
+    """A re-measurement's drift references: its CPU probes and, on a GPU, its clocks (as
+    :meth:`Plain.measure` records them)."""
+    from ..measure.drift import gpu_reference
+
+    region = fresh.backend_extra.get("gpu_region")
+    return {**(fresh.reference or {}), **gpu_reference(region)} or None
 
 
 class Stored(Plain):
@@ -379,7 +389,6 @@ class Stored(Plain):
         ``remeasure`` budget is spent; Holm over the flagged benchmarks."""
         from ..core.results import Verdict
         from ..judge.judge import Observation
-        from ..measure.drift import gpu_reference
 
         source = self.context.source
         assert source is not None
@@ -391,10 +400,8 @@ class Stored(Plain):
         c, fresh = first, None
         for _ in range(opts.remeasure):
             fresh = call.measure(first=False, probe=self.context.probe())
-            region = fresh.backend_extra.get("gpu_region")  # a GPU's clocks, as in measure()
-            reference = {**(fresh.reference or {}), **gpu_reference(region)}
             again = Observation(
-                fresh.samples, fresh.memory, result.batch_size, result.env, reference or None
+                fresh.samples, fresh.memory, result.batch_size, result.env, _references(fresh)
             )
             c = self.judge.stored(
                 result,
