@@ -164,6 +164,7 @@ def _row(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
         c = b.get("comparison") or {}
         parts = c.get("parts") or {}
         blocks = c.get("gpu_blocks") or {}
+        stored = c.get("stored_pass") or {}
         out.append(
             {
                 "name": b["nodeid"].split("::")[-1],
@@ -181,12 +182,8 @@ def _row(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
                 # Why it was interleaved, and what the stored pass said (the H200's first
                 # run: the GPU reference withheld every stored verdict it guarded).
                 "settled": c.get("settled_because"),
-                "stored": (
-                    (c.get("stored_pass") or {}).get("verdict"),
-                    (c.get("stored_pass") or {}).get("reason"),
-                ),
-                "speed": c.get("machine_speed")
-                or (c.get("stored_pass") or {}).get("machine_speed"),
+                "stored": (stored.get("verdict"), stored.get("reason")),
+                "speed": c.get("machine_speed") or stored.get("machine_speed"),
             }
         )
     return out

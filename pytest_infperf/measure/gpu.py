@@ -408,19 +408,12 @@ class BlockWatch:
     def read(self, processes: bool = True) -> GpuRead:
         nv, h = self.nv, self.handle
         t0 = time.perf_counter_ns()
-        read = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-            nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None
-        )
-        reasons = _try(read, h) if read is not None else None
+        reasons = _mask(nv, h)
         clock = _try(nv.nvmlDeviceGetClockInfo, h, nv.NVML_CLOCK_SM)
         tenants: frozenset[int] = frozenset()
         if processes:
             tenants = self._contexts() - self.before
-        out = GpuRead(
-            None if reasons is None else int(reasons),
-            None if clock is None else int(clock),
-            tenants,
-        )
+        out = GpuRead(reasons, None if clock is None else int(clock), tenants)
         self.tally.read_ns.append(time.perf_counter_ns() - t0)
         return out
 

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
     from ..measure.call import BenchCall, Mode
-    from ..measure.timing import Measurement
     from .gate import Gate
 
 
@@ -133,7 +132,6 @@ class Plain:
     def measure(self, call: BenchCall) -> BenchmarkResult:
         __tracebackhide__ = True
         from ..measure.call import gpu_clocks, gpu_state, record_gpu_state, timing_lock
-        from ..measure.drift import gpu_reference
 
         domain = call.domain
         with timing_lock(domain, self.context.warn):
@@ -148,8 +146,7 @@ class Plain:
                 for warning in record_gpu_state(result, before, after, clocks):
                     self.context.warn(warning)
                 if probe is not None:  # the drift guard's GPU reference, beside the CPU's
-                    region = result.extra.get("gpu_region")
-                    result.reference = {**(result.reference or {}), **gpu_reference(region)}
+                    result.reference = _references(result.reference, result.extra)
             result.comparison = self.compare(call, result)
         for failure in self.gate.apply(result):
             call.fail(failure)
@@ -159,13 +156,13 @@ class Plain:
         return None
 
 
-def _references(fresh: Measurement) -> dict[str, Any] | None:
-    """A re-measurement's drift references: its CPU probes and, on a GPU, its clocks (as
-    :meth:`Plain.measure` records them)."""
+def _references(reference: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, Any]:
+    """A measurement's drift references: its CPU probes and, on a GPU, the clocks its
+    region watch read while the samples ran (``extra["gpu_region"]``). One place for the
+    first measurement and a re-measurement alike."""
     from ..measure.drift import gpu_reference
 
-    region = fresh.backend_extra.get("gpu_region")
-    return {**(fresh.reference or {}), **gpu_reference(region)} or None
+    return {**(reference or {}), **gpu_reference(extra.get("gpu_region"))}
 
 
 class Stored(Plain):
@@ -400,9 +397,8 @@ class Stored(Plain):
         c, fresh = first, None
         for _ in range(opts.remeasure):
             fresh = call.measure(first=False, probe=self.context.probe())
-            again = Observation(
-                fresh.samples, fresh.memory, result.batch_size, result.env, _references(fresh)
-            )
+            refs = _references(fresh.reference, fresh.backend_extra) or None
+            again = Observation(fresh.samples, fresh.memory, result.batch_size, result.env, refs)
             c = self.judge.stored(
                 result,
                 entry,
