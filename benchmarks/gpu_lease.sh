@@ -2,7 +2,7 @@
 # What one short GPU lease runs (the `device` tool: one call, logs under $OUT), in order of
 # what the GPU issue needs most. Each step has its own time limit so that the call ends
 # inside the lease and what ran comes back:
-#   bash benchmarks/gpu_lease.sh [QUALITY_DEADLINE_S] [K_EXPR]
+#   [GQ_REPS=1] [GQ_MODES=compare,ab] bash benchmarks/gpu_lease.sh [QUALITY_DEADLINE_S] [K_EXPR]
 # Needs the project's dependencies that the machine's image lacks as wheels in .whl/
 # (GitPython, gitdb, smmap, jsonschema and its helpers; pytest in .whl/pytest/ for an image
 # whose pytest is older than 8.4), which .git/info/exclude ignores: the device call names
@@ -14,6 +14,9 @@ OUT=${OUT:-/tmp/gpu-lease}
 mkdir -p "$OUT/runs"
 deadline=${1:-300}
 kexpr=${2:-bert_b1 or bert_b32_graph or resnet50_b16}
+reps=${GQ_REPS:-1}
+modes=${GQ_MODES:-compare,ab}
+case "$reps" in ''|*[!0-9]*) echo "GQ_REPS: a whole number" >&2; exit 2 ;; esac
 t0=$(date +%s)
 say() { echo "== $(($(date +%s) - t0)) s: $*"; }
 
@@ -46,7 +49,7 @@ timeout 70 python3 -m pytest tests/test_gpu.py -q -p no:benchmark -rs \
 echo "exit $?"; tail -25 "$OUT/test_gpu.log"
 
 say "gpu_quality, quiet (deadline ${deadline} s)"
-timeout $((deadline + 170)) python3 benchmarks/gpu_quality.py --reps 1 --modes compare,ab \
+timeout $((deadline + 170)) python3 benchmarks/gpu_quality.py --reps "$reps" --modes "$modes" \
     -k "$kexpr" --log-dir "$OUT/runs" --deadline "$deadline" \
     --pytest-args='-p no:benchmark'
 echo "exit $?"
