@@ -370,6 +370,7 @@ def _paired(
     cpu = pinned_cpu(call.prepared.env, gpu_at, controller.pin_cpu)
     per_sample = warm.per_call_s * warm.block
     watch = _watcher(gpu_at, controller, judge.policy.gpu_throttle)
+    controller.quiet()
     started = time.perf_counter()
     _memory.before_timed()
     runs = [

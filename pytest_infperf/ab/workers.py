@@ -202,6 +202,9 @@ class WorkerProcess:
         self.per_call_s = 0.0  # the ready call's, at its warmup: how long a block takes
         self.current: str | None = None
         self.starts = 0
+        #: Tests asked of the current process: 0 until its first (its first model then
+        #: pays the imports a test's model brings, besides building it).
+        self.served = 0
         #: Where a start stands: "spawned" (not yet connected to: its address and key in
         #: _address), "connected" (its collection not yet received), or None.
         self._stage: str | None = None
@@ -215,6 +218,10 @@ class WorkerProcess:
         benchmark in 2.8-3.7 s on 2 cores, 4.2-5.3 s one side after the other:
         ``benchmarks/real_models.py --mode ab``). Whether it started one."""
         if self._stage is None and (self.proc is None or self.proc.poll() is not None):
+            if self.proc is not None and self.current is not None:
+                # It died inside a test asked of it ahead of need (infperf_prestart), with
+                # no one reading: that test's error, not a silent start of a new one.
+                self._crashed()
             self._address = self._spawn()
             self._stage = "spawned"
             return True
@@ -235,6 +242,7 @@ class WorkerProcess:
         self.checkout.add()
         authkey = secrets.token_bytes(32)
         self.starts += 1
+        self.served, self.current = 0, None
         address = _socket_path(self.checkout.tmp, f"{self.label}-{self.serial}-{self.starts}")
         env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
@@ -291,6 +299,12 @@ class WorkerProcess:
                         f"{self.log_tail()}"
                     ) from None
                 time.sleep(0.05)
+
+    @property
+    def collecting(self) -> bool:
+        """Started and connected to, its collection not yet received: it is importing and
+        collecting on a CPU the timed blocks may need."""
+        return self._stage == "connected"
 
     def log_tail(self, limit: int = 3000) -> str:
         try:
@@ -392,6 +406,7 @@ class WorkerSide(WorkerProcess):
             self.end_test()
             self._send(op=protocol.RUN, nodeid=nodeid)
             self.current = nodeid
+            self.served += 1
         return True
 
     def await_ready(self, name: str | None) -> BaseCall:
@@ -565,6 +580,27 @@ class ABController:
             self.pairs.append(pair)
         return self.pairs[k - 1]
 
+    def prestart(self, pairs: int = 1) -> None:
+        """Start the first ``pairs`` process pairs now, without waiting for them: they import
+        and collect while this session collects and builds its first model (a new pair was
+        5.3 s from start to ready, a started one 0.4 s, for the second real suite's models:
+        docs/MEASURED.md). A pair that cannot start is started again, and its error
+        reported, where it is first needed. :meth:`quiet` waits for them before timing."""
+        for k in range(1, pairs + 1):
+            pair = self.process_pair(k)
+            for side in (pair.base, pair.head):
+                with contextlib.suppress(ABError):
+                    side.connect()
+
+    def quiet(self) -> None:
+        """Wait for every worker still collecting (a prestarted one): nothing of this
+        session imports or collects on the CPUs while blocks are timed. A worker that
+        fails there is left to be started again where it is needed."""
+        for side in [self.base, *(s for pair in self.pairs for s in (pair.base, pair.head))]:
+            if side.collecting:
+                with contextlib.suppress(ABError):
+                    side.ensure()
+
     def _notice(self, message: str) -> None:
         """Said once per session, however many workers say it."""
         if message not in self._noticed:
@@ -618,8 +654,8 @@ class ProcessPair:
     def begin(self, nodeid: str, name: str | None) -> bool:
         """Both sides to ``nodeid``'s call ``name``, getting ready at the same time (model
         building and warmup are not timed, so they may overlap). Whether a worker process
-        was started for it."""
-        started = [side.launch() for side in (self.base, self.head)]
+        was started for it, or serves its first test with it (one prestarted)."""
+        started = [side.launch() or side.served == 0 for side in (self.base, self.head)]
         for side in (self.base, self.head):
             side.connect()
         asked = [side for side in (self.base, self.head) if side.request(nodeid)]

@@ -67,6 +67,12 @@ SESSION_INI: dict[str, tuple[str, str]] = {
         "the stored verdict stands",
         "auto",
     ),
+    "infperf_prestart": (
+        "on (default): an interleaving session starts its first worker pair while it "
+        "collects, and a test's baseline side while the head's test sets up (neither "
+        "is timed); off: each on first need (fewer processes holding their imports)",
+        "on",
+    ),
     "infperf_pin": (
         "auto (default): the timing thread of both sides of an interleaved comparison runs "
         "on one CPU, the highest-numbered this process may use, for benchmarks that run on "
@@ -141,6 +147,8 @@ class Settings:
     pin_cpu: int | None
     #: The heap policy of every process that measures (HEAP_CHOICES).
     heap: str
+    #: Workers and baseline sides started ahead of need (infperf_prestart).
+    prestart: bool
     #: Seconds an A/B worker may stay silent (infperf_worker_timeout).
     worker_timeout: float
     #: --perf-accept patterns (each maybe followed by a reason).
@@ -280,6 +288,14 @@ def _choice(config: pytest.Config, name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+def _on_off(config: pytest.Config, ini: str) -> bool:
+    """An ini switch that reads on or off (else its default)."""
+    value = _ini(config, ini).lower() or SESSION_INI[ini][1]
+    if value not in ("on", "off"):
+        raise pytest.UsageError(f"{ini} = {value!r}: expected on or off")
+    return value == "on"
+
+
 def _pin_cpu(config: pytest.Config) -> int | None:
     """--perf-pin / infperf_pin: auto, off or a CPU number, resolved to the CPU."""
     value = (config.getoption("perf_pin") or _ini(config, "infperf_pin") or "auto").strip().lower()
@@ -382,6 +398,7 @@ def from_config(config: pytest.Config) -> Settings:
         gpu_throttle=gpu_throttle,
         pin_cpu=_pin_cpu(config),
         heap=heap,
+        prestart=_on_off(config, "infperf_prestart"),
         worker_timeout=float(_int_ini(config, "infperf_worker_timeout", 1)),
         accept=tuple(config.getoption("perf_accept") or ()),
         allow_missing=_switch(config, "perf_allow_missing", "infperf_allow_missing"),

@@ -611,6 +611,19 @@ def snapshot() -> dict[str, Any] | None:
 # --- pinning pytest-xdist workers ----------------------------------------------------------
 
 
+def any_visible() -> bool:
+    """Whether this process may see a GPU: NVML counts one, or torch (already imported by
+    the tests, never here) says CUDA is available. Asks nothing that starts CUDA."""
+    nv = _init()
+    if nv is not None and (_try(nv.nvmlDeviceGetCount) or 0) > 0:
+        return True
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available())
+    except Exception:
+        return False
+
+
 def cuda_initialised() -> bool:
     """Whether this process already started CUDA through torch (after that, a change to
     CUDA_VISIBLE_DEVICES is ignored)."""

@@ -16,6 +16,7 @@ start-up, so the measuring code (numpy, scipy) is imported inside the methods.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 from pathlib import Path
@@ -183,10 +184,26 @@ class Stored(Plain):
         self._broken: str | None = None
         #: Why the budget sent the benchmark being measured to the stored pass, or "".
         self._unrouted = ""
+        #: Whether its workers, and each test's baseline side, start early (_routes_all).
+        self._early = False
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._controller is not None:
             self._controller.close()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        super().pytest_collection_finish(session)
+        if _routes_all(self.context, self.budget, session):
+            controller = self._controller_or_none()
+            if controller is not None:
+                controller.prestart()
+                self._early = True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        source, controller = self.context.source, self._controller  # entries: perf tests'
+        if self._early and controller and source and item.nodeid in source.entries:
+            _request_early(controller, item.nodeid)
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         """Route by the machine's state: when the session-start reference says this
@@ -204,6 +221,8 @@ class Stored(Plain):
         )
         # Read by the judging inside the measurement (Plain.measure compares).
         self._unrouted = _unrouted(self.context, self.budget) if route else ""
+        if not route and self._controller is not None:
+            _quiet_base(self._controller, call.nodeid)  # before a stored pass times anything
         if route and not self._unrouted:
             from ..measure.call import timing_lock
 
@@ -355,31 +374,14 @@ class Stored(Plain):
 
     def _controller_or_none(self) -> ABController | None:
         """The baseline commit's worktree and worker, set up on first need and reused."""
-        if self._controller is not None or self._broken is not None:
-            return self._controller
-        from ..ab.workers import ABController
-        from ..store import git as gitinfo
-
-        source = self.context.source
-        assert source is not None and source.sha
-        try:
-            toplevel = Path(gitinfo.open_repo(self.context.settings.rootdir).working_tree_dir)
-            controller = ABController(
-                source.sha,
-                toplevel.resolve(),
-                self.selection,
-                title="baseline commit",
-                warn=self.context.warn,
-                pin_cpu=self.context.settings.pin_cpu,
-            )
-            controller.setup()
-            controller.collected(self.perf_files)
-        except gitinfo.GitError as exc:
-            self._broken = f"the baseline's commit cannot be checked out: {exc}"
-            self.context.warn(f"settling is off for this session: {self._broken}")
-            return None
-        self._controller = controller
-        return controller
+        if self._controller is None and self._broken is None:
+            opened = _open_controller(self.context, self.selection, self.perf_files)
+            if isinstance(opened, str):
+                self._broken = opened
+                self.context.warn(f"settling is off for this session: {opened}")
+            else:
+                self._controller = opened
+        return self._controller
 
     def _remeasure(self, call: BenchCall, result: BenchmarkResult, first: Comparison) -> Comparison:
         """Fresh samples against the stored baseline, until the verdict changes or the
@@ -413,6 +415,80 @@ class Stored(Plain):
         if fresh is not None:
             result.extra["remeasured_samples"] = fresh.samples
         return self.judge.remeasured(first, c)
+
+
+def _open_controller(
+    context: RunContext, selection: Selection, perf_files: list[str]
+) -> ABController | str:
+    """The baseline commit checked out and its worker started, or why it cannot be."""
+    from ..ab.workers import ABController
+    from ..store import git as gitinfo
+
+    source = context.source
+    assert source is not None and source.sha
+    try:
+        toplevel = Path(gitinfo.open_repo(context.settings.rootdir).working_tree_dir)
+        controller = ABController(
+            source.sha,
+            toplevel.resolve(),
+            selection,
+            title="baseline commit",
+            warn=context.warn,
+            pin_cpu=context.settings.pin_cpu,
+        )
+        controller.setup()
+        controller.collected(perf_files)
+    except gitinfo.GitError as exc:
+        return f"the baseline's commit cannot be checked out: {exc}"
+    return controller
+
+
+def _routes_all(context: RunContext, budget: Budget | None, session: pytest.Session) -> bool:
+    """Whether, as far as is known before any test runs, this session sends every
+    benchmark the baseline can judge to interleaving at once (:meth:`Stored.measure`'s
+    route): ``infperf_prestart`` on, settling on, against a commit, the session-start
+    reference moved, no budget (it may send some to the stored pass), no GPU here (a GPU
+    benchmark takes the stored pass, guarded by the GPU's clocks), not an xdist worker
+    (each would start its own pairs at once), and a collected test the baseline holds.
+    Then the workers, and each test's baseline side, start early."""
+    from ..measure import gpu
+
+    source = context.source
+    return bool(
+        source is not None
+        and context.settings.prestart
+        and context.settings.settle == "auto"
+        and source.origin == "commit"
+        and source.sha
+        and not source.env_diff
+        and budget is None
+        and not hasattr(session.config, "workerinput")
+        and any(item.nodeid in source.entries for item in session.items)
+        and _moved(context)
+        and not gpu.any_visible()
+    )
+
+
+def _request_early(controller: ABController, nodeid: str) -> None:
+    """The baseline's side of ``nodeid`` asked for as the head's test sets up: the base
+    builds its model while this process builds the head's (neither is timed), not after.
+    A worker that cannot be asked now is asked again, and reported, where it is needed."""
+    from ..ab.workers import ABError
+
+    with contextlib.suppress(ABError):
+        controller.base.request(nodeid)
+
+
+def _quiet_base(controller: ABController, nodeid: str) -> None:
+    """Before a stored pass: the baseline's side of ``nodeid``, asked for early and not
+    needed after all, let to end its test, and no worker left collecting, so nothing of
+    this session runs beside the timed samples."""
+    from ..ab.workers import ABError
+
+    with contextlib.suppress(ABError):
+        if controller.base.current == nodeid:
+            controller.base.end_test()
+        controller.quiet()
 
 
 def _moved(context: RunContext) -> bool:
@@ -486,6 +562,13 @@ class ABHead(Plain):
         if removed:
             shown = ", ".join(removed[:10]) + (" ..." if len(removed) > 10 else "")
             self.context.warn(f"{len(removed)} perf test(s) of the base are gone in HEAD: {shown}")
+        if self.context.settings.prestart and not hasattr(session.config, "workerinput"):
+            self.controller.prestart()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.context.settings.prestart and is_perf(item):
+            _request_early(self.controller, item.nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         from ..ab.workers import ABError
