@@ -191,6 +191,45 @@ def test_cleanup_after_failure_and_ctrl_c(repo: pytest.Pytester) -> None:
     assert git(repo.path, "worktree", "prune", "--dry-run", "--verbose") == ""
 
 
+PRESTART_SUITE = """
+import os, sys, time
+
+def _log(what):
+    with open(os.environ["STARTS_LOG"], "a") as f:
+        f.write(f"{what} {time.time()}\\n")
+
+def test_model(infer_bench):
+    worker = "abworker" in " ".join(sys.orig_argv)
+    _log("worker-body" if worker else "head-body")
+    if not worker:
+        time.sleep(2.0)  # the head builds its model
+        _log("head-call")
+    infer_bench(lambda: sum(range(200)))
+"""
+
+
+@pytest.mark.parametrize("prestart", ["on", "off"])
+def test_the_base_side_starts_with_the_heads_call(
+    pytester: pytest.Pytester, git_env: None, prestart: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """infperf_prestart (on by default): the base worker is asked for a test as the head's
+    call starts, so it builds its model while the head builds its own (here a 2 s wait
+    before infer_bench): its body starts before the head reaches infer_bench. Off: only
+    once the head asks to interleave."""
+    pytester.makefile(".ini", pytest=AB_INI + f"infperf_prestart = {prestart}\n")
+    pytester.makepyfile(test_prestart=PRESTART_SUITE)
+    init_repo(pytester.path, "suite")
+    git(pytester.path, "checkout", "-q", "-b", "feature")
+    log = pytester.path / "starts.log"
+    monkeypatch.setenv("STARTS_LOG", str(log))
+    pytester.runpytest_subprocess("--perf-ab=main").assert_outcomes(passed=1)
+    events = [line.split() for line in log.read_text().splitlines()]
+    call = next(float(t) for what, t in events if what == "head-call")
+    first_base = min(float(t) for what, t in events if what == "worker-body")
+    assert (first_base < call) == (prestart == "on"), events
+    assert worktrees(pytester.path) == [f"worktree {pytester.path}"]
+
+
 def test_a_crashing_base_worker_fails_the_affected_test(
     pytester: pytest.Pytester, git_env: None
 ) -> None:

@@ -205,6 +205,8 @@ class WorkerProcess:
         #: Tests asked of the current process: 0 until its first (its first model then
         #: pays the imports a test's model brings, besides building it).
         self.served = 0
+        #: A test asked of it whose READY or DONE has not been read yet.
+        self._asked = False
         #: Where a start stands: "spawned" (not yet connected to: its address and key in
         #: _address), "connected" (its collection not yet received), or None.
         self._stage: str | None = None
@@ -218,9 +220,9 @@ class WorkerProcess:
         benchmark in 2.8-3.7 s on 2 cores, 4.2-5.3 s one side after the other:
         ``benchmarks/real_models.py --mode ab``). Whether it started one."""
         if self._stage is None and (self.proc is None or self.proc.poll() is not None):
-            if self.proc is not None and self.current is not None:
-                # It died inside a test asked of it ahead of need (infperf_prestart), with
-                # no one reading: that test's error, not a silent start of a new one.
+            if self.proc is not None and self._asked:
+                # It died on the way to a call asked of it ahead of need (infperf_prestart),
+                # with no one reading: that test's error, not a silent start of a new one.
                 self._crashed()
             self._address = self._spawn()
             self._stage = "spawned"
@@ -242,7 +244,7 @@ class WorkerProcess:
         self.checkout.add()
         authkey = secrets.token_bytes(32)
         self.starts += 1
-        self.served, self.current = 0, None
+        self.served, self.current, self._asked = 0, None, False
         address = _socket_path(self.checkout.tmp, f"{self.label}-{self.serial}-{self.starts}")
         env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
@@ -405,7 +407,7 @@ class WorkerSide(WorkerProcess):
         if self.current != nodeid:
             self.end_test()
             self._send(op=protocol.RUN, nodeid=nodeid)
-            self.current = nodeid
+            self.current, self._asked = nodeid, True
             self.served += 1
         return True
 
@@ -413,6 +415,7 @@ class WorkerSide(WorkerProcess):
         """Wait until the requested test reaches its call ``name``, warmed up."""
         while True:
             message = self._recv(self._ready_timeout, f"reaching {self.current} call {name!r}")
+            self._asked = False
             if message.get("ev") == protocol.READY:
                 if message.get("name") == name:
                     self.per_call_s = float(message.get("per_call_s") or 0.0)
@@ -460,6 +463,7 @@ class WorkerSide(WorkerProcess):
         limit = self._ready_timeout if timeout is None else timeout
         while True:
             message = self._recv(limit, f"the end of {self.current}")
+            self._asked = False
             if message.get("ev") == protocol.DONE:
                 break
             if message.get("ev") == protocol.READY:
@@ -582,10 +586,10 @@ class ABController:
 
     def prestart(self, pairs: int = 1) -> None:
         """Start the first ``pairs`` process pairs now, without waiting for them: they import
-        and collect while this session collects and builds its first model (a new pair was
-        5.3 s from start to ready, a started one 0.4 s, for the second real suite's models:
-        docs/MEASURED.md). A pair that cannot start is started again, and its error
-        reported, where it is first needed. :meth:`quiet` waits for them before timing."""
+        and collect while this session collects and builds its first model, instead of
+        when a benchmark first needs them (docs/MEASURED.md, "Workers started ahead of
+        need"). A pair that cannot start is started again, and its error reported, where
+        it is first needed. :meth:`quiet` waits for them before any block is timed."""
         for k in range(1, pairs + 1):
             pair = self.process_pair(k)
             for side in (pair.base, pair.head):
@@ -593,10 +597,11 @@ class ABController:
                     side.connect()
 
     def quiet(self) -> None:
-        """Wait for every worker still collecting (a prestarted one): nothing of this
-        session imports or collects on the CPUs while blocks are timed. A worker that
-        fails there is left to be started again where it is needed."""
-        for side in [self.base, *(s for pair in self.pairs for s in (pair.base, pair.head))]:
+        """Wait for every worker still collecting (a prestarted one), so that none imports
+        or collects while blocks are timed (a worker's test that runs on after its call is
+        ended by the caller: ``WorkerSide.end_test``). A worker that fails here is left to
+        be started again where it is needed."""
+        for side in self.sides():
             if side.collecting:
                 with contextlib.suppress(ABError):
                     side.ensure()
@@ -608,10 +613,13 @@ class ABController:
             if self.warn is not None:
                 self.warn(message)
 
+    def sides(self) -> list[WorkerSide]:
+        """Every worker of this session: the base's, then each process pair's."""
+        return [self.base, *(s for pair in self.pairs for s in (pair.base, pair.head))]
+
     def pids(self) -> set[int]:
         """This session's worker processes: on a GPU they are not its tenants."""
-        sides = [self.base] + [s for pair in self.pairs for s in (pair.base, pair.head)]
-        return {side.proc.pid for side in sides if side.proc is not None}
+        return {side.proc.pid for side in self.sides() if side.proc is not None}
 
     def end_test(self, nodeid: str) -> None:
         if self.base.current == nodeid:
@@ -626,7 +634,7 @@ class ABController:
         # Every worker told first, then waited for: a worker's exit (its pytest session's
         # end, torch's and transformers' teardown) took about 3 s on 2 cores, and one
         # after another the workers added 21 s to a compare of the examples.
-        sides = [self.base, *(side for pair in self.pairs for side in (pair.base, pair.head))]
+        sides = self.sides()
         try:
             for side in sides:
                 with contextlib.suppress(Exception):

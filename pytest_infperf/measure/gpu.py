@@ -14,6 +14,7 @@ import statistics
 import sys
 import time
 from collections.abc import Collection, Container, Sequence
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -612,16 +613,20 @@ def snapshot() -> dict[str, Any] | None:
 
 
 def any_visible() -> bool:
-    """Whether this process may see a GPU: NVML counts one, or torch (already imported by
-    the tests, never here) says CUDA is available. Asks nothing that starts CUDA."""
+    """Whether this process may see a GPU: NVML counts one; or a CUDA build of torch
+    (already imported by the tests, never here) beside an NVIDIA device node; or ONNX
+    Runtime (likewise) with its CUDA provider. Never ``torch.cuda.is_available()``: it
+    initialises the driver, after which CUDA_VISIBLE_DEVICES is fixed for the process."""
     nv = _init()
     if nv is not None and (_try(nv.nvmlDeviceGetCount) or 0) > 0:
         return True
     torch = sys.modules.get("torch")
-    try:
-        return bool(torch is not None and torch.cuda.is_available())
-    except Exception:
-        return False
+    cuda_build = getattr(getattr(torch, "version", None), "cuda", None)
+    if cuda_build and Path("/dev/nvidiactl").exists():
+        return True
+    ort = sys.modules.get("onnxruntime")
+    providers = _try(getattr(ort, "get_available_providers", list)) or []
+    return "CUDAExecutionProvider" in providers
 
 
 def cuda_initialised() -> bool:

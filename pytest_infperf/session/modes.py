@@ -16,7 +16,6 @@ start-up, so the measuring code (numpy, scipy) is imported inside the methods.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..core.keys import forwarded_key, mode_key
 from ..core.names import CompareMode
 from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.settings import Settings
+from . import early
 from .collector import is_perf
 from .context import RunContext
 
@@ -193,17 +193,21 @@ class Stored(Plain):
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         super().pytest_collection_finish(session)
-        if _routes_all(self.context, self.budget, session):
+        if early.routes_all(self.context, self.budget, session, _moved(self.context)):
             controller = self._controller_or_none()
             if controller is not None:
                 controller.prestart()
                 self._early = True
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
         source, controller = self.context.source, self._controller  # entries: perf tests'
         if self._early and controller and source and item.nodeid in source.entries:
-            _request_early(controller, item.nodeid)
+            self._early = early.request_early(controller, item.nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        if self._controller is not None:  # its sides end the test with the head's
+            early.quiet_workers(self._controller, quiet=False)
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         """Route by the machine's state: when the session-start reference says this
@@ -221,8 +225,7 @@ class Stored(Plain):
         )
         # Read by the judging inside the measurement (Plain.measure compares).
         self._unrouted = _unrouted(self.context, self.budget) if route else ""
-        if not route and self._controller is not None:
-            _quiet_base(self._controller, call.nodeid)  # before a stored pass times anything
+        self._early = self._early and call.domain == "cpu"  # a GPU here after all
         if route and not self._unrouted:
             from ..measure.call import timing_lock
 
@@ -232,6 +235,8 @@ class Stored(Plain):
                 for failure in self.gate.apply(result):
                     call.fail(failure)
                 return result
+        if self._controller is not None:  # nothing of ours runs beside a stored pass
+            early.quiet_workers(self._controller)
         return super().measure(call)
 
     def _interleave_at_once(self, call: BenchCall) -> BenchmarkResult | None:
@@ -246,7 +251,7 @@ class Stored(Plain):
             return None
         try:
             paired = run_paired(
-                call, controller, self.judge, self._settle_origin(), budget=self.budget
+                call, controller, self.judge, _settle_origin(self.context), budget=self.budget
             )
         except ABError as exc:
             self.context.warn(f"{call.nodeid}: {exc}; judged against the stored baseline")
@@ -302,18 +307,6 @@ class Stored(Plain):
         c = self._remeasure(call, result, c)
         return c if why_not == "" else judge.unsettled(c, why_not)
 
-    def _settle_origin(self) -> Origin:
-        source = self.context.source
-        assert source is not None and source.sha
-        return dataclasses.replace(
-            source.as_origin(),
-            mode=CompareMode.AB,
-            text=(
-                f"commit {source.sha[:10]} (the stored baseline's commit), measured in this "
-                "job, interleaved with it"
-            ),
-        )
-
     def _why_not_settle(self, opts: BenchOptions) -> str | None:
         """Why settling cannot happen for this benchmark ("" when switched off), or None."""
         source = self.context.source
@@ -347,7 +340,7 @@ class Stored(Plain):
                 call,
                 controller,
                 self.judge,
-                self._settle_origin(),
+                _settle_origin(self.context),
                 result.median,
                 result.work,
                 # A verdict that might fail is measured to its end, whatever the budget.
@@ -417,6 +410,19 @@ class Stored(Plain):
         return self.judge.remeasured(first, c)
 
 
+def _settle_origin(context: RunContext) -> Origin:
+    source = context.source
+    assert source is not None and source.sha
+    return dataclasses.replace(
+        source.as_origin(),
+        mode=CompareMode.AB,
+        text=(
+            f"commit {source.sha[:10]} (the stored baseline's commit), measured in this "
+            "job, interleaved with it"
+        ),
+    )
+
+
 def _open_controller(
     context: RunContext, selection: Selection, perf_files: list[str]
 ) -> ABController | str:
@@ -441,54 +447,6 @@ def _open_controller(
     except gitinfo.GitError as exc:
         return f"the baseline's commit cannot be checked out: {exc}"
     return controller
-
-
-def _routes_all(context: RunContext, budget: Budget | None, session: pytest.Session) -> bool:
-    """Whether, as far as is known before any test runs, this session sends every
-    benchmark the baseline can judge to interleaving at once (:meth:`Stored.measure`'s
-    route): ``infperf_prestart`` on, settling on, against a commit, the session-start
-    reference moved, no budget (it may send some to the stored pass), no GPU here (a GPU
-    benchmark takes the stored pass, guarded by the GPU's clocks), not an xdist worker
-    (each would start its own pairs at once), and a collected test the baseline holds.
-    Then the workers, and each test's baseline side, start early."""
-    from ..measure import gpu
-
-    source = context.source
-    return bool(
-        source is not None
-        and context.settings.prestart
-        and context.settings.settle == "auto"
-        and source.origin == "commit"
-        and source.sha
-        and not source.env_diff
-        and budget is None
-        and not hasattr(session.config, "workerinput")
-        and any(item.nodeid in source.entries for item in session.items)
-        and _moved(context)
-        and not gpu.any_visible()
-    )
-
-
-def _request_early(controller: ABController, nodeid: str) -> None:
-    """The baseline's side of ``nodeid`` asked for as the head's test sets up: the base
-    builds its model while this process builds the head's (neither is timed), not after.
-    A worker that cannot be asked now is asked again, and reported, where it is needed."""
-    from ..ab.workers import ABError
-
-    with contextlib.suppress(ABError):
-        controller.base.request(nodeid)
-
-
-def _quiet_base(controller: ABController, nodeid: str) -> None:
-    """Before a stored pass: the baseline's side of ``nodeid``, asked for early and not
-    needed after all, let to end its test, and no worker left collecting, so nothing of
-    this session runs beside the timed samples."""
-    from ..ab.workers import ABError
-
-    with contextlib.suppress(ABError):
-        if controller.base.current == nodeid:
-            controller.base.end_test()
-        controller.quiet()
 
 
 def _moved(context: RunContext) -> bool:
@@ -546,6 +504,8 @@ class ABHead(Plain):
     def __init__(self, context: RunContext, controller: ABController) -> None:
         super().__init__(context)
         self.controller = controller
+        #: Each test's base side asked for as its call starts (infperf_prestart).
+        self.early = False
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from ..ab.workers import ABError
@@ -562,13 +522,15 @@ class ABHead(Plain):
         if removed:
             shown = ", ".join(removed[:10]) + (" ..." if len(removed) > 10 else "")
             self.context.warn(f"{len(removed)} perf test(s) of the base are gone in HEAD: {shown}")
-        if self.context.settings.prestart and not hasattr(session.config, "workerinput"):
+        config = session.config
+        self.early = self.context.settings.prestart and bool(head & base)
+        if self.early and not hasattr(config, "workerinput") and not config.option.collectonly:
             self.controller.prestart()
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if self.context.settings.prestart and is_perf(item):
-            _request_early(self.controller, item.nodeid)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        if self.early and is_perf(item):
+            self.early = early.request_early(self.controller, item.nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         from ..ab.workers import ABError
@@ -607,6 +569,7 @@ class ABHead(Plain):
         except ABError as exc:
             raise BenchmarkError(str(exc)) from None
         if isinstance(paired, BaseCall):  # the base has no such call, or failed first
+            early.quiet_workers(self.controller)
             result = call.result(call.measure())
             result.work = call.profile(result.median)
             error = paired.error or None
