@@ -370,7 +370,6 @@ def _paired(
     cpu = pinned_cpu(call.prepared.env, gpu_at, controller.pin_cpu)
     per_sample = warm.per_call_s * warm.block
     watch = _watcher(gpu_at, controller, judge.policy.gpu_throttle)
-    controller.quiet()
     started = time.perf_counter()
     _memory.before_timed()
     runs = [
@@ -525,6 +524,7 @@ def _both_ready(
     else:
         warm = call.recalibrate(target, warm_per_call_s)
     base = controller.base.await_ready(call.name)
+    controller.quiet()  # no worker of the session still collecting once blocks are timed
     return (warm, base) if base.ready else base
 
 
