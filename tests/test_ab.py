@@ -202,7 +202,7 @@ def test_model(infer_bench):
     worker = "abworker" in " ".join(sys.orig_argv)
     _log("worker-body" if worker else "head-body")
     if not worker:
-        time.sleep(2.0)  # the head builds its model
+        time.sleep(4.0)  # the head builds its model
         _log("head-call")
     infer_bench(lambda: sum(range(200)))
 """
@@ -213,7 +213,7 @@ def test_the_base_side_starts_with_the_heads_call(
     pytester: pytest.Pytester, git_env: None, prestart: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """infperf_prestart (on by default): the base worker is asked for a test as the head's
-    call starts, so it builds its model while the head builds its own (here a 2 s wait
+    call starts, so it builds its model while the head builds its own (here a 4 s wait
     before infer_bench): its body starts before the head reaches infer_bench. Off: only
     once the head asks to interleave."""
     pytester.makefile(".ini", pytest=AB_INI + f"infperf_prestart = {prestart}\n")

@@ -14,7 +14,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from ..measure import gpu as _gpu
 from ..measure.profile import calls_for
 from ..store.git import GitError
 from . import protocol
+from .procs import kill_group, socket_path
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -48,32 +48,6 @@ READY_FACTOR = 15
 #: How long closing waits for a worker to end its current test before killing it.
 QUIT_GRACE_S = 5.0
 _SERIAL = itertools.count(1)
-
-
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill a worker and every process it started (its own process group, made at spawn)
-    and reap it: a worker is never forgotten while it or a child of it still runs (it would
-    hold its GPU context, look like a GPU tenant, and run on in a deleted worktree)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-
-
-#: AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS), less than a deep
-#: TMPDIR (macOS's /var/folders/..., a test's tmp_path, infperf bisect's steps) leaves.
-SOCKET_PATH_MAX = 100
-
-
-def _socket_path(folder: Path, name: str) -> str:
-    """The worker's socket in ``folder``, or in a short private folder under /tmp when that
-    path would be too long for AF_UNIX (removed at exit)."""
-    path = str(folder / f"{name}.sock")
-    if len(path.encode()) <= SOCKET_PATH_MAX or not Path("/tmp").is_dir():
-        return path
-    short = Path(tempfile.mkdtemp(prefix="ipab-", dir="/tmp"))  # mode 0700: only us
-    atexit.register(shutil.rmtree, short, ignore_errors=True)
-    return str(short / f"{name}.sock")
 
 
 class ABError(Exception):
@@ -205,8 +179,9 @@ class WorkerProcess:
         #: Tests asked of the current process: 0 until its first (its first model then
         #: pays the imports a test's model brings, besides building it).
         self.served = 0
-        #: A test asked of it whose READY or DONE has not been read yet.
-        self._asked = False
+        #: A test asked, unanswered; at a ready call; a READY read by park, kept.
+        self._asked, self._at_call = False, False
+        self._parked: dict[str, Any] | None = None
         #: Where a start stands: "spawned" (not yet connected to: its address and key in
         #: _address), "connected" (its collection not yet received), or None.
         self._stage: str | None = None
@@ -244,8 +219,8 @@ class WorkerProcess:
         self.checkout.add()
         authkey = secrets.token_bytes(32)
         self.starts += 1
-        self.served, self.current, self._asked = 0, None, False
-        address = _socket_path(self.checkout.tmp, f"{self.label}-{self.serial}-{self.starts}")
+        self.served, self.current, self._asked, self._parked = 0, None, False, None
+        address = socket_path(self.checkout.tmp, f"{self.label}-{self.serial}-{self.starts}")
         env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
         env.pop("PYTEST_XDIST_WORKER", None)
@@ -414,11 +389,13 @@ class WorkerSide(WorkerProcess):
     def await_ready(self, name: str | None) -> BaseCall:
         """Wait until the requested test reaches its call ``name``, warmed up."""
         while True:
-            message = self._recv(self._ready_timeout, f"reaching {self.current} call {name!r}")
-            self._asked = False
+            what = f"reaching {self.current} call {name!r}"
+            message = self._parked or self._recv(self._ready_timeout, what)
+            self._asked, self._parked = False, None
             if message.get("ev") == protocol.READY:
                 if message.get("name") == name:
                     self.per_call_s = float(message.get("per_call_s") or 0.0)
+                    self._at_call = True
                     return BaseCall("ready", dict(message.get("env") or {}), int(message["block"]))
                 self._send(op=protocol.SKIP)  # a call the other side does not make
                 continue
@@ -431,7 +408,7 @@ class WorkerSide(WorkerProcess):
     def block(self, count: int, calls: int, cpu: int | None = None) -> Block:
         self._send(op=protocol.BLOCK, n=count, calls=calls, cpu=cpu)
         expected = count * calls * self.per_call_s
-        message = self._recv(max(self.selection.timeout, 50 * expected), "a block of samples")
+        message = self._reply(max(self.selection.timeout, 50 * expected), "a block of samples")
         metrics = {
             str(k): [float(v) for v in values]
             for k, values in dict(message.get("metrics") or {}).items()
@@ -448,11 +425,41 @@ class WorkerSide(WorkerProcess):
         # a model of many seconds a call must not look silent while it runs them.
         calls = calls_for(per_call_s, cuda=True) + 2
         limit = max(self.selection.timeout, 50 * calls * per_call_s)
-        return WorkProfile.from_json(self._recv(limit, "a profiled pass").get("work"))
+        return WorkProfile.from_json(self._reply(limit, "a profiled pass").get("work"))
 
     def finish_call(self) -> dict[str, Any]:
+        """The ready call ended and the test parked: what it runs after its call (teardown,
+        the next call's build) runs now, not beside the blocks that come next."""
         self._send(op=protocol.FINISH)
-        return self._recv()
+        self._at_call = False
+        reply = self._reply(self.selection.timeout, "the end of its call")
+        self.park()
+        return reply
+
+    def _reply(self, limit: float, what: str) -> dict[str, Any]:
+        """A reply inside a call; the test's end instead (its model raised, so the worker
+        ended the test) is an error that says so, not a wait for a reply never sent."""
+        message = self._recv(limit, what)
+        if message.get("ev") == protocol.DONE:
+            self.current, self._at_call = None, False
+            detail = str(message.get("longrepr") or message.get("outcome") or "").strip()
+            raise ABError(
+                f"the A/B {self.label} worker's test ({self.checkout.title}) ended when "
+                f"asked for {what}: {detail}"
+            )
+        return message
+
+    def park(self) -> None:
+        """Wait until the current test (asked early, or run on after a call) does nothing:
+        at its next call, warmed (the READY kept for :meth:`await_ready`), or at its end."""
+        if self.current is None or self.proc is None or self._parked or self._at_call:
+            return
+        message = self._recv(self._ready_timeout, f"{self.current} to reach a call or its end")
+        self._asked = False
+        if message.get("ev") == protocol.READY:
+            self._parked = message
+        elif message.get("ev") == protocol.DONE:
+            self.current = None
 
     def end_test(self, timeout: float | None = None) -> None:
         """Let the current test run to its end (later calls are skipped), waiting for it
@@ -460,6 +467,7 @@ class WorkerSide(WorkerProcess):
         if self.current is None or self.proc is None:
             return
         self._send(op=protocol.END)
+        self._parked, self._at_call = None, False
         limit = self._ready_timeout if timeout is None else timeout
         while True:
             message = self._recv(limit, f"the end of {self.current}")
@@ -622,10 +630,17 @@ class ABController:
         return {side.proc.pid for side in self.sides() if side.proc is not None}
 
     def end_test(self, nodeid: str) -> None:
-        if self.base.current == nodeid:
-            self.base.end_test()
-        for pair in self.pairs:
-            pair.end_test(nodeid)
+        """``nodeid`` ended on every side that serves it, whatever another side did; the
+        first error after."""
+        errors = []
+        for side in self.sides():
+            if side.current == nodeid:
+                try:
+                    side.end_test()
+                except ABError as exc:
+                    errors.append(exc)
+        if errors:
+            raise errors[0]
 
     def close(self) -> None:
         if self._closed:
@@ -683,8 +698,3 @@ class ProcessPair:
         for side in (self.base, self.head):
             if side.current is not None and side.proc is not None:
                 side.finish_call()
-
-    def end_test(self, nodeid: str) -> None:
-        for side in (self.base, self.head):
-            if side.current == nodeid:
-                side.end_test()

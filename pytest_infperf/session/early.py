@@ -57,23 +57,31 @@ def request_early(controller: ABController, nodeid: str) -> bool:
     from ..ab.workers import ABError
 
     try:
-        if controller.base.current == nodeid:  # a rerun of the test (rerunfailures)
-            controller.base.end_test()
         controller.base.request(nodeid)
     except ABError:
         return False
     return True
 
 
-def quiet_workers(controller: ABController, quiet: bool = True) -> None:
-    """Every worker's current test let to end (one asked for early and not needed after
-    all, or one whose calls were measured and which runs on), and, with ``quiet``, no
-    worker left collecting: before a stored pass, nothing of this session runs beside its
-    timed samples; after a test, none of its code runs on into the next."""
+def fresh(controller: ABController, nodeid: str) -> None:
+    """A test that starts while a worker still serves it (a rerun: pytest-rerunfailures
+    runs its attempts with no logfinish between them) is ended there first, so that it
+    is asked afresh, not answered by the last attempt's end."""
+    from ..ab.workers import ABError
+
+    with contextlib.suppress(ABError):
+        controller.end_test(nodeid)
+
+
+def quiet_workers(controller: ABController, end: bool = False) -> None:
+    """Before a stored pass: every worker's test parked (one asked early, or run on after
+    its call, waits at its next call, warmed and kept, or has ended) and none collecting,
+    so that nothing of this session runs beside the timed samples. ``end``: after a test,
+    every worker's test ended, so that none of its code runs on into the next."""
     from ..ab.workers import ABError
 
     for side in controller.sides():
         with contextlib.suppress(ABError):
-            side.end_test()
-    if quiet:
+            side.end_test() if end else side.park()
+    if not end:
         controller.quiet()

@@ -202,12 +202,14 @@ class Stored(Plain):
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
         source, controller = self.context.source, self._controller  # entries: perf tests'
+        if controller is not None:
+            early.fresh(controller, item.nodeid)
         if self._early and controller and source and item.nodeid in source.entries:
             self._early = early.request_early(controller, item.nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         if self._controller is not None:  # its sides end the test with the head's
-            early.quiet_workers(self._controller, quiet=False)
+            early.quiet_workers(self._controller, end=True)
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         """Route by the machine's state: when the session-start reference says this
@@ -304,6 +306,8 @@ class Stored(Plain):
             why_not = settled
         if c.verdict is Verdict.IMPROVEMENT:
             return c if why_not == "" else judge.unsettled(c, why_not)
+        if self._controller is not None:  # settling's workers rest while it re-measures
+            early.quiet_workers(self._controller)
         c = self._remeasure(call, result, c)
         return c if why_not == "" else judge.unsettled(c, why_not)
 
@@ -529,6 +533,7 @@ class ABHead(Plain):
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
+        early.fresh(self.controller, item.nodeid)
         if self.early and is_perf(item):
             self.early = early.request_early(self.controller, item.nodeid)
 
