@@ -107,7 +107,8 @@ def test_process_pairs_collect_the_same_files_on_both_sides(repo: pytest.Pyteste
     session's folder: the working tree's untracked folders (baselines/) made head workers
     slower than their base partners (docs/MEASURED.md, "A/A run counts, and the same
     files on both sides")."""
-    from pytest_infperf.ab.workers import ABController, Selection
+    from pytest_infperf.ab.checkout import Selection
+    from pytest_infperf.ab.workers import ABController
 
     (repo.path / "baselines" / "x").mkdir(parents=True)
     suite, new = repo.path / "test_suite.py", repo.path / "test_new.py"
@@ -318,7 +319,8 @@ def test_a_worker_whose_controller_is_gone_ends_with_what_it_started(
     script = (
         "import os, tempfile\n"
         "from pathlib import Path\n"
-        "from pytest_infperf.ab.workers import Checkout, Selection, WorkerSide\n"
+        "from pytest_infperf.ab.checkout import Checkout, Selection\n"
+        "from pytest_infperf.ab.workers import WorkerSide\n"
         f"top = Path({str(tmp_path)!r})\n"
         "side = WorkerSide(Checkout(top, None, Path(tempfile.mkdtemp())),\n"
         "                  Selection(rootdir=top, args=(), pythonpath=()), 'base')\n"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from statistics import median
@@ -494,7 +495,7 @@ def _worker_pair(
             if device is None:
                 raise ABError(f"process pair {k + 1} did not measure the device time")
     finally:
-        pair.finish()
+        pair.finish(park=sys.exc_info()[0] is None)  # Ctrl-C, an error: no wait for a park
     run.ready_s, run.started, run.device = ready_s, started, device
     return run
 

@@ -23,12 +23,12 @@ from multiprocessing.connection import Client
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.cmdline import Forwarded
 from ..core.results import WorkProfile
 from ..measure import gpu as _gpu
 from ..measure.profile import calls_for
 from ..store.git import GitError
 from . import protocol
+from .checkout import Checkout, Selection
 from .procs import kill_group, socket_path
 
 if TYPE_CHECKING:
@@ -38,12 +38,8 @@ if TYPE_CHECKING:
 #: sampler recorded besides (a generation's TTFT and TPOT; empty otherwise).
 Block = tuple[list[float], dict[str, list[float]]]
 CONNECT_TIMEOUT_S = 120.0
-#: How long a worker may stay silent when asked for a block, a profile or its result
-#: (``infperf_worker_timeout``; a block expected to take long gets fifty times its
-#: expected length), and, times ``READY_FACTOR``, while it collects or builds and warms a
-#: model (a torch.compile of a large model takes minutes). Past it the worker "stopped
-#: answering": its process group is killed and the test that needed it fails with that.
-WORKER_TIMEOUT_S = 120.0
+#: Times WORKER_TIMEOUT_S (ab/checkout.py): how long a worker may take to collect, or to
+#: build and warm a model (a torch.compile of a large model takes minutes).
 READY_FACTOR = 15
 #: How long closing waits for a worker to end its current test before killing it.
 QUIT_GRACE_S = 5.0
@@ -67,90 +63,6 @@ class BaseCall:
     @property
     def ready(self) -> bool:
         return self.status == "ready"
-
-
-class Checkout:
-    """A commit checked out as a detached worktree (``sha``), or the head's working tree
-    as it is (``sha=None``); paths of the head's checkout map onto it."""
-
-    def __init__(self, toplevel: Path, sha: str | None, tmp: Path, title: str = "") -> None:
-        self.toplevel = toplevel
-        self.sha = sha
-        self.tmp = tmp
-        #: For messages: "merge-base 1a2b3c4d5e", "the working tree".
-        self.title = title or (f"commit {sha[:10]}" if sha else "the working tree")
-        self.root = toplevel if sha is None else tmp / f"tree-{sha[:10]}"
-        self._added = False
-
-    def add(self) -> None:
-        if self.sha is None or self._added:
-            return
-        import git  # noqa: PLC0415 (gitpython: ~0.3 s, only when git is asked)
-
-        repo = git.Repo(self.toplevel)
-        try:
-            repo.git.worktree("prune")
-            repo.git.worktree("add", "--detach", "--force", str(self.root), self.sha)
-        except git.GitCommandError as exc:
-            raise GitError(
-                f"cannot check out {self.sha[:10]} as a worktree: {exc.stderr.strip()}"
-            ) from None
-        self._added = True
-
-    def map(self, path: Path) -> Path:
-        """A path in the head checkout -> the same path in this checkout."""
-        try:
-            return self.root / path.resolve().relative_to(self.toplevel)
-        except ValueError:
-            return path
-
-    def remove(self) -> None:
-        if not self._added:
-            return
-        self._added = False
-        for args in (["worktree", "remove", "--force", str(self.root)], ["worktree", "prune"]):
-            subprocess.run(["git", *args], cwd=self.toplevel, capture_output=True, check=False)
-
-
-@dataclasses.dataclass(frozen=True)
-class Selection:
-    """The tests a worker collects: the controller's own selection, mapped."""
-
-    rootdir: Path
-    args: tuple[str, ...]
-    pythonpath: tuple[str, ...]
-    keyword: str = ""
-    markexpr: str = ""
-    #: What the workers are given of the session's command line besides (the project's
-    #: options, -p, -o...: :mod:`~pytest_infperf.core.cmdline`).
-    forwarded: Forwarded = dataclasses.field(default_factory=Forwarded)
-    #: The ini file given with ``-c`` (absolute), if one was: each checkout's own copy.
-    inifile: str = ""
-    #: Where pytest was invoked: a worker works in the same folder of its checkout.
-    invocation_dir: Path | None = None
-    #: The session's heap policy (--perf-heap): every worker applies it before its session
-    #: starts, whatever its own checkout's ini says, so both sides run alike.
-    heap: str = "steady"
-    #: Seconds a worker may stay silent (``infperf_worker_timeout``: see WORKER_TIMEOUT_S).
-    timeout: float = WORKER_TIMEOUT_S
-
-    def args_in(self, checkout: Checkout) -> list[str]:
-        """The worker's pytest arguments in ``checkout``: paths and the ini file mapped
-        into it (those it lacks left out), then ``-k``, ``-m`` and the forwarded options."""
-        out: list[str] = []
-        for arg in self.args:
-            path_part, sep, rest = arg.partition("::")
-            p = Path(path_part)
-            if p.exists():
-                out.append(str(checkout.map(p)) + sep + rest)
-        ini = checkout.map(Path(self.inifile)) if self.inifile else None
-        if ini is not None and ini.is_file():
-            out += ["-c", str(ini)]
-        if self.keyword:
-            out += ["-k", self.keyword]
-        if self.markexpr:
-            out += ["-m", self.markexpr]
-        return out + list(self.forwarded.early)
 
 
 class WorkerProcess:
@@ -219,7 +131,8 @@ class WorkerProcess:
         self.checkout.add()
         authkey = secrets.token_bytes(32)
         self.starts += 1
-        self.served, self.current, self._asked, self._parked = 0, None, False, None
+        self.served = 0
+        self._forget()
         address = socket_path(self.checkout.tmp, f"{self.label}-{self.serial}-{self.starts}")
         env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
@@ -313,11 +226,16 @@ class WorkerProcess:
         except OSError:
             self._crashed()
 
+    def _forget(self) -> None:
+        """No process, or a new one: no test it serves, nothing asked, parked or at a call."""
+        self.current, self._asked, self._at_call, self._parked = None, False, False, None
+
     def _stopped_answering(self, limit: float, what: str) -> Any:
         """A worker silent past its limit is killed, with its children, and said so."""
         if self.proc is not None:
             kill_group(self.proc)
-        self.current, self.proc = None, None
+        self.proc = None
+        self._forget()
         raise ABError(
             f"the A/B {self.label} worker ({self.checkout.title}) stopped answering: no reply "
             f"in {limit:.0f} s{' to ' + what if what else ''} (infperf_worker_timeout); its "
@@ -331,8 +249,8 @@ class WorkerProcess:
                 proc.wait(timeout=5)
             kill_group(proc)  # still running after 5 s, or children left behind
         code = proc.returncode if proc is not None else None
-        self.current = None
         self.proc = None
+        self._forget()
         raise ABError(
             f"the A/B {self.label} worker ({self.checkout.title}) crashed (exit code {code}): "
             f"{detail or self.log_tail()}"
@@ -388,6 +306,9 @@ class WorkerSide(WorkerProcess):
 
     def await_ready(self, name: str | None) -> BaseCall:
         """Wait until the requested test reaches its call ``name``, warmed up."""
+        if self._at_call:  # left at a call (its pair failed): that call is not the one wanted
+            self._at_call = False
+            self._send(op=protocol.SKIP)
         while True:
             what = f"reaching {self.current} call {name!r}"
             message = self._parked or self._recv(self._ready_timeout, what)
@@ -400,7 +321,7 @@ class WorkerSide(WorkerProcess):
                 self._send(op=protocol.SKIP)  # a call the other side does not make
                 continue
             if message.get("ev") == protocol.DONE:
-                self.current = None
+                self._forget()
                 if message.get("outcome") in ("failed", "error"):
                     return BaseCall("failed", error=str(message.get("longrepr") or "").strip())
                 return BaseCall("missing")
@@ -427,13 +348,16 @@ class WorkerSide(WorkerProcess):
         limit = max(self.selection.timeout, 50 * calls * per_call_s)
         return WorkProfile.from_json(self._reply(limit, "a profiled pass").get("work"))
 
-    def finish_call(self) -> dict[str, Any]:
+    def finish_call(self, park: bool = True) -> dict[str, Any]:
         """The ready call ended and the test parked: what it runs after its call (teardown,
-        the next call's build) runs now, not beside the blocks that come next."""
-        self._send(op=protocol.FINISH)
+        the next call's build) runs now, not beside the blocks that come next. A test that
+        cannot park is left to its worker's restart: the call's blocks stand."""
         self._at_call = False
+        self._send(op=protocol.FINISH)
         reply = self._reply(self.selection.timeout, "the end of its call")
-        self.park()
+        if park:
+            with contextlib.suppress(ABError):
+                self.park()
         return reply
 
     def _reply(self, limit: float, what: str) -> dict[str, Any]:
@@ -441,7 +365,7 @@ class WorkerSide(WorkerProcess):
         ended the test) is an error that says so, not a wait for a reply never sent."""
         message = self._recv(limit, what)
         if message.get("ev") == protocol.DONE:
-            self.current, self._at_call = None, False
+            self._forget()
             detail = str(message.get("longrepr") or message.get("outcome") or "").strip()
             raise ABError(
                 f"the A/B {self.label} worker's test ({self.checkout.title}) ended when "
@@ -454,20 +378,22 @@ class WorkerSide(WorkerProcess):
         at its next call, warmed (the READY kept for :meth:`await_ready`), or at its end."""
         if self.current is None or self.proc is None or self._parked or self._at_call:
             return
-        message = self._recv(self._ready_timeout, f"{self.current} to reach a call or its end")
-        self._asked = False
-        if message.get("ev") == protocol.READY:
-            self._parked = message
-        elif message.get("ev") == protocol.DONE:
-            self.current = None
+        while True:  # a stray reply (an interrupted block's) is passed over
+            message = self._recv(self._ready_timeout, f"{self.current} to reach a call")
+            if message.get("ev") == protocol.READY:
+                self._parked, self._asked = message, False
+                return
+            if message.get("ev") == protocol.DONE:
+                self._forget()
+                return
 
     def end_test(self, timeout: float | None = None) -> None:
         """Let the current test run to its end (later calls are skipped), waiting for it
         ``timeout`` seconds (default: as long as a model may take to build)."""
         if self.current is None or self.proc is None:
             return
-        self._send(op=protocol.END)
         self._parked, self._at_call = None, False
+        self._send(op=protocol.END)
         limit = self._ready_timeout if timeout is None else timeout
         while True:
             message = self._recv(limit, f"the end of {self.current}")
@@ -476,7 +402,7 @@ class WorkerSide(WorkerProcess):
                 break
             if message.get("ev") == protocol.READY:
                 self._send(op=protocol.END)
-        self.current = None
+        self._forget()
 
     def quit(self, grace: float = QUIT_GRACE_S) -> None:
         """Tell the worker to end its session, without waiting for it to exit. One that
@@ -499,7 +425,8 @@ class WorkerSide(WorkerProcess):
 
     def kill(self) -> None:
         """The worker and everything it started, ended now."""
-        proc, self.proc, self.current = self.proc, None, None
+        proc, self.proc = self.proc, None
+        self._forget()
         if proc is not None:
             kill_group(proc)
 
@@ -606,9 +533,8 @@ class ABController:
 
     def quiet(self) -> None:
         """Wait for every worker still collecting (a prestarted one), so that none imports
-        or collects while blocks are timed (a worker's test that runs on after its call is
-        ended by the caller: ``WorkerSide.end_test``). A worker that fails here is left to
-        be started again where it is needed."""
+        or collects while blocks are timed (a test that runs on after its call is parked:
+        ``WorkerSide.park``). A worker that fails here is started again where needed."""
         for side in self.sides():
             if side.collecting:
                 with contextlib.suppress(ABError):
@@ -682,19 +608,31 @@ class ProcessPair:
         for side in (self.base, self.head):
             side.connect()
         asked = [side for side in (self.base, self.head) if side.request(nodeid)]
-        if len(asked) < 2:
-            raise ABError(f"a worker process pair does not collect {nodeid}")
-        for side in asked:
-            ready = side.await_ready(name)
-            if not ready.ready:
-                detail = f": {ready.error}" if ready.error else ""
-                raise ABError(
-                    f"the {side.label} worker ({side.checkout.title}) did not reach {nodeid} "
-                    f"call {name!r} ({ready.status}{detail})"
-                )
+        try:
+            if len(asked) < 2:
+                raise ABError(f"a worker process pair does not collect {nodeid}")
+            for side in asked:
+                ready = side.await_ready(name)
+                if not ready.ready:
+                    detail = f": {ready.error}" if ready.error else ""
+                    raise ABError(
+                        f"the {side.label} worker ({side.checkout.title}) did not reach "
+                        f"{nodeid} call {name!r} ({ready.status}{detail})"
+                    )
+        except ABError:
+            for side in asked:  # neither left at its call, nor building beside what comes
+                with contextlib.suppress(ABError):
+                    side.end_test()
+            raise
         return any(started)
 
-    def finish(self) -> None:
-        for side in (self.base, self.head):
-            if side.current is not None and side.proc is not None:
-                side.finish_call()
+    def finish(self, park: bool = True) -> None:
+        """Both sides' calls ended, each whatever the other did (the pair's blocks stand),
+        then both parked at once."""
+        sides = [s for s in (self.base, self.head) if s.current is not None and s.proc]
+        for side in sides:
+            with contextlib.suppress(ABError):
+                side.finish_call(park=False)
+        for side in sides if park else ():
+            with contextlib.suppress(ABError):
+                side.park()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.results import BenchmarkResult, Verdict, WorkDiff, WorkProfile
 
 if TYPE_CHECKING:
-    from ..ab.workers import Checkout
+    from ..ab.checkout import Checkout
 
 #: How long an interrupted step's pytest gets to remove its own worktree and workers after
 #: the first Ctrl-C; a second one, or SIGTERM, kills it at once.
@@ -141,7 +141,7 @@ class Bench:
     def checkout(self, sha: str) -> Path:
         if self.tree is None:
             # The A/B base's worktree helper; imported here, not when `infperf list` starts.
-            from ..ab.workers import Checkout
+            from ..ab.checkout import Checkout
             from ..store.git import GitError
 
             self.tree = Checkout(self.top, sha, self.tmp, "infperf bisect")

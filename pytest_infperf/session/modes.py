@@ -34,7 +34,8 @@ from .collector import is_perf
 from .context import RunContext
 
 if TYPE_CHECKING:
-    from ..ab.workers import ABController, Selection
+    from ..ab.checkout import Selection
+    from ..ab.workers import ABController
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
     from ..measure.call import BenchCall, Mode
@@ -592,7 +593,7 @@ class ABHead(Plain):
 
 def selection(config: pytest.Config, settings: Settings) -> Selection:
     """The tests an interleaving worker collects: this session's own selection."""
-    from ..ab.workers import Selection
+    from ..ab.checkout import Selection
 
     return Selection(
         rootdir=settings.rootdir,
