@@ -519,17 +519,16 @@ class ABController:
             self.pairs.append(pair)
         return self.pairs[k - 1]
 
-    def prestart(self, pairs: int = 1) -> None:
-        """Start the first ``pairs`` process pairs now, without waiting for them: they import
-        and collect while this session collects and builds its first model, instead of
-        when a benchmark first needs them (docs/MEASURED.md, "Workers started ahead of
-        need"). A pair that cannot start is started again, and its error reported, where
-        it is first needed. :meth:`quiet` waits for them before any block is timed."""
-        for k in range(1, pairs + 1):
-            pair = self.process_pair(k)
-            for side in (pair.base, pair.head):
-                with contextlib.suppress(ABError):
-                    side.connect()
+    def prestart(self) -> None:
+        """Start the first process pair now, without waiting for it: it imports and
+        collects while this session collects and builds its first model, instead of when
+        a benchmark first needs it (docs/MEASURED.md, "Workers started ahead of need"). A
+        pair that cannot start is started again, and its error reported, where it is
+        first needed. :meth:`quiet` waits for it before any block is timed."""
+        pair = self.process_pair(1)
+        for side in (pair.base, pair.head):
+            with contextlib.suppress(ABError):
+                side.connect()
 
     def quiet(self) -> None:
         """Wait for every worker still collecting (a prestarted one), so that none imports

@@ -69,7 +69,7 @@ SESSION_INI: dict[str, tuple[str, str]] = {
     ),
     "infperf_prestart": (
         "on (default): an interleaving session starts its first worker pair while it "
-        "collects, and a test's baseline side while the head's test sets up (neither "
+        "collects, and a test's baseline side as the head's test starts its call (neither "
         "is timed); off: each on first need (fewer processes holding their imports)",
         "on",
     ),

@@ -63,9 +63,10 @@ def request_early(controller: ABController, nodeid: str) -> bool:
     return True
 
 
-def fresh(controller: ABController, nodeid: str) -> None:
-    """A test that starts while a worker still serves it (a rerun: pytest-rerunfailures
-    runs its attempts with no logfinish between them) is ended there first, so that it
+def end_test(controller: ABController, nodeid: str) -> None:
+    """``nodeid`` ended on every worker that serves it: at its logfinish, so that none of
+    its code runs on into the next test; and as it starts its call, for a rerun
+    (pytest-rerunfailures runs its attempts with no logfinish between them), so that it
     is asked afresh, not answered by the last attempt's end."""
     from ..ab.workers import ABError
 
@@ -73,15 +74,13 @@ def fresh(controller: ABController, nodeid: str) -> None:
         controller.end_test(nodeid)
 
 
-def quiet_workers(controller: ABController, end: bool = False) -> None:
+def quiet_workers(controller: ABController) -> None:
     """Before a stored pass: every worker's test parked (one asked early, or run on after
     its call, waits at its next call, warmed and kept, or has ended) and none collecting,
-    so that nothing of this session runs beside the timed samples. ``end``: after a test,
-    every worker's test ended, so that none of its code runs on into the next."""
+    so that nothing of this session runs beside the timed samples."""
     from ..ab.workers import ABError
 
     for side in controller.sides():
         with contextlib.suppress(ABError):
-            side.end_test() if end else side.park()
-    if not end:
-        controller.quiet()
+            side.park()
+    controller.quiet()

@@ -204,13 +204,13 @@ class Stored(Plain):
     def pytest_runtest_call(self, item: pytest.Item) -> None:
         source, controller = self.context.source, self._controller  # entries: perf tests'
         if controller is not None:
-            early.fresh(controller, item.nodeid)
+            early.end_test(controller, item.nodeid)
         if self._early and controller and source and item.nodeid in source.entries:
             self._early = early.request_early(controller, item.nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         if self._controller is not None:  # its sides end the test with the head's
-            early.quiet_workers(self._controller, end=True)
+            early.end_test(self._controller, nodeid)
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         """Route by the machine's state: when the session-start reference says this
@@ -534,7 +534,7 @@ class ABHead(Plain):
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
-        early.fresh(self.controller, item.nodeid)
+        early.end_test(self.controller, item.nodeid)
         if self.early and is_perf(item):
             self.early = early.request_early(self.controller, item.nodeid)
 
