@@ -413,7 +413,7 @@ def _paired(
         "block_samples": block_count(per_sample),
         "ab_seconds": round(time.perf_counter() - started, 3),
         "pair_log_ratios": {m: [round(sm.mean, 6) for sm in summaries[m]] for m in metrics},
-        "pinned_cpu": "caller" if cpu == _pinning.CALLER else cpu,
+        "pinned_cpu": cpu,
     }
     if stopped_early or spent:
         details["replication_stopped"] = stopped_early or spent
@@ -502,14 +502,12 @@ def _worker_pair(
 
 def pinned_cpu(env: Mapping[str, Any], gpu_at: int | None, cpu: int | None) -> int | None:
     """The CPU both sides time this benchmark's blocks on: the session's (--perf-pin) for a
-    benchmark that runs on one thread on the CPU; for one that runs on several threads,
-    which would share that one CPU, the CPUs its library left for the caller
-    (``pinning.CALLER``, each side's own); None (the scheduler's choice) with --perf-pin=off
-    and for a benchmark on a GPU, whose xdist workers time at once, one per GPU, and would
-    share one CPU too."""
+    benchmark that runs on one thread on the CPU; None (the scheduler's choice) for one
+    that runs on several threads, which would share that one CPU, and for one on a GPU,
+    whose xdist workers time at once, one per GPU, and would share it too."""
     if cpu is None or gpu_at is not None:
         return None
-    return cpu if _pinning.single_threaded(env) else _pinning.CALLER
+    return cpu if _pinning.single_threaded(env) else None
 
 
 def _both_ready(

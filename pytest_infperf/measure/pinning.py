@@ -16,29 +16,16 @@ Only the sampling thread of a block is pinned (:func:`pin_this_thread`, on the f
 block), and only for a benchmark that runs on one thread: torch's intra-op threads are
 started by, and inherit the CPUs of, the thread that first runs a parallel region, so a
 multi-threaded model would be squeezed onto one CPU.
-
-A multi-threaded benchmark whose library pins its own worker threads gets the CPUs that
-library left for its caller (:data:`CALLER`): ONNX Runtime at its default threading starts
-one intra-op thread per physical core but the first and pins each to its core, expecting
-the calling thread on the first. Left to the scheduler, a block's fresh thread may start on
-a pinned worker's CPU and share it with that worker until it is moved, so one block ran at
-a two-thread speed and the next at a one-thread speed.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from ..core.cpus import available
-
-#: The ``cpu`` that asks for the CPUs a benchmark's library left for its calling thread
-#: (the CPUs none of its pinned threads may run on): an int, so that it travels to a worker
-#: as a CPU number does.
-CALLER = -1
 
 
 def single_threaded(env: Mapping[str, Any]) -> bool:
@@ -53,37 +40,11 @@ def single_threaded(env: Mapping[str, Any]) -> bool:
 
 
 def pin_this_thread(cpu: int | None) -> bool:
-    """Pin the calling thread to ``cpu`` where it may run there (:data:`CALLER`: to the CPUs
-    the process's pinned threads left it, where they left some); whether it did."""
-    cpus = caller_cpus() if cpu == CALLER else frozenset({cpu}) & available()
-    if not cpus:
+    """Pin the calling thread to ``cpu`` where it may run there; whether it did."""
+    if cpu is None or cpu not in available():
         return False
     try:
-        os.sched_setaffinity(0, cpus)
+        os.sched_setaffinity(0, {cpu})
     except OSError:
         return False
     return True
-
-
-def caller_cpus() -> frozenset[int]:
-    """The CPUs this thread may run on that no other thread of this process is pinned to
-    (one pinned to some but not all of them), where that leaves some and takes some; else
-    empty (nothing pinned, or pinned everywhere: the scheduler's choice is as good)."""
-    mine = available()
-    taken: set[int] = set()
-    me = threading.get_native_id()
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return frozenset()
-    for task in tasks:
-        if not task.isdigit() or int(task) == me:
-            continue
-        try:
-            theirs = frozenset(os.sched_getaffinity(int(task)))
-        except OSError:  # the thread ended while we looked
-            continue
-        if theirs < mine:
-            taken |= theirs
-    left = mine - taken
-    return left if taken and left else frozenset()
