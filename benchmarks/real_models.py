@@ -1,7 +1,7 @@
 """Identical code on real models, through the real plugin: verdicts and what a compare costs.
 
     python benchmarks/real_models.py [--reps 5] [--mode stored|ab] [--neighbour] [--threads N]
-        [--suite examples|second] [-k EXPR] [--variants='ARGS;ARGS'] [--keep DIR]
+        [--suite examples|second] [--slowdown F] [-k EXPR] [--variants='ARGS;ARGS'] [--keep DIR]
 
 The suite is this project's ``examples/`` (the main job's benchmarks: a torch and an ONNX
 Runtime MLP at batch 1 and 32, DistilBERT and BERT-base in torch and ONNX Runtime at
@@ -10,6 +10,9 @@ prompt 32 and 256; models built from configs, no network), copied into a tempora
 repository. Stored mode saves the baseline on ``main`` once per repetition; each repetition
 then runs, on a branch with an empty commit (identical code, A/A), a plain ``pytest`` and
 the comparing run (``--perf-compare=main`` or ``--perf-ab=main``), one after the other.
+``--slowdown 1.10`` makes that branch slower instead: every model call takes 1.10 times its
+own time (``benchmarks/slowdown_conftest.py``, a busy wait after each call), so every
+verdict should be a regression.
 ``--threads 0`` runs torch and ONNX Runtime at their default threading (the examples' own
 default is one intra-op thread, the least noisy). ``-k`` narrows the examples (``-k
 generation``); ``--variants`` runs each repetition once per set of pytest arguments, in
@@ -37,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from decision_quality import MODES, Neighbour, commit_repo, git, process_pairs, pytest_run
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SLOWDOWN = Path(__file__).resolve().parent / "slowdown_conftest.py"
 NAMES = ("regression", "improvement", "unchanged", "no-regression", "inconclusive")
 
 
@@ -44,11 +48,14 @@ NAMES = ("regression", "improvement", "unchanged", "no-regression", "inconclusiv
 SUITES = {"examples": EXAMPLES, "second": Path(__file__).resolve().parent / "second_suite"}
 
 
-def make_repo(root: Path, suite: str = "examples") -> Path:
+def make_repo(root: Path, suite: str = "examples", slowdown: bool = False) -> Path:
     repo = root / "repo"
     source = SUITES[suite]
     shutil.copytree(source, repo / source.name, ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "pytest.ini").write_text(f"[pytest]\ntestpaths = {source.name}\n")
+    if slowdown:  # the hooks on both sides, the factor 1.0 on main
+        shutil.copy(SLOWDOWN, repo / "conftest.py")
+        (repo / "slowdown.txt").write_text("1.0")
     commit_repo(repo, suite)
     return repo
 
@@ -173,6 +180,12 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, help="the examples' --threads (0: the libraries' default)"
     )
+    parser.add_argument(
+        "--slowdown",
+        type=float,
+        help="a factor (1.10: +10%%): the branch under test makes every model call that "
+        "much slower (benchmarks/slowdown_conftest.py) instead of changing nothing",
+    )
     parser.add_argument("-k", dest="keyword", help="only the examples matching this -k expression")
     parser.add_argument(
         "--variants",
@@ -189,10 +202,11 @@ def main() -> None:
     if args.keyword:
         extra += ["-k", args.keyword]
     variants = [v.strip() for v in args.variants.split(";")] if args.variants else [""]
+    scenario = "A/A" if args.slowdown is None else f"x{args.slowdown:g}"
     tallies = {v: Tally() for v in variants}
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        repo = make_repo(Path(tmp), args.suite)
+        repo = make_repo(Path(tmp), args.suite, args.slowdown is not None)
         for rep in range(1, args.reps + 1):
             for variant in variants:
                 tally, own = tallies[variant], [*extra, *variant.split()]
@@ -200,7 +214,9 @@ def main() -> None:
                 if args.mode == "stored":
                     pytest_run(repo, "--perf-save", *own)  # quiet: the neighbour is off
                 git(repo, "checkout", "-q", "-B", "aa", "main")
-                git(repo, "commit", "-q", "--allow-empty", "-m", "A/A")
+                if args.slowdown is not None:
+                    (repo / "slowdown.txt").write_text(str(args.slowdown))
+                git(repo, "commit", "-q", "--allow-empty", "-am", scenario)
                 with Neighbour(args.neighbour):
                     _, _, plain = pytest_run(repo, *own)
                 with Neighbour(args.neighbour):
@@ -222,7 +238,7 @@ def main() -> None:
                 )
     neighbour = "busy loop on every core" if args.neighbour else "quiet"
     head = (
-        f"real models ({args.suite}), A/A, mode {args.mode} ({' '.join(MODES[args.mode])}), "
+        f"real models ({args.suite}), {scenario}, mode {args.mode} ({' '.join(MODES[args.mode])}), "
         f"{neighbour}; {args.reps} repetitions; {time.time() - started:.0f} s"
         + ("" if args.threads is None else f"; --threads={args.threads}")
         + ("" if not args.keyword else f"; -k {args.keyword!r}")
