@@ -518,6 +518,47 @@ def test_a_machine_that_moved_is_interleaved_at_once(repo: pytest.Pytester) -> N
     assert by_key["test_named"]["verdict"] == "no-baseline"
 
 
+def test_a_stored_pass_its_settling_shows_misread_is_not_trusted_after(
+    repo: pytest.Pytester,
+) -> None:
+    """The machine moved under the benchmarks, not under the reference (simulated: the
+    baseline's samples scaled): test_a's stored pass reads about x1.95 where interleaving
+    measures x1.3, so test_b's stored "unchanged" (a true x1.3 masked by its baseline) is
+    settled too, and fails; the warning names the verdicts that stood before."""
+    repo.makepyfile(
+        test_suite=BUSY_HEADER
+        + "\ndef test_a(infer_bench):\n    infer_bench(lambda: busy(200 * FACTOR))\n"
+        + "\ndef test_b(infer_bench):\n    infer_bench(lambda: busy(150 * FACTOR))\n"
+    )
+    commit_all(repo.path, "two benchmarks")
+    repo.runpytest("--perf-save").assert_outcomes(passed=2)
+    (path,) = baseline_files(repo.path)
+    doc = json.loads(path.read_text())
+    for bench in doc["benchmarks"]:
+        scale = 1 / 1.5 if bench["key"].endswith("test_a") else 1.3
+        bench["samples"] = [v * scale for v in bench["samples"]]
+        bench["stats"] = {
+            k: v * scale
+            if isinstance(v, float) and k not in ("cv", "ci_level", "ci_rel_halfwidth")
+            else v
+            for k, v in bench["stats"].items()
+        }
+    path.write_text(json.dumps(doc))
+    slow_down(repo.path)
+    result = repo.runpytest_subprocess("--perf-compare=HEAD", "--perf-json=out.json")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["*test_a: the stored pass read x1.9*, interleaving measured x1.3*this machine moved*"]
+    )
+    got = {
+        b["key"].split("::")[1]: b["comparison"]
+        for b in load_json(repo.path / "out.json")["benchmarks"]
+    }
+    assert got["test_b"]["stored_pass"]["verdict"] in ("unchanged", "no-regression")
+    assert got["test_b"]["verdict"] == "regression" and got["test_b"]["decided_by"] == "ab"
+    assert got["test_a"]["verdict"] == "regression"
+
+
 def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
     """Probes say the machine runs ten times slower than during the baseline: a +30% change
     is then explained by the machine, and is not blamed on the code."""

@@ -180,10 +180,14 @@ def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
             f"  settled in this job ({fmt_why(c.settled_because)} against the stored baseline: "
             f"{first.verdict} {fmt_ratio(first)}, {first.source})"
         )
-    elif c.settled_because == "machine-moved":
+    elif c.settled_because in ("machine-moved", "stored-misread"):
         lines.append(
             "  interleaved at once, with no stored pass: the session-start reference workload "
             "moved by more than half the threshold since the baseline's run"
+            if c.settled_because == "machine-moved"
+            else "  interleaved at once, with no stored pass: an earlier benchmark's stored "
+            "pass and its interleaved run disagreed beyond their errors (the machine moved "
+            "in a way the session-start reference did not see)"
         )
     elif c.not_settled:
         lines.append(f"  not settled in this job: {c.not_settled}")

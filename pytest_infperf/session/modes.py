@@ -187,6 +187,11 @@ class Stored(Plain):
         self._unrouted = ""
         #: Whether its workers, and each test's baseline side, start early (_routes_all).
         self._early = False
+        #: Set once a settling showed the stored pass misread this machine (judge.misread):
+        #: the benchmarks after it are interleaved at once. Those judged before it on the
+        #: stored pass alone, named when that happens.
+        self._misread = ""
+        self._stood: list[str] = []
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._controller is not None:
@@ -224,7 +229,7 @@ class Stored(Plain):
             and call.domain == "cpu"
             and _routable(self.context, call)
             and self._why_not_settle(call.opts) is None
-            and _moved(self.context)
+            and (_moved(self.context) or bool(self._misread))
         )
         # Read by the judging inside the measurement (Plain.measure compares).
         self._unrouted = _unrouted(self.context, self.budget) if route else ""
@@ -267,7 +272,7 @@ class Stored(Plain):
         result = call.result(m)
         result.work = paired.work
         result.extra["settle"] = paired.record()
-        why = "machine-moved"
+        why = "machine-moved" if _moved(self.context) else "stored-misread"
         result.comparison = dataclasses.replace(paired.comparison, settled_because=why)
         return result
 
@@ -293,7 +298,9 @@ class Stored(Plain):
         unrouted, self._unrouted = self._unrouted, ""
         # Trusted symmetrically: what rules out a regression stands; a regression, an
         # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
-        if c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT):
+        stands = c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT)
+        if stands and not (self._misread and self._why_not_settle(opts) is None):
+            self._stood.append(call.nodeid)
             return judge.unsettled(c, unrouted) if unrouted else c
         why_not = self._why_not_settle(opts)
         if why_not is None and (spent := self._spent(result, c)):
@@ -305,11 +312,11 @@ class Stored(Plain):
             if not isinstance(settled, str):
                 return settled
             why_not = settled
-        if c.verdict is Verdict.IMPROVEMENT:
+        if stands or c.verdict is Verdict.IMPROVEMENT:
             return c if why_not == "" else judge.unsettled(c, why_not)
         if self._controller is not None:  # settling's workers rest while it re-measures
             early.quiet_workers(self._controller)
-        c = self._remeasure(call, result, c)
+        c = _remeasure(judge, self.context, call, result, c)
         return c if why_not == "" else judge.unsettled(c, why_not)
 
     def _why_not_settle(self, opts: BenchOptions) -> str | None:
@@ -368,7 +375,28 @@ class Stored(Plain):
             "base_samples": paired.base,
             **paired.record(),
         }
+        self._check_misread(call.nodeid, stored, c)
         return self.judge.settled(stored, c)
+
+    def _check_misread(self, nodeid: str, stored: Comparison, settled: Comparison) -> None:
+        """Whether this settling shows the stored pass misread the machine: then what
+        follows is interleaved at once, and the verdicts that stood on it are named."""
+        from ..judge.misread import misread
+
+        ratio = misread(stored, settled)
+        if ratio is None or self._misread:
+            return
+        self._misread = (
+            f"{nodeid}: the stored pass read x{stored.ratio:.3f}, interleaving measured "
+            f"x{settled.ratio:.3f}"
+        )
+        stood = ", ".join(self._stood) or "none"
+        self.context.warn(
+            f"{self._misread}: this machine moved in a way the session-start reference did "
+            "not see (it moved the stored pass by x"
+            f"{ratio:.3f}), so the benchmarks after it are interleaved at once; the "
+            f"verdicts that stood on the stored pass alone before it: {stood}"
+        )
 
     def _controller_or_none(self) -> ABController | None:
         """The baseline commit's worktree and worker, set up on first need and reused."""
@@ -381,38 +409,41 @@ class Stored(Plain):
                 self._controller = opened
         return self._controller
 
-    def _remeasure(self, call: BenchCall, result: BenchmarkResult, first: Comparison) -> Comparison:
-        """Fresh samples against the stored baseline, until the verdict changes or the
-        ``remeasure`` budget is spent; Holm over the flagged benchmarks."""
-        from ..core.results import Verdict
-        from ..judge.judge import Observation
 
-        source = self.context.source
-        assert source is not None
-        opts = call.opts
-        if opts.remeasure == 0 or opts.metric == "memory":
-            return first
-        entry = source.entries.get(result.key)
-        flagged = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
-        c, fresh = first, None
-        for _ in range(opts.remeasure):
-            fresh = call.measure(first=False, probe=self.context.probe())
-            refs = _references(fresh.reference, fresh.backend_extra) or None
-            again = Observation(fresh.samples, fresh.memory, result.batch_size, result.env, refs)
-            c = self.judge.stored(
-                result,
-                entry,
-                opts,
-                source.as_origin(),
-                source.env_diff,
-                fresh=again,
-                fresh_metrics=fresh.metrics if result.generation is not None else None,
-            )
-            if c.verdict not in flagged:
-                break
-        if fresh is not None:
-            result.extra["remeasured_samples"] = fresh.samples
-        return self.judge.remeasured(first, c)
+def _remeasure(
+    judge: Judge, context: RunContext, call: BenchCall, result: BenchmarkResult, first: Comparison
+) -> Comparison:
+    """Fresh samples against the stored baseline, until the verdict changes or the
+    ``remeasure`` budget is spent; Holm over the flagged benchmarks."""
+    from ..core.results import Verdict
+    from ..judge.judge import Observation
+
+    source = context.source
+    assert source is not None
+    opts = call.opts
+    if opts.remeasure == 0 or opts.metric == "memory":
+        return first
+    entry = source.entries.get(result.key)
+    flagged = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
+    c, fresh = first, None
+    for _ in range(opts.remeasure):
+        fresh = call.measure(first=False, probe=context.probe())
+        refs = _references(fresh.reference, fresh.backend_extra) or None
+        again = Observation(fresh.samples, fresh.memory, result.batch_size, result.env, refs)
+        c = judge.stored(
+            result,
+            entry,
+            opts,
+            source.as_origin(),
+            source.env_diff,
+            fresh=again,
+            fresh_metrics=fresh.metrics if result.generation is not None else None,
+        )
+        if c.verdict not in flagged:
+            break
+    if fresh is not None:
+        result.extra["remeasured_samples"] = fresh.samples
+    return judge.remeasured(first, c)
 
 
 def _settle_origin(context: RunContext) -> Origin:
