@@ -198,7 +198,8 @@ SESSION_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
             "help": "what a stored baseline cannot decide (a regression, an improvement, no "
             "decision) is settled in this job by interleaved measurement against the baseline "
             "commit's code. auto: and every benchmark is interleaved at once when the machine "
-            "moved since the baseline's run; stored-first: always the stored pass first; off: "
+            "moved since the baseline's run, or after a settling showed the stored pass "
+            "misread it; stored-first: always the stored pass first; off: "
             "stored verdicts only (default: ini infperf_settle, else auto)",
         },
     ),

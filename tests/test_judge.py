@@ -4,6 +4,7 @@ caused (each reproduced through a real pytest run where it showed there)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -300,3 +301,27 @@ def test_strict_env_and_budget_are_the_gates_in_every_mode() -> None:
     assert any(
         "--perf-strict-env" in f and "backend: 'onnxruntime' -> 'callable'" in f for f in failures
     )
+
+
+def test_a_misread_is_two_intervals_apart_by_more_than_half_the_threshold() -> None:
+    """judge.misread: the stored pass and the interleaved run of one metric disagree beyond
+    both their errors; a generation's parts are compared part by part, never a headline
+    of TPOT with one of TTFT; what lacks an interval, or is not finite, is no misread."""
+    from pytest_infperf.core.names import CompareMode, Metric
+    from pytest_infperf.judge.misread import misread
+
+    def c(ratio: float, low: float, high: float, **kw: object) -> Comparison:
+        return Comparison(Verdict.UNCHANGED, ratio=ratio, ci_low=low, ci_high=high, **kw)  # type: ignore[arg-type]
+
+    ab = {"decided_by": CompareMode.AB}
+    stored, settled = c(1.20, 1.17, 1.24), c(1.10, 1.07, 1.13, **ab)
+    assert misread(stored, settled) == pytest.approx(1.20 / 1.10)
+    assert misread(stored, c(1.10, 1.07, 1.13)) is None  # not an interleaved verdict
+    assert misread(c(1.14, 1.125, 1.16), settled) is None  # overlapping
+    assert misread(c(1.02, 1.015, 1.025), c(1.00, 0.998, 1.002, **ab)) is None  # under 2.5%
+    assert misread(c(math.inf, 1.17, math.inf), settled) is None
+    parts = {"ttft": c(1.02, 1.0, 1.04), "tpot": c(1.20, 1.17, 1.24)}
+    ab_parts = {"ttft": c(1.01, 0.99, 1.03), "tpot": c(1.10, 1.07, 1.13)}
+    headline = c(1.20, 1.17, 1.24, metric=Metric.TPOT, parts=parts)
+    assert misread(headline, c(1.01, 0.99, 1.03, **ab, parts=ab_parts)) == pytest.approx(1.2 / 1.1)
+    assert misread(headline, c(1.10, 1.07, 1.13, **ab, metric=Metric.TTFT)) is None

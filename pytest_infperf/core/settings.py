@@ -63,7 +63,8 @@ SESSION_INI: dict[str, tuple[str, str]] = {
     "infperf_settle": (
         "auto (default): interleave against the baseline commit's code in the same job "
         "what a stored baseline cannot decide, and every benchmark at once when the machine "
-        "moved since the baseline's run; stored-first: always the stored pass first; off: "
+        "moved since the baseline's run or a settling showed the stored pass misread it; "
+        "stored-first: always the stored pass first; off: "
         "the stored verdict stands",
         "auto",
     ),

@@ -21,21 +21,38 @@ from ..core.results import Comparison
 
 
 def misread(stored: Comparison, settled: Comparison) -> float | None:
-    """The stored ratio over the interleaved one, where the two verdicts' intervals do
-    not overlap and the ratios differ by more than half the threshold (the drift guard's
-    limit for the session-start reference); None where they agree, or either lacks one."""
+    """The stored ratio over the interleaved one, of the first judged metric whose two
+    intervals do not overlap and whose ratios differ by more than half the threshold (the
+    drift guard's limit for the session-start reference); None where they agree, or
+    where no metric was judged by both (a generation's TTFT and TPOT are compared part by
+    part: the headline ratio is the worst part's, which need not be the same one)."""
     if settled.decided_by is not CompareMode.AB:
         return None
-    first, then = _interval(stored), _interval(settled)
-    if first is None or then is None:
-        return None
-    ratio = first[0] / then[0]
-    apart = first[1] > then[2] or first[2] < then[1]
-    return ratio if apart and abs(math.log(ratio)) > math.log1p(stored.threshold / 2) else None
+    limit = math.log1p(stored.threshold / 2)
+    for first, then in _matching(stored, settled):
+        a, b = _interval(first), _interval(then)
+        if a is None or b is None:
+            continue
+        ratio = a[0] / b[0]
+        if (a[1] > b[2] or a[2] < b[1]) and abs(math.log(ratio)) > limit:
+            return ratio
+    return None
+
+
+def _matching(stored: Comparison, settled: Comparison) -> list[tuple[Comparison, Comparison]]:
+    """The parts both judged, by metric; else the two headlines, if of one metric."""
+    mine, theirs = stored.parts or {}, settled.parts or {}
+    common = [m for m in mine if m in theirs]
+    if common:
+        return [(mine[m], theirs[m]) for m in common]
+    if mine or theirs or stored.metric != settled.metric:
+        return []
+    return [(stored, settled)]
 
 
 def _interval(c: Comparison) -> tuple[float, float, float] | None:
-    ratio, low, high = c.ratio, c.ci_low, c.ci_high
-    if ratio is None or low is None or high is None or min(ratio, low, high) <= 0:
+    values = (c.ratio, c.ci_low, c.ci_high)
+    if any(v is None or not math.isfinite(v) or v <= 0 for v in values):
         return None
+    ratio, low, high = (float(v or 0.0) for v in values)
     return ratio, low, high

@@ -232,7 +232,10 @@ class Stored(Plain):
             and (_moved(self.context) or bool(self._misread))
         )
         # Read by the judging inside the measurement (Plain.measure compares).
-        self._unrouted = _unrouted(self.context, self.budget) if route else ""
+        # Never refused after a misread: the budget's refusal trusts the drift guard's
+        # adjustment, and the reference did not see this move.
+        misread = bool(self._misread) and not _moved(self.context)
+        self._unrouted = _unrouted(self.context, self.budget) if route and not misread else ""
         self._early = self._early and call.domain == "cpu"  # a GPU here after all
         if route and not self._unrouted:
             from ..measure.call import timing_lock
@@ -299,16 +302,19 @@ class Stored(Plain):
         # Trusted symmetrically: what rules out a regression stands; a regression, an
         # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
         stands = c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT)
-        if stands and not (self._misread and self._why_not_settle(opts) is None):
-            self._stood.append(call.nodeid)
+        # After a misread (judge.misread), what rules out a regression is re-checked too,
+        # to its end whatever the budget: it might be the masked regression.
+        recheck = stands and self._recheck(call, c)
+        if stands and not recheck:
+            self._stood.append(result.key)
             return judge.unsettled(c, unrouted) if unrouted else c
         why_not = self._why_not_settle(opts)
-        if why_not is None and (spent := self._spent(result, c)):
+        if why_not is None and not recheck and (spent := self._spent(result, c)):
             return judge.unsettled(c, spent)  # it passes either way: the budget keeps time
         if why_not is None:
             if unrouted and self.budget is not None:  # the refusal saved no interleaving
                 self.budget.resettled += 1
-            settled = self._settle(call, result, c)
+            settled = self._settle(call, result, c, recheck)
             if not isinstance(settled, str):
                 return settled
             why_not = settled
@@ -335,7 +341,7 @@ class Stored(Plain):
         return self._broken
 
     def _settle(
-        self, call: BenchCall, result: BenchmarkResult, stored: Comparison
+        self, call: BenchCall, result: BenchmarkResult, stored: Comparison, whole: bool = False
     ) -> Comparison | str:
         """The interleaved verdict, or why there is none."""
         from ..ab.interleave import run_paired
@@ -356,7 +362,7 @@ class Stored(Plain):
                 result.median,
                 result.work,
                 # A verdict that might fail is measured to its end, whatever the budget.
-                None if might_fail(stored, _faster_now(self.context)) else self.budget,
+                None if whole or might_fail(stored, _faster_now(self.context)) else self.budget,
             )
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
@@ -375,8 +381,21 @@ class Stored(Plain):
             "base_samples": paired.base,
             **paired.record(),
         }
-        self._check_misread(call.nodeid, stored, c)
+        if call.domain == "cpu":
+            self._check_misread(call.nodeid, stored, c)
         return self.judge.settled(stored, c)
+
+    def _recheck(self, call: BenchCall, c: Comparison) -> bool:
+        """Whether a verdict that rules out a regression is settled all the same: after a
+        misread, on the CPU, where settling can happen (no-baseline, incomparable: never)."""
+        from ..core.results import Verdict
+
+        return (
+            bool(self._misread)
+            and call.domain == "cpu"
+            and c.verdict in (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
+            and self._why_not_settle(call.opts) is None
+        )
 
     def _check_misread(self, nodeid: str, stored: Comparison, settled: Comparison) -> None:
         """Whether this settling shows the stored pass misread the machine: then what
@@ -386,16 +405,13 @@ class Stored(Plain):
         ratio = misread(stored, settled)
         if ratio is None or self._misread:
             return
-        self._misread = (
-            f"{nodeid}: the stored pass read x{stored.ratio:.3f}, interleaving measured "
-            f"x{settled.ratio:.3f}"
-        )
-        stood = ", ".join(self._stood) or "none"
+        self._misread = f"{nodeid}: its stored pass and its interleaved run differ by x{ratio:.3f}"
+        stood = ", ".join(dict.fromkeys(self._stood)) or "none"
         self.context.warn(
-            f"{self._misread}: this machine moved in a way the session-start reference did "
-            "not see (it moved the stored pass by x"
-            f"{ratio:.3f}), so the benchmarks after it are interleaved at once; the "
-            f"verdicts that stood on the stored pass alone before it: {stood}"
+            f"{self._misread}, beyond both their errors: the stored pass misread this "
+            "machine's speed (this process's later CPU benchmarks are interleaved at once, or "
+            "re-checked where the stored pass runs first); these stood on the stored pass "
+            f"alone before it, and pass: {stood}"
         )
 
     def _controller_or_none(self) -> ABController | None:
