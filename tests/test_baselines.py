@@ -518,13 +518,15 @@ def test_a_machine_that_moved_is_interleaved_at_once(repo: pytest.Pytester) -> N
     assert by_key["test_named"]["verdict"] == "no-baseline"
 
 
+@pytest.mark.parametrize("settle", ["stored-first", "auto"])
 def test_a_stored_pass_its_settling_shows_misread_is_not_trusted_after(
-    repo: pytest.Pytester,
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, settle: str
 ) -> None:
     """The machine moved under the benchmarks, not under the reference (simulated: the
     baseline's samples scaled): test_a's stored pass reads about x1.95 where interleaving
-    measures x1.3, so test_b's stored "unchanged" (a true x1.3 masked by its baseline) is
-    settled too, and fails; the warning names the verdicts that stood before."""
+    measures x1.3, so test_b, a true x1.3 its baseline masks as unchanged, is not left to
+    its stored pass: settled after it (stored-first) or interleaved at once (auto, with the
+    session-start reference held still here), and fails."""
     repo.makepyfile(
         test_suite=BUSY_HEADER
         + "\ndef test_a(infer_bench):\n    infer_bench(lambda: busy(200 * FACTOR))\n"
@@ -545,7 +547,12 @@ def test_a_stored_pass_its_settling_shows_misread_is_not_trusted_after(
         }
     path.write_text(json.dumps(doc))
     slow_down(repo.path)
-    result = repo.runpytest_subprocess("--perf-compare=HEAD", "--perf-json=out.json")
+    args = ("--perf-compare=HEAD", "--perf-json=out.json", f"--perf-settle={settle}")
+    if settle == "auto":  # in this process, so that the reference can be held still
+        monkeypatch.setattr("pytest_infperf.session.modes._moved", lambda context: False)
+        result = repo.runpytest(*args)
+    else:
+        result = repo.runpytest_subprocess(*args)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         ["*test_a: its stored pass and its interleaved run differ by x1.*misread this machine*"]
@@ -554,8 +561,12 @@ def test_a_stored_pass_its_settling_shows_misread_is_not_trusted_after(
         b["key"].split("::")[1]: b["comparison"]
         for b in load_json(repo.path / "out.json")["benchmarks"]
     }
-    assert got["test_b"]["stored_pass"]["verdict"] in ("unchanged", "no-regression")
     assert got["test_b"]["verdict"] == "regression" and got["test_b"]["decided_by"] == "ab"
+    if settle == "auto":
+        assert got["test_b"]["settled_because"] == "stored-misread"
+        assert got["test_b"]["stored_pass"] is None
+    else:
+        assert got["test_b"]["stored_pass"]["verdict"] in ("unchanged", "no-regression")
     assert got["test_a"]["verdict"] == "regression"
 
 

@@ -6,10 +6,12 @@ regression stand. But a VM can move under one workload and not another: in an A/
 the examples made 10% slower (``python benchmarks/real_models.py --slowdown 1.10``), the
 reference read x1.007 and x0.998 while three ONNX Runtime BERTs ran about 10% faster than
 at the baseline's run, so the stored pass called them unchanged at x1.002-x1.025; the
-benchmarks settled before them had shown the move (stored x1.17-x1.20 where interleaving
-measured x1.11). A settled verdict is such a reference, taken where the benchmarks run:
-when its interval and the stored pass's do not overlap, and their ratios differ by more
-than the reference's own limit, the stored pass misread this machine.
+benchmarks settled before them had shown that the stored pass could not be trusted (stored
+x1.17-x1.20 where interleaving measured x1.11: they ran slower than at the baseline's run,
+so the machine had not moved one way for all). A settled verdict is a reference taken
+where the benchmarks run: when its interval and the stored pass's do not overlap, and
+their ratios differ by more than the reference's own limit, the stored pass misread this
+machine, in whichever direction.
 """
 
 from __future__ import annotations
