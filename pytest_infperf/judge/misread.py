@@ -58,3 +58,27 @@ def _interval(c: Comparison) -> tuple[float, float, float] | None:
         return None
     ratio, low, high = (float(v or 0.0) for v in values)
     return ratio, low, high
+
+
+class Watch:
+    """One session's (one process's) state of the rule: the first misread a settling
+    showed, and the verdicts that stood on the stored pass alone before it."""
+
+    def __init__(self) -> None:
+        #: Where the first misread was seen ("" until then).
+        self.found = ""
+        self.stood: list[str] = []
+
+    def check(self, nodeid: str, stored: Comparison, settled: Comparison) -> str | None:
+        """The warning to give when this settling is the first to show a misread."""
+        ratio = misread(stored, settled)
+        if ratio is None or self.found:
+            return None
+        self.found = f"{nodeid}: its stored pass and its interleaved run differ by x{ratio:.3f}"
+        stood = ", ".join(dict.fromkeys(self.stood)) or "none"
+        return (
+            f"{self.found}, beyond both their errors: the stored pass misread this machine's "
+            "speed (this process's later CPU benchmarks are interleaved at once, or re-checked "
+            f"where the stored pass runs first); these stood on the stored pass alone before "
+            f"it, and pass: {stood}"
+        )

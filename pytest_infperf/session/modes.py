@@ -29,6 +29,7 @@ from ..core.keys import forwarded_key, mode_key
 from ..core.names import CompareMode
 from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.settings import Settings
+from ..judge.misread import Watch
 from . import early
 from .collector import is_perf
 from .context import RunContext
@@ -190,8 +191,7 @@ class Stored(Plain):
         #: Set once a settling showed the stored pass misread this machine (judge.misread):
         #: the benchmarks after it are interleaved at once. Those judged before it on the
         #: stored pass alone, named when that happens.
-        self._misread = ""
-        self._stood: list[str] = []
+        self._misread = Watch()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._controller is not None:
@@ -229,12 +229,12 @@ class Stored(Plain):
             and call.domain == "cpu"
             and _routable(self.context, call)
             and self._why_not_settle(call.opts) is None
-            and (_moved(self.context) or bool(self._misread))
+            and (_moved(self.context) or bool(self._misread.found))
         )
         # Read by the judging inside the measurement (Plain.measure compares).
         # Never refused after a misread: the budget's refusal trusts the drift guard's
         # adjustment, and the reference did not see this move.
-        misread = bool(self._misread) and not _moved(self.context)
+        misread = bool(self._misread.found) and not _moved(self.context)
         self._unrouted = _unrouted(self.context, self.budget) if route and not misread else ""
         self._early = self._early and call.domain == "cpu"  # a GPU here after all
         if route and not self._unrouted:
@@ -306,7 +306,7 @@ class Stored(Plain):
         # to its end whatever the budget: it might be the masked regression.
         recheck = stands and self._recheck(call, c)
         if stands and not recheck:
-            self._stood.append(result.key)
+            self._misread.stood.append(result.key)
             return judge.unsettled(c, unrouted) if unrouted else c
         why_not = self._why_not_settle(opts)
         if why_not is None and not recheck and (spent := self._spent(result, c)):
@@ -381,8 +381,8 @@ class Stored(Plain):
             "base_samples": paired.base,
             **paired.record(),
         }
-        if call.domain == "cpu":
-            self._check_misread(call.nodeid, stored, c)
+        if call.domain == "cpu" and (warning := self._misread.check(call.nodeid, stored, c)):
+            self.context.warn(warning)
         return self.judge.settled(stored, c)
 
     def _recheck(self, call: BenchCall, c: Comparison) -> bool:
@@ -391,27 +391,10 @@ class Stored(Plain):
         from ..core.results import Verdict
 
         return (
-            bool(self._misread)
+            bool(self._misread.found)
             and call.domain == "cpu"
             and c.verdict in (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
             and self._why_not_settle(call.opts) is None
-        )
-
-    def _check_misread(self, nodeid: str, stored: Comparison, settled: Comparison) -> None:
-        """Whether this settling shows the stored pass misread the machine: then what
-        follows is interleaved at once, and the verdicts that stood on it are named."""
-        from ..judge.misread import misread
-
-        ratio = misread(stored, settled)
-        if ratio is None or self._misread:
-            return
-        self._misread = f"{nodeid}: its stored pass and its interleaved run differ by x{ratio:.3f}"
-        stood = ", ".join(dict.fromkeys(self._stood)) or "none"
-        self.context.warn(
-            f"{self._misread}, beyond both their errors: the stored pass misread this "
-            "machine's speed (this process's later CPU benchmarks are interleaved at once, or "
-            "re-checked where the stored pass runs first); these stood on the stored pass "
-            f"alone before it, and pass: {stood}"
         )
 
     def _controller_or_none(self) -> ABController | None:
