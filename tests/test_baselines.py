@@ -550,7 +550,7 @@ def test_a_stored_pass_its_settling_shows_misread_is_not_trusted_after(
     args = ("--perf-compare=HEAD", "--perf-json=out.json", f"--perf-settle={settle}")
     if settle == "auto":  # in this process, so that the reference can be held still
         monkeypatch.setattr("pytest_infperf.session.modes._moved", lambda context: False)
-        result = repo.runpytest(*args)
+        result = repo.runpytest_inprocess(*args)
     else:
         result = repo.runpytest_subprocess(*args)
     result.assert_outcomes(failed=2)

@@ -324,4 +324,12 @@ def test_a_misread_is_two_intervals_apart_by_more_than_half_the_threshold() -> N
     ab_parts = {"ttft": c(1.01, 0.99, 1.03), "tpot": c(1.10, 1.07, 1.13)}
     headline = c(1.20, 1.17, 1.24, metric=Metric.TPOT, parts=parts)
     assert misread(headline, c(1.01, 0.99, 1.03, **ab, parts=ab_parts)) == pytest.approx(1.2 / 1.1)
+    # a part-less headline of another metric, of a side with parts: never compared
     assert misread(headline, c(1.10, 1.07, 1.13, **ab, metric=Metric.TTFT)) is None
+    tpot, ttft = (
+        c(1.20, 1.17, 1.24, metric=Metric.TPOT),
+        c(1.10, 1.07, 1.13, **ab, metric=Metric.TTFT),
+    )
+    assert misread(tpot, ttft) is None  # two headlines of different metrics
+    assert misread(tpot, c(1.10, 1.07, 1.13, **ab, metric=Metric.TPOT)) == pytest.approx(1.2 / 1.1)
+    assert misread(c(math.nan, 1.17, 1.24), settled) is None

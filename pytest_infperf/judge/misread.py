@@ -78,7 +78,8 @@ class Watch:
         stood = ", ".join(dict.fromkeys(self.stood)) or "none"
         return (
             f"{self.found}, beyond both their errors: the stored pass misread this machine's "
-            "speed (this process's later CPU benchmarks are interleaved at once, or re-checked "
-            f"where the stored pass runs first); these stood on the stored pass alone before "
-            f"it, and pass: {stood}"
+            "speed (this process's later CPU benchmarks that can be are interleaved at once, or "
+            "re-checked "
+            f"where the stored pass runs first); these CPU verdicts stood on the stored pass "
+            f"alone before it and were not re-checked: {stood}"
         )

@@ -186,8 +186,7 @@ def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
             "moved by more than half the threshold since the baseline's run"
             if c.settled_because == "machine-moved"
             else "  interleaved at once, with no stored pass: an earlier benchmark's stored "
-            "pass and its interleaved run disagreed beyond their errors (the machine moved "
-            "in a way the session-start reference did not see)"
+            "pass and its interleaved run disagreed beyond both their errors"
         )
     elif c.not_settled:
         lines.append(f"  not settled in this job: {c.not_settled}")

@@ -234,7 +234,7 @@ class Stored(Plain):
         # Read by the judging inside the measurement (Plain.measure compares).
         # Never refused after a misread: the budget's refusal trusts the drift guard's
         # adjustment, and the reference did not see this move.
-        misread = bool(self._misread.found) and not _moved(self.context)
+        misread = bool(self._misread.found)
         self._unrouted = _unrouted(self.context, self.budget) if route and not misread else ""
         self._early = self._early and call.domain == "cpu"  # a GPU here after all
         if route and not self._unrouted:
@@ -261,8 +261,9 @@ class Stored(Plain):
         if controller is None:
             return None
         try:
+            budget = None if self._misread.found else self.budget  # might fail: not cut
             paired = run_paired(
-                call, controller, self.judge, _settle_origin(self.context), budget=self.budget
+                call, controller, self.judge, _settle_origin(self.context), budget=budget
             )
         except ABError as exc:
             self.context.warn(f"{call.nodeid}: {exc}; judged against the stored baseline")
@@ -306,17 +307,25 @@ class Stored(Plain):
         # to its end whatever the budget: it might be the masked regression.
         recheck = stands and self._recheck(call, c)
         if stands and not recheck:
-            self._misread.stood.append(result.key)
+            if call.domain == "cpu" and c.verdict in (Verdict.UNCHANGED, Verdict.NO_REGRESSION):
+                self._misread.stood.append(result.key)
             return judge.unsettled(c, unrouted) if unrouted else c
         why_not = self._why_not_settle(opts)
-        if why_not is None and not recheck and (spent := self._spent(result, c)):
+        # After a misread the machine's state is unknown: anything might fail, so nothing
+        # is cut short for the budget.
+        after = bool(self._misread.found) and call.domain == "cpu"
+        if why_not is None and not after and (spent := self._spent(result, c)):
             return judge.unsettled(c, spent)  # it passes either way: the budget keeps time
         if why_not is None:
             if unrouted and self.budget is not None:  # the refusal saved no interleaving
                 self.budget.resettled += 1
-            settled = self._settle(call, result, c, recheck)
-            if not isinstance(settled, str):
-                return settled
+            settled = self._settle(call, result, c, after)
+            if not isinstance(settled, str):  # a re-check says so, whatever c's reason
+                return (
+                    dataclasses.replace(settled, settled_because=c.verdict.value)
+                    if recheck
+                    else settled
+                )
             why_not = settled
         if stands or c.verdict is Verdict.IMPROVEMENT:
             return c if why_not == "" else judge.unsettled(c, why_not)
