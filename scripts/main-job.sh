@@ -9,7 +9,7 @@ bash scripts/setup.sh
 PY="${INFPERF_VENV:-.venv}/bin/python"
 mkdir -p results
 echo "The main job: the example benchmarks (a sigmoid MLP, DistilBERT and BERT-base in torch"
-echo "and onnxruntime), measured twice. It takes 3.5 to 7.5 minutes on a 2-core machine."
+echo "and onnxruntime), measured twice. It takes 2.4 to 7.5 minutes on a 2-core machine."
 echo
 echo "== 1/2: measure and save the baseline of $(git rev-parse --short HEAD) =="
 "$PY" -m pytest examples -p no:cacheprovider --perf-save --perf-json=results/baseline-run.json "$@"
