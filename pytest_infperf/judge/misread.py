@@ -79,7 +79,6 @@ class Watch:
         return (
             f"{self.found}, beyond both their errors: the stored pass misread this machine's "
             "speed (this process's later CPU benchmarks that can be are interleaved at once, or "
-            "re-checked "
-            f"where the stored pass runs first); these CPU verdicts stood on the stored pass "
-            f"alone before it and were not re-checked: {stood}"
+            "re-checked where the stored pass runs first); these CPU verdicts stood on the "
+            f"stored pass alone before it and were not re-checked: {stood}"
         )

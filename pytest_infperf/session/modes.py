@@ -224,17 +224,17 @@ class Stored(Plain):
         __tracebackhide__ = True
         if self.budget is not None:
             self.budget.measured.add(call.nodeid)
+        misread = bool(self._misread.found)
         route = (
             self.context.settings.settle == "auto"
             and call.domain == "cpu"
             and _routable(self.context, call)
             and self._why_not_settle(call.opts) is None
-            and (_moved(self.context) or bool(self._misread.found))
+            and (_moved(self.context) or misread)
         )
         # Read by the judging inside the measurement (Plain.measure compares).
         # Never refused after a misread: the budget's refusal trusts the drift guard's
         # adjustment, and the reference did not see this move.
-        misread = bool(self._misread.found)
         self._unrouted = _unrouted(self.context, self.budget) if route and not misread else ""
         self._early = self._early and call.domain == "cpu"  # a GPU here after all
         if route and not self._unrouted:
@@ -303,17 +303,17 @@ class Stored(Plain):
         # Trusted symmetrically: what rules out a regression stands; a regression, an
         # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
         stands = c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT)
-        # After a misread (judge.misread), what rules out a regression is re-checked too,
-        # to its end whatever the budget: it might be the masked regression.
-        recheck = stands and self._recheck(call, c)
+        passes = call.domain == "cpu" and c.verdict in (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
+        why_not = self._why_not_settle(opts)
+        # After a misread (judge.misread) the machine's state is unknown: anything might
+        # fail, so nothing of a CPU benchmark is cut short for the budget, and what rules
+        # out a regression is re-checked too (it might be the masked regression).
+        after = bool(self._misread.found) and call.domain == "cpu"
+        recheck = after and passes and why_not is None
         if stands and not recheck:
-            if call.domain == "cpu" and c.verdict in (Verdict.UNCHANGED, Verdict.NO_REGRESSION):
+            if passes:
                 self._misread.stood.append(result.key)
             return judge.unsettled(c, unrouted) if unrouted else c
-        why_not = self._why_not_settle(opts)
-        # After a misread the machine's state is unknown: anything might fail, so nothing
-        # is cut short for the budget.
-        after = bool(self._misread.found) and call.domain == "cpu"
         if why_not is None and not after and (spent := self._spent(result, c)):
             return judge.unsettled(c, spent)  # it passes either way: the budget keeps time
         if why_not is None:
@@ -393,18 +393,6 @@ class Stored(Plain):
         if call.domain == "cpu" and (warning := self._misread.check(call.nodeid, stored, c)):
             self.context.warn(warning)
         return self.judge.settled(stored, c)
-
-    def _recheck(self, call: BenchCall, c: Comparison) -> bool:
-        """Whether a verdict that rules out a regression is settled all the same: after a
-        misread, on the CPU, where settling can happen (no-baseline, incomparable: never)."""
-        from ..core.results import Verdict
-
-        return (
-            bool(self._misread.found)
-            and call.domain == "cpu"
-            and c.verdict in (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
-            and self._why_not_settle(call.opts) is None
-        )
 
     def _controller_or_none(self) -> ABController | None:
         """The baseline commit's worktree and worker, set up on first need and reused."""
