@@ -305,8 +305,8 @@ def test_a_worker_that_stops_answering_is_killed_and_the_session_ends(
 def test_a_worker_whose_controller_is_gone_ends_with_what_it_started(
     tmp_path: Path, git_env: None
 ) -> None:
-    """Workers run in their own session (a terminal's Ctrl-C reaches the controller alone,
-    which ends them in order). A controller that dies between starting a worker and
+    """Workers run in their own process group (a terminal's Ctrl-C reaches the controller
+    alone, which ends them in order). A controller that dies between starting a worker and
     connecting to it (killed, or interrupted there) must not leave it waiting for a
     connection forever: it follows its parent and ends."""
     import subprocess
@@ -332,6 +332,36 @@ def test_a_worker_whose_controller_is_gone_ends_with_what_it_started(
     worker = psutil.Process(int(out.stdout.strip()))
     _, alive = psutil.wait_procs([worker], timeout=10)
     assert alive == []
+
+
+def test_both_sides_of_a_pair_compete_for_the_cpu_alike(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every side of every process pair runs in the controller's session, each worker in a
+    process group of its own. Under the kernel's autogroup scheduling a session is a group
+    that gets its own share of the CPU: workers in sessions of their own ran at a full share
+    while the controller (the first pair's head) shared its session's with the job's other
+    processes, and beside two busy loops that read the head 15-62% slower."""
+    seen = repo.path / "seen"
+    seen.mkdir()
+    monkeypatch.setenv("INFPERF_TEST_SEEN", str(seen))
+    (repo.path / "test_where.py").write_text(
+        "import os\n"
+        "from pathlib import Path\n\n"
+        "def test_where(infer_bench):\n"
+        "    pid = os.getpid()\n"
+        "    out = Path(os.environ['INFPERF_TEST_SEEN']) / str(pid)\n"
+        "    out.write_text(f'{os.getsid(0)} {os.getpgid(0)}')\n"
+        "    infer_bench(lambda: None)\n"
+    )
+    commit(repo.path, "a test that says where it runs")
+    result = repo.runpytest_subprocess("--perf-ab=HEAD", "-k", "where")
+    result.assert_outcomes(passed=1)
+    where = {int(f.name): tuple(map(int, f.read_text().split())) for f in seen.iterdir()}
+    assert len(where) >= 2, where  # the controller and the base worker at least
+    assert len({sid for sid, _ in where.values()}) == 1, where
+    workers = [pid for pid, (_, group) in where.items() if group == pid]
+    assert len(workers) == len(where) - 1, where  # each worker leads its own group
 
 
 def test_ctrl_c_while_a_worker_connects_leaves_nothing_behind(

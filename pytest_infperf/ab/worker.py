@@ -242,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _follow_parent(period: float = 1.0) -> None:
     """End this worker, and every process it started, when its controller is gone. The
-    worker runs in its own session (a terminal's Ctrl-C reaches the controller alone, which
-    ends its workers in order); a controller killed outright, or interrupted between
+    worker runs in its own process group (a terminal's Ctrl-C reaches the controller alone,
+    which ends its workers in order); a controller killed outright, or interrupted between
     starting a worker and noting it, must not leave one waiting for a connection forever."""
     # The controller's PID from the environment: it may be gone already (the worker spends
     # a second importing pytest before it gets here), and os.getppid() would then name the

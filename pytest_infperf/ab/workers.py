@@ -45,6 +45,12 @@ READY_FACTOR = 15
 QUIT_GRACE_S = 5.0
 _SERIAL = itertools.count(1)
 
+#: A worker's own process group in the controller's session (``process_group`` is Python
+#: 3.11's; before it, ``setpgid`` in the child does the same).
+_OWN_GROUP: dict[str, Any] = (
+    {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+)
+
 
 class ABError(Exception):
     """A worker side failed; the message carries its error."""
@@ -165,10 +171,17 @@ class WorkerProcess:
             "ignore::pytest.PytestAssertRewriteWarning",
         ]
         with self.log.open("ab") as log:
-            # Its own process group (and session): ended with every child it starts, and
-            # a terminal's Ctrl-C reaches the controller alone, which ends it in order.
+            # Its own process group: ended with every child it starts, and a terminal's
+            # Ctrl-C (sent to the foreground group) reaches the controller alone, which ends
+            # it in order. Not its own session: under the kernel's autogroup scheduling
+            # (sched_autogroup_enabled, the default of many distributions) each session
+            # gets its own share of the CPU, so a worker in a session of its own ran at a
+            # full share while the controller shared its session's with everything else
+            # the job started, and beside two busy loops the first process pair (this
+            # process and a worker) read the head 15-62% slower than the later pairs (two
+            # workers). Both sides of every pair now compete for the CPU alike.
             self.proc = subprocess.Popen(
-                cmd, cwd=rootdir, env=env, stdout=log, stderr=log, start_new_session=True
+                cmd, cwd=rootdir, env=env, stdout=log, stderr=log, **_OWN_GROUP
             )
         return address, authkey
 
