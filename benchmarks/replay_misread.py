@@ -1,4 +1,4 @@
-"""Replay the stored-pass misread rule (``pytest_infperf.judge.misread``) on kept runs.
+"""Replay the stored-pass misread rule (``pytest_infperf.judge.policy.misread``) on kept runs.
 
     python benchmarks/replay_misread.py DIR [DIR ...]
 
@@ -19,7 +19,7 @@ from typing import Any
 
 from pytest_infperf.core.names import CompareMode
 from pytest_infperf.core.results import Comparison, Verdict
-from pytest_infperf.judge.misread import misread
+from pytest_infperf.judge.policy import misread
 
 
 def _comparison(c: dict[str, Any]) -> Comparison:

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_infperf.core.budget import Budget, BudgetError, BudgetSpec
-from pytest_infperf.core.names import Metric
 from pytest_infperf.core.results import Comparison, Reason, Verdict
-from pytest_infperf.judge.budget import budget_stopped, might_fail
+from pytest_infperf.judge.policy import budget_stopped
 
 from .conftest import FAST_INI, make_result
 
@@ -62,27 +61,16 @@ def test_the_benchmarks_still_to_come_keep_their_share() -> None:
     assert budget.spare() == pytest.approx(30.0, abs=0.5)
 
 
-def test_a_budget_never_cuts_what_might_fail() -> None:
-    assert might_fail(Comparison(Verdict.REGRESSION, ratio=1.3, ci_low=1.2, ci_high=1.4))
-    # Undecided: past the threshold on the slow side (a throughput ratio below 1/1.05 is
-    # slower) might still fail; within it, or faster, passes either way.
-    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.08))
-    assert not might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.03))
-    assert not might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=0.9))
-    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=0.9, metric=Metric.THROUGHPUT))
-    # Never compared (no estimate): nothing says it passes.
-    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=None))
-    # A machine 10% faster than at the baseline's run hides that much slowdown.
-    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.02), faster=1.1)
-    hidden = Comparison(Verdict.INCONCLUSIVE, ratio=1.02, machine_speed={"faster": 1.1})
-    assert might_fail(hidden)
-    # Withheld by the drift guard, or set aside for a GPU's state: settling decides.
-    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=0.9, reason=Reason.DRIFT_WITHHELD))
-    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.0, reason=Reason.GPU_THROTTLED))
-    assert not might_fail(Comparison(Verdict.IMPROVEMENT, ratio=0.8))
-    # A generation's parts: one part that might fail is enough.
-    parts = {"ttft": Comparison(Verdict.UNCHANGED), "tpot": Comparison(Verdict.REGRESSION)}
-    assert might_fail(Comparison(Verdict.INCONCLUSIVE, ratio=1.0, parts=parts))
+def test_a_subset_keeps_a_full_runs_share() -> None:
+    """A -k subset of a suite: one test's share is the baseline's plain run over the tests
+    it measured, not over this run's few, which would reserve all the budget for them."""
+    import time
+
+    budget, _ = Budget.of(BudgetSpec(multiple=1.5), 60.0, time.monotonic(), plain_count=20)
+    assert budget is not None
+    budget.total = 2
+    assert budget.share() == pytest.approx(3.0)
+    assert budget.spare() == pytest.approx(90.0 - 6.0, abs=0.5)
 
 
 def test_pairs_cut_short_say_so_only_where_undecided() -> None:

@@ -304,11 +304,11 @@ def test_strict_env_and_budget_are_the_gates_in_every_mode() -> None:
 
 
 def test_a_misread_is_two_intervals_apart_by_more_than_half_the_threshold() -> None:
-    """judge.misread: the stored pass and the interleaved run of one metric disagree beyond
+    """judge.policy.misread: the stored pass and the interleaved run of one metric disagree beyond
     both their errors; a generation's parts are compared part by part, never a headline
     of TPOT with one of TTFT; what lacks an interval, or is not finite, is no misread."""
     from pytest_infperf.core.names import CompareMode, Metric
-    from pytest_infperf.judge.misread import misread
+    from pytest_infperf.judge.policy import misread
 
     def c(ratio: float, low: float, high: float, **kw: object) -> Comparison:
         return Comparison(Verdict.UNCHANGED, ratio=ratio, ci_low=low, ci_high=high, **kw)  # type: ignore[arg-type]

@@ -369,6 +369,78 @@ def test_identical_device_time_is_unchanged_and_a_baseline_without_it_judges_lat
     assert only.parts is not None and set(only.parts) == {"gpu_time"}
 
 
+@pytest.mark.parametrize(
+    ("device", "kernels", "verdict", "counts"),
+    [
+        (2.0e-3, 181.0, Verdict.UNCHANGED, "same"),  # A/A: the host-bound latency undecided
+        (2.16e-3, 197.0, Verdict.REGRESSION, "grew"),  # one layer more
+    ],
+)
+def test_the_quiet_evidence_decides_without_settling(
+    device: float, kernels: float, verdict: Verdict, counts: str
+) -> None:
+    """The stored pass of a host-bound CUDA benchmark (the latency swings by a quarter
+    between processes, the device time by 0.2%): the judge, the work diff and the policy
+    on the records the plugin writes, the GPU's clocks held. The device-time verdict
+    stands with the counts that agree, and the failure message says what decided."""
+    from pytest_infperf.judge import policy
+    from pytest_infperf.judge.device import device_share, on_quiet_evidence
+    from pytest_infperf.report.messages import failure_message
+
+    base = _cuda_result(6e-3, 2.0e-3, seed=1)
+    now = _cuda_result(6e-3, device, seed=2)
+    now.work = dataclasses.replace(now.work, kernels=kernels)
+    c = work.attach(Judge().stored(now, base.to_json(), merge({}), ORIGIN), now.work, base.work)
+    assert c.parts is not None and c.parts["median"].verdict is Verdict.INCONCLUSIVE
+    facts = policy.Facts(
+        domain="gpu", stored=c, clocks_held=True, device_share=device_share(now), family=3
+    )
+    d = policy.after_stored(facts)
+    assert (d.step, d.evidence, d.counts) == (policy.Step.STAND, "gpu_time", counts)
+    decided = on_quiet_evidence(c, counts, family=3)
+    assert decided.verdict is verdict and decided.metric == "gpu_time"
+    assert decided.evidence == {"part": "gpu_time", "counts": counts}
+    assert decided.parts is not None and set(decided.parts) == {"median", "gpu_time"}
+    assert "slower dispatch on the host is not seen" in (decided.note or "")
+    if verdict is Verdict.REGRESSION:
+        assert decided.family_size == 3
+        text = failure_message("test_bert", decided)
+        assert f"the exact work counts, which {counts}, without settling" in text
+    # The GPU's clocks moved since the baseline's run: no quiet verdict, it is settled.
+    moved = policy.after_stored(dataclasses.replace(facts, clocks_held=False))
+    assert moved.step is policy.Step.SETTLE and moved.evidence is None
+
+
+def test_the_host_python_calls_of_a_call_are_counted_exactly() -> None:
+    """The profiled pass counts the Python calls of one call: the same every time for the
+    same code, more for a Python loop more (what a host-bound latency follows)."""
+    from pytest_infperf.measure import profile
+
+    x = (torch.randn(4, 64),)
+    model = _mlp(3)
+
+    def wrapped(*args: Any) -> Any:
+        for _ in range(10):
+            abs(1)  # a builtin: no Python call
+            _noop()
+        return model(*args)
+
+    plain = profile.run(_prepared(model, x), "counts", 1e-4)
+    again = profile.run(_prepared(model, x), "counts", 1e-4)
+    more = profile.run(_prepared(wrapped, x), "counts", 1e-4)
+    assert plain is not None and again is not None and more is not None
+    assert plain.python_calls is not None and plain.python_calls > 0
+    assert "python calls" not in plain.varying
+    assert again.python_calls == plain.python_calls
+    assert more.python_calls == plain.python_calls + 11  # the wrapper and ten _noop calls
+    diff = work.diff(plain, more)
+    assert diff is not None and not diff.same and diff.python_calls[1] == more.python_calls
+
+
+def _noop() -> None:
+    return None
+
+
 def test_without_device_time_a_host_bound_latency_says_so_from_its_enqueue_time() -> None:
     base = make_result([6e-3] * 20, env={"device_type": "cuda"}).to_json()
     rng = np.random.default_rng(5)

@@ -35,10 +35,10 @@ from typing import Any, Protocol
 from ..core.budget import Budget
 from ..core.results import Comparison, Origin, WorkProfile
 from ..judge import work as _work
-from ..judge.budget import budget_stopped
 from ..judge.device import gpu_withholds, host_bound_noted
 from ..judge.judge import Judge, generation_metrics, no_clean_blocks
 from ..judge.plan import PROFILED, Look, PairedPlan
+from ..judge.policy import budget_stopped, next_pair
 from ..measure import cpuwait as _cpuwait
 from ..measure import environment
 from ..measure import gpu as _gpu
@@ -434,15 +434,12 @@ def _paired(
 def _budget_spent(
     budget: Budget | None, last: PairRun, k: int, look: Look, threshold: float
 ) -> str:
-    """Why process pair ``k + 1`` does not start: the run's budget would not cover another
-    pair like the last one. "" when it would, when there is no budget, or when the estimate
-    so far lies past the threshold on the slow side: a possible regression is measured to
-    its end whatever the budget (it trades time only for verdicts that pass anyway)."""
-    if budget is None or any(p.estimate > math.log1p(threshold) for p in look.pooled.values()):
-        return ""
-    if budget.spare() >= last.seconds + last.ready_s:
-        return ""
-    return f"{budget.why()} before process pair {k + 1}"
+    """Why process pair ``k + 1`` does not start for the run's budget (the policy's
+    :func:`~pytest_infperf.judge.policy.next_pair`), or ""."""
+    uppers = [p.upper(look.alpha) for p in look.pooled.values()]
+    view = None if budget is None else budget.view()
+    why = next_pair(view, last.seconds + last.ready_s, uppers, threshold)
+    return f"{why} before process pair {k + 1}" if why else ""
 
 
 def _device_times(

@@ -56,6 +56,22 @@ class BudgetSpec:
         return f"{self.seconds:g} s" if self.seconds is not None else f"{self.multiple:g}x"
 
 
+@dataclasses.dataclass(frozen=True)
+class Spare:
+    """What a run's budget has left, as the comparing policy reads it (:meth:`Budget.view`)."""
+
+    #: Seconds left beyond what the benchmarks still to come need for their own measurement.
+    seconds: float
+    #: One benchmark's share of the plain run (0: unknown).
+    share: float = 0.0
+    #: Benchmarks on a moved machine sent to the stored pass instead of interleaving at
+    #: once, and how many of those still needed settling.
+    refused: int = 0
+    resettled: int = 0
+    #: What a verdict the budget left unsettled says.
+    why: str = "the run's budget was spent"
+
+
 @dataclasses.dataclass
 class Budget:
     """A run's budget: ``seconds`` from ``started`` (a ``time.monotonic()`` reading)."""
@@ -73,17 +89,30 @@ class Budget:
     #: once, and how many of those the stored pass could not spare settling.
     unrouted: int = 0
     resettled: int = 0
+    #: How many perf tests the baseline's plain run measured (0: not known): its seconds
+    #: were theirs, so one test's share is the plain run over them, whatever this run
+    #: selected (a ``-k`` subset keeps the share of a full run's test).
+    plain_count: int = 0
+
+    def view(self) -> Spare:
+        """What the comparing policy reads of it (``judge.policy``)."""
+        return Spare(self.spare(), self.share(), self.unrouted, self.resettled, self.why())
 
     @classmethod
     def of(
-        cls, spec: BudgetSpec | None, plain_s: float | None, started: float
+        cls,
+        spec: BudgetSpec | None,
+        plain_s: float | None,
+        started: float,
+        plain_count: int = 0,
     ) -> tuple[Budget | None, str | None]:
         """The budget of ``spec``, and why there is none when a multiple has no plain run
         to multiply (a baseline saved before ``run_seconds`` was recorded)."""
         if spec is None:
             return None, None
         if spec.seconds is not None:
-            return cls(spec.seconds, started, spec.describe(), plain_s), None
+            budget = cls(spec.seconds, started, spec.describe(), plain_s, plain_count=plain_count)
+            return budget, None
         assert spec.multiple is not None
         if not plain_s:
             return None, (
@@ -92,7 +121,7 @@ class Budget:
                 "no budget this run (give seconds instead, or save the baseline again)"
             )
         text = f"{spec.describe()} (a plain run of {plain_s:.0f} s)"
-        return cls(spec.multiple * plain_s, started, text, plain_s), None
+        return cls(spec.multiple * plain_s, started, text, plain_s, plain_count=plain_count), None
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -110,7 +139,8 @@ class Budget:
 
     def share(self) -> float:
         """One benchmark's share of the plain run (0 when either is unknown)."""
-        return self.plain_s / self.total if self.plain_s and self.total else 0.0
+        count = self.plain_count or self.total
+        return self.plain_s / count if self.plain_s and count else 0.0
 
     def spare(self) -> float:
         """Seconds left for what is not a benchmark's own measurement: what is left, less

@@ -114,6 +114,10 @@ METRIC_LABELS = {
 }
 
 
+#: A work profile's per-call counts, each a number or None (a work diff pairs them).
+_COUNTS = ("flops", "op_calls", "kernels", "alloc_bytes", "python_calls", "syncs")
+
+
 @dataclasses.dataclass(frozen=True)
 class WorkProfile:
     """What one call of a benchmark does, counted in a profiled pass after its timed samples
@@ -137,6 +141,12 @@ class WorkProfile:
     ops_truncated: bool = False
     #: Bytes the allocators handed out per call (torch's CPU and CUDA allocators).
     alloc_bytes: float | None = None
+    #: The host's Python function calls in one call (``sys.setprofile``): the framework's
+    #: dispatch in Python, which an eager model's host-bound latency follows.
+    python_calls: float | None = None
+    #: CUDA: the host's waits for the device per call (the runtime's and driver's
+    #: ``*Synchronize`` calls: ``.item()``, ``.cpu()``, an explicit sync).
+    syncs: float | None = None
     #: CUDA: kernel launches per call, by kernel name (the most frequent), and the
     #: device's busy time of each profiled call (kernels, copies and memsets; seconds).
     kernels: float | None = None
@@ -170,7 +180,7 @@ class WorkProfile:
                 out[f.name] = str(value)
             elif f.name == "calls":
                 out[f.name] = int(_number(value) or 0)
-            elif f.name in ("flops", "op_calls", "alloc_bytes", "kernels"):
+            elif f.name in _COUNTS:
                 out[f.name] = _number(value)
             elif f.name == "cost_s":
                 out[f.name] = _number(value) or 0.0
@@ -219,6 +229,8 @@ class WorkDiff:
     op_calls: Pair = (None, None)
     kernels: Pair = (None, None)
     alloc_bytes: Pair = (None, None)
+    python_calls: Pair = (None, None)
+    syncs: Pair = (None, None)
     #: Medians of the two sides' device busy time per call (CUDA).
     gpu_time: Pair = (None, None)
     ops: list[tuple[str, float | None, float | None]] = dataclasses.field(default_factory=list)
@@ -253,7 +265,7 @@ class WorkDiff:
         if not isinstance(data, Mapping):
             return None
         values: dict[str, Any] = {}
-        for key in ("flops", "op_calls", "kernels", "alloc_bytes", "gpu_time"):
+        for key in (*_COUNTS, "gpu_time"):
             pair = [*_list(data.get(key)), None, None][:2]
             values[key] = (_number(pair[0]), _number(pair[1]))
         for key in ("ops", "kernel_changes"):
@@ -331,6 +343,10 @@ class Comparison:
     settled_because: str | None = None
     #: Why an undecided stored verdict could not be settled in this job.
     not_settled: str | None = None
+    #: A GPU verdict that stood on its quiet evidence, without settling: the part that
+    #: decided ("gpu_time": the device time, the GPU's clocks held) and how the exact work
+    #: counts agreed with it ("same", "grew", "shrank").
+    evidence: dict[str, str] | None = None
     #: An accepted regression: the rule's commit (None: --perf-accept), pattern and reason.
     accepted_by: dict[str, Any] | None = None
     #: Figures particular to how it was measured (samples per side, A/B pairs and looks...).

@@ -4,7 +4,9 @@
 the plan's last look), ``plan`` (the interleaved protocol: quads, process pairs, every
 alpha split and stopping rule), ``device`` (a GPU benchmark's device time judged apart from
 its host's, throttled and shared GPUs), ``work`` (the work diff of two profiled passes),
-``accept`` (``Perf-Accept:`` trailers) and ``merged`` (a split run's verdicts held to the
+``accept`` (``Perf-Accept:`` trailers), ``policy`` (what happens to a compared benchmark:
+its stored pass stands, or it is interleaved, settled, re-checked, re-measured or left for
+the budget) and ``merged`` (a split run's verdicts held to the
 whole run's family, by the judge's and the plan's rules). It returns
 typed records; what a verdict means for a test (fail, warn, accept) is the session's gate,
 and the words a reviewer reads are the report's.

@@ -21,14 +21,10 @@ from typing import TYPE_CHECKING, Any
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict, WorkProfile
 from ..measure.backends import runs_on_gpu
 from .plan import GPU_SHARE_LIMIT
+from .policy import HOST_BOUND_SHARE
 
 if TYPE_CHECKING:
     from .judge import Observation
-
-#: A CUDA benchmark whose device was busy for less than this share of its latency is
-#: host-bound: its latency follows the host's speed (Python and framework dispatch, the
-#: "framework tax"), not the model's work on the GPU.
-HOST_BOUND_SHARE = 0.5
 
 
 def work_of(source: BenchmarkResult | Mapping[str, Any]) -> WorkProfile | None:
@@ -171,3 +167,38 @@ def gpu_stored(
     return dataclasses.replace(
         c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=note
     )
+
+
+def on_quiet_evidence(c: Comparison, counts: str, family: int) -> Comparison:
+    """A GPU benchmark's stored verdict decided by its quiet evidence (the policy's
+    :attr:`~.policy.Step.STAND` with ``evidence="gpu_time"``): the device-time part heads
+    the record, every part is kept, and it says what decided and what it cannot see. A
+    regression records the run's family it held over (Bonferroni)."""
+    parts = dict(c.parts or {})
+    device = parts["gpu_time"]
+    agreed = {"same": "are the same", "grew": "grew", "shrank": "fell"}[counts]
+    note = (
+        "decided by the device time (the GPU's clocks held since the baseline's run) and "
+        f"the exact work counts, which {agreed}, without settling"
+    )
+    latency = parts.get("median")
+    if latency is not None and latency.verdict is not device.verdict:
+        note += (
+            f"; the latency ({latency.verdict}) is reported, not judged: with the same "
+            "device time and the same work a slower dispatch on the host is not seen "
+            "(cuda_graph=True or torch.compile(mode='reduce-overhead') measure the model "
+            "instead of the host)"
+        )
+    c = dataclasses.replace(
+        device,
+        alpha=c.alpha,
+        parts=parts,
+        work=c.work,
+        evidence={"part": "gpu_time", "counts": counts},
+        note=f"{note}; {device.note}" if device.note else note,
+    )
+    if c.verdict is Verdict.REGRESSION and c.p_value is not None:
+        c = dataclasses.replace(
+            c, family_size=max(1, family), holm_p=min(1.0, c.p_value * max(1, family))
+        )
+    return c

@@ -127,6 +127,8 @@ def diff(base: WorkProfile | None, now: WorkProfile | None) -> WorkDiff | None:
         "op_calls": _pair(base.op_calls, now.op_calls),
         "kernels": _pair(base.kernels, now.kernels),
         "alloc_bytes": _pair(base.alloc_bytes, now.alloc_bytes),
+        "python_calls": _pair(base.python_calls, now.python_calls),
+        "syncs": _pair(base.syncs, now.syncs),
     }
     ops = _table_changes(
         base.ops, now.ops, base.ops_truncated, now.ops_truncated, _flop_ops(base, now)
@@ -154,6 +156,8 @@ def diff(base: WorkProfile | None, now: WorkProfile | None) -> WorkDiff | None:
         op_calls=figures["op_calls"],
         kernels=figures["kernels"],
         alloc_bytes=figures["alloc_bytes"],
+        python_calls=figures["python_calls"],
+        syncs=figures["syncs"],
         gpu_time=gpu,
         ops=ops,
         kernel_changes=kernels,

@@ -96,6 +96,7 @@ class _Call:
     kernels: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     device_ns: int = 0
     alloc: int = 0
+    syncs: int = 0
     op_self: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     kernel_ns: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
 
@@ -129,6 +130,10 @@ def split(events: Sequence[Event], full: bool = False) -> list[_Call]:
             if i is not None:
                 calls[i].ops[e.name] += 1
                 host_ops[i].append(e)
+        elif e.kind in LAUNCH_KINDS and "Synchronize" in e.name:
+            i = which(e.start)
+            if i is not None:
+                calls[i].syncs += 1
         elif e.kind == "cpu_instant_event" and e.name == "[memory]" and e.nbytes > 0:
             i = which(e.start)
             if i is not None:
@@ -185,6 +190,8 @@ def summarize(calls: Sequence[_Call], mode: str, cuda: bool) -> WorkProfile:
         varying.append("operators")
     if cuda and any(c.kernels != calls[0].kernels for c in calls):
         varying.append("kernels")
+    if cuda and any(c.syncs != calls[0].syncs for c in calls):
+        varying.append("syncs")
     op_table, truncated = _top(ops, n)
     kernel_table, _ = _top(kernels, n)
     op_time = kernel_time = None
@@ -202,6 +209,7 @@ def summarize(calls: Sequence[_Call], mode: str, cuda: bool) -> WorkProfile:
         ops_truncated=truncated,
         alloc_bytes=float(statistics.median(c.alloc for c in calls)),
         kernels=sum(kernels.values()) / n if cuda else None,
+        syncs=sum(c.syncs for c in calls) / n if cuda else None,
         kernel_counts=kernel_table if cuda else {},
         # A call with no device time at all is no sample of it (nothing ran on the GPU).
         gpu_time=[c.device_ns / 1e9 for c in calls if c.device_ns > 0] if cuda else [],
@@ -342,6 +350,29 @@ def _kind(e: Any) -> str:
     if "::" not in name and name.startswith("cu") and name[2:3].isupper():
         return "cuda_driver"
     return "cpu_op"
+
+
+def count_python_calls(fn: Callable[[], Any], calls: int = 2) -> tuple[float, bool]:
+    """The Python function calls of one call of ``fn`` (``sys.setprofile``'s "call"
+    events: the framework's dispatch in Python, what a host-bound latency follows), and
+    whether ``calls`` calls differed (a garbage collection's callbacks, a cache filled
+    on the way: then it is no exact count)."""
+    counts = []
+    for _ in range(calls):
+        n = 0
+
+        def count(frame: Any, event: str, arg: Any) -> None:
+            nonlocal n
+            if event == "call":
+                n += 1
+
+        sys.setprofile(count)
+        try:
+            fn()
+        finally:
+            sys.setprofile(None)
+        counts.append(n)
+    return float(counts[0]), len(set(counts)) > 1
 
 
 def count_flops(fn: Callable[[], Any]) -> tuple[float, dict[str, float]] | None:
@@ -601,6 +632,13 @@ def run(prepared: Prepared, mode: str, per_call_s: float) -> WorkProfile | None:
             if not found.op_calls:
                 return None  # calls no torch operator: nothing to count
         record = on_fresh_stack(sampler, functools.partial(pass_, sampler, target, mode, calls))
+        counted = functools.partial(count_python_calls, sampler.call)
+        python, varies = on_fresh_stack(sampler, counted)
+        record = dataclasses.replace(
+            record,
+            python_calls=python,
+            varying=[*record.varying, "python calls"] if varies else record.varying,
+        )
     except Exception as exc:
         record = WorkProfile(mode=mode, notes=[f"the profiled pass failed: {exc!r}"[:500]])
     return dataclasses.replace(record, cost_s=round(time.perf_counter() - started, 6))

@@ -119,6 +119,36 @@ def repro_command(nodeid: str, c: Comparison) -> str | None:
     return f"pytest {shlex.quote(nodeid)} --perf-ab={sha[:12]}"
 
 
+def _decided_lines(c: Comparison) -> list[str]:
+    """How the verdict was reached, when not by the stored pass alone: settled, interleaved
+    at once, stood on the GPU's quiet evidence, or left unsettled and why."""
+    lines: list[str] = []
+    if c.stored_pass is not None:
+        first = c.stored_pass
+        lines.append(
+            f"  settled in this job ({fmt_why(c.settled_because)} against the stored baseline: "
+            f"{first.verdict} {fmt_ratio(first)}, {first.source})"
+        )
+    elif c.settled_because in ("machine-moved", "stored-misread"):
+        lines.append(
+            "  interleaved at once, with no stored pass: the session-start reference workload "
+            "moved by more than half the threshold since the baseline's run"
+            if c.settled_because == "machine-moved"
+            else "  interleaved at once, with no stored pass: an earlier benchmark's stored "
+            "pass and its interleaved run disagreed beyond both their errors"
+        )
+    elif c.evidence:
+        agreed = {"same": "are the same", "grew": "grew", "shrank": "fell"}
+        counts = agreed.get(c.evidence.get("counts", ""), "agree")
+        lines.append(
+            "  decided by the device time (the GPU's clocks held since the baseline's run) and "
+            f"the exact work counts, which {counts}, without settling"
+        )
+    elif c.not_settled:
+        lines.append(f"  not settled in this job: {c.not_settled}")
+    return lines
+
+
 def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
     """What a reviewer reads when a benchmark regressed: the numbers and where they come
     from, each labelled with what it is (the metric's figure, the bound's own level), and
@@ -174,22 +204,7 @@ def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
         if c.family_size is not None:
             confirm += f"; Bonferroni over the run's {c.family_size} perf test(s)"
         lines.append(confirm)
-    if c.stored_pass is not None:
-        first = c.stored_pass
-        lines.append(
-            f"  settled in this job ({fmt_why(c.settled_because)} against the stored baseline: "
-            f"{first.verdict} {fmt_ratio(first)}, {first.source})"
-        )
-    elif c.settled_because in ("machine-moved", "stored-misread"):
-        lines.append(
-            "  interleaved at once, with no stored pass: the session-start reference workload "
-            "moved by more than half the threshold since the baseline's run"
-            if c.settled_because == "machine-moved"
-            else "  interleaved at once, with no stored pass: an earlier benchmark's stored "
-            "pass and its interleaved run disagreed beyond both their errors"
-        )
-    elif c.not_settled:
-        lines.append(f"  not settled in this job: {c.not_settled}")
+    lines += _decided_lines(c)
     work = work_note(c)
     if work:
         lines.append(f"  work per call: {work}")

@@ -10,41 +10,8 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
-import pytest
-
 if TYPE_CHECKING:
     from ..ab.workers import ABController
-    from ..core.budget import Budget
-    from .context import RunContext
-
-
-def routes_all(
-    context: RunContext, budget: Budget | None, session: pytest.Session, moved: bool
-) -> bool:
-    """Whether, as far as is known before any test runs, this session sends every
-    benchmark the baseline can judge to interleaving at once (:meth:`~.modes.Stored.measure`'s
-    route): ``infperf_prestart`` on, settling on, against a commit, the session-start
-    reference moved, no budget (it may send some to the stored pass), no GPU here (a GPU
-    benchmark takes the stored pass, guarded by the GPU's clocks), not an xdist worker
-    (each would start its own pairs at once), and a collected test the baseline holds.
-    Then the workers, and each test's baseline side, start early."""
-    from ..measure import gpu
-
-    source = context.source
-    return bool(
-        source is not None
-        and context.settings.prestart
-        and context.settings.settle == "auto"
-        and source.origin == "commit"
-        and source.sha
-        and not source.env_diff
-        and budget is None
-        and not hasattr(session.config, "workerinput")
-        and not session.config.option.collectonly
-        and any(item.nodeid in source.entries for item in session.items)
-        and moved
-        and not gpu.any_visible()
-    )
 
 
 def request_early(controller: ABController, nodeid: str) -> bool:

@@ -27,9 +27,9 @@ from ..core.budget import Budget, process_started
 from ..core.cmdline import Forwarded
 from ..core.keys import forwarded_key, mode_key
 from ..core.names import CompareMode
-from ..core.options import GENERATION_METRICS, BenchOptions
 from ..core.settings import Settings
-from ..judge.misread import Watch
+from ..judge import policy
+from ..judge.policy import Watch
 from . import early
 from .collector import is_perf
 from .context import RunContext
@@ -84,21 +84,10 @@ class Plain:
             context.settings.budget if source is not None else None,
             source.run_seconds if source is not None else None,
             process_started(),
+            len({e.get("nodeid") for e in source.entries.values()}) if source is not None else 0,
         )
         if why:
             context.warn(why)
-
-    def _spent(self, result: BenchmarkResult, c: Comparison) -> str:
-        """Why the run's budget cuts settling ``c`` short, or "". Settling costs about twice
-        the stored pass's timed seconds (both sides measure); a verdict that might still
-        fail is never cut (the budget trades time only for verdicts that pass anyway)."""
-        from ..judge.budget import might_fail
-
-        if self.budget is None or might_fail(c, _faster_now(self.context)):
-            return ""
-        if self.budget.spare() >= 2 * float(result.decisions.get("timed_s") or 0.0):
-            return ""
-        return self.budget.why()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         perf = [item for item in session.items if is_perf(item)]
@@ -169,12 +158,12 @@ def _references(reference: dict[str, Any] | None, extra: dict[str, Any]) -> dict
 
 
 class Stored(Plain):
-    """``--perf-compare``: judged against the stored baseline. A verdict the stored
-    baseline cannot decide (inconclusive, withheld by the drift guard, or a first-pass
-    regression) is settled right there, in the same test call, by interleaved measurement
-    against the code of the baseline's commit; where that cannot happen (``--perf-settle=off``,
-    a JSON file, a base test that fails...), it is re-measured on fresh samples instead,
-    and the reason is recorded. Also a plugin: it removes its worktree at the end."""
+    """``--perf-compare``: judged against the stored baseline. What happens to each
+    benchmark (its stored pass stands, it is interleaved at once or settled by
+    interleaving against the code of the baseline's commit, re-checked, re-measured on
+    fresh samples, or left as it is for the budget) is :mod:`~pytest_infperf.judge.policy`'s
+    decision; this class gathers the facts it needs and acts on its answer. Also a
+    plugin: it removes its worktree at the end."""
 
     name = "stored"
 
@@ -185,12 +174,10 @@ class Stored(Plain):
         #: Why no controller could be set up (then nothing is settled in this session).
         self._broken: str | None = None
         #: Why the budget sent the benchmark being measured to the stored pass, or "".
-        self._unrouted = ""
-        #: Whether its workers, and each test's baseline side, start early (_routes_all).
+        self._refused = ""
+        #: Whether its workers, and each test's baseline side, start early.
         self._early = False
-        #: Set once a settling showed the stored pass misread this machine (judge.misread):
-        #: the benchmarks after it are interleaved at once. Those judged before it on the
-        #: stored pass alone, named when that happens.
+        #: The misread rule's state in this process (the first misread, what stood before).
         self._misread = Watch()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -198,12 +185,24 @@ class Stored(Plain):
             self._controller.close()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from ..measure import gpu
+
         super().pytest_collection_finish(session)
-        if early.routes_all(self.context, self.budget, session, _moved(self.context)):
-            controller = self._controller_or_none()
-            if controller is not None:
-                controller.prestart()
-                self._early = True
+        config, source = session.config, self.context.source
+        if not (
+            self.context.settings.prestart
+            and source is not None
+            and not hasattr(config, "workerinput")
+            and not config.option.collectonly
+            and any(item.nodeid in source.entries for item in session.items)
+        ):
+            return
+        # As far as is known before any test runs: a CPU benchmark the baseline can judge.
+        domain = "gpu" if gpu.any_visible() else "cpu"
+        facts = dataclasses.replace(self._session_facts(), domain=domain)
+        if policy.routes_all(facts) and (controller := self._controller_or_none()) is not None:
+            controller.prestart()
+            self._early = True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
@@ -217,31 +216,55 @@ class Stored(Plain):
         if self._controller is not None:  # its sides end the test with the head's
             early.end_test(self._controller, nodeid)
 
+    def _session_facts(self) -> policy.Facts:
+        """What the policy needs of the session: the same for every benchmark."""
+        source, s = self.context.source, self.context.settings
+        assert source is not None
+        return policy.Facts(
+            settle=s.settle,
+            commit=source.origin == "commit" and bool(source.sha),
+            unsettled=self._broken,
+            comparable=not source.env_diff,
+            guard_adjusts=s.drift_guard == "adjust",
+            moved=_moved(self.context),
+            faster=_faster_now(self.context),
+            misread=bool(self._misread.found),
+            budget=None if self.budget is None else self.budget.view(),
+            family=self.family,
+            run_alpha=s.run_alpha,
+        )
+
+    def _facts(self, call: BenchCall, **after: Any) -> policy.Facts:
+        """The facts of one benchmark (``after``: those known after its stored pass)."""
+        return dataclasses.replace(
+            self._session_facts(),
+            domain=call.domain,
+            metric=str(call.opts.metric),
+            comparable=_comparable(self.context, call),
+            refused=self._refused,
+            **after,
+        )
+
+    def _tally(self, d: policy.Decision) -> None:
+        if self.budget is not None and d.tally == "refused":
+            self.budget.unrouted += 1
+        elif self.budget is not None and d.tally == "resettled":
+            self.budget.resettled += 1
+
     def measure(self, call: BenchCall) -> BenchmarkResult:
-        """Route by the machine's state: when the session-start reference says this
-        machine moved by more than half the tolerance since the baseline's run, a stored
-        pass cannot decide anything, so the benchmark is interleaved at once."""
         __tracebackhide__ = True
         if self.budget is not None:
             self.budget.measured.add(call.nodeid)
-        misread = bool(self._misread.found)
-        route = (
-            self.context.settings.settle == "auto"
-            and call.domain == "cpu"
-            and _routable(self.context, call)
-            and self._why_not_settle(call.opts) is None
-            and (_moved(self.context) or misread)
-        )
+        d = policy.route(self._facts(call))
+        self._tally(d)
         # Read by the judging inside the measurement (Plain.measure compares).
-        # Never refused after a misread: the budget's refusal trusts the drift guard's
-        # adjustment, and the reference did not see this move.
-        self._unrouted = _unrouted(self.context, self.budget) if route and not misread else ""
+        self._refused = d.reason if d.step is policy.Step.STORED else ""
         self._early = self._early and call.domain == "cpu"  # a GPU here after all
-        if route and not self._unrouted:
+        if d.step is policy.Step.INTERLEAVE:
             from ..measure.call import timing_lock
 
             with timing_lock("cpu", self.context.warn):
-                result = self._interleave_at_once(call)
+                result = self._interleave_at_once(call, d)
             if result is not None:
                 for failure in self.gate.apply(result):
                     call.fail(failure)
@@ -250,7 +273,7 @@ class Stored(Plain):
             early.quiet_workers(self._controller)
         return super().measure(call)
 
-    def _interleave_at_once(self, call: BenchCall) -> BenchmarkResult | None:
+    def _interleave_at_once(self, call: BenchCall, d: policy.Decision) -> BenchmarkResult | None:
         """The benchmark measured only interleaved with the baseline commit's code; None
         when that cannot happen for it (then the stored pass runs as usual)."""
         from ..ab.interleave import run_paired
@@ -261,7 +284,7 @@ class Stored(Plain):
         if controller is None:
             return None
         try:
-            budget = None if self._misread.found else self.budget  # might fail: not cut
+            budget = self.budget if d.budget_may_cut else None
             paired = run_paired(
                 call, controller, self.judge, _settle_origin(self.context), budget=budget
             )
@@ -276,8 +299,7 @@ class Stored(Plain):
         result = call.result(m)
         result.work = paired.work
         result.extra["settle"] = paired.record()
-        why = "machine-moved" if _moved(self.context) else "stored-misread"
-        result.comparison = dataclasses.replace(paired.comparison, settled_because=why)
+        result.comparison = dataclasses.replace(paired.comparison, settled_because=d.reason)
         return result
 
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
@@ -291,71 +313,49 @@ class Stored(Plain):
         return _work.attach(c, result.work, None if entry is None else work_of(entry))
 
     def _judged(self, call: BenchCall, result: BenchmarkResult) -> Comparison:
-        """The stored verdict, settled or re-measured where it was not decisive."""
-        from ..core.results import Verdict
+        """The stored verdict, and what the policy makes of it."""
+        from ..judge import work as _work
+        from ..judge.device import on_quiet_evidence, work_of
 
         source = self.context.source
         assert source is not None
-        judge, opts = self.judge, call.opts
+        judge = self.judge
         entry = source.entries.get(result.key)
-        c = judge.stored(result, entry, opts, source.as_origin(), source.env_diff)
-        unrouted, self._unrouted = self._unrouted, ""
-        # Trusted symmetrically: what rules out a regression stands; a regression, an
-        # improvement or no decision is settled (drift fakes speed-ups as well as slowdowns).
-        stands = c.verdict not in (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT)
-        passes = call.domain == "cpu" and c.verdict in (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
-        why_not = self._why_not_settle(opts)
-        # After a misread (judge.misread) the machine's state is unknown: anything might
-        # fail, so nothing of a CPU benchmark is cut short for the budget, and what rules
-        # out a regression is re-checked too (it might be the masked regression).
-        after = bool(self._misread.found) and call.domain == "cpu"
-        recheck = after and passes and why_not is None
-        if stands and not recheck:
-            if passes:
-                self._misread.stood.append(result.key)
-            return judge.unsettled(c, unrouted) if unrouted else c
-        if why_not is None and not after and (spent := self._spent(result, c)):
-            return judge.unsettled(c, spent)  # it passes either way: the budget keeps time
-        if why_not is None:
-            if unrouted and self.budget is not None:  # the refusal saved no interleaving
-                self.budget.resettled += 1
-            settled = self._settle(call, result, c, after)
+        c = judge.stored(result, entry, call.opts, source.as_origin(), source.env_diff)
+        # The work diff is part of the quiet evidence the policy reads.
+        c = _work.attach(c, result.work, None if entry is None else work_of(entry))
+        facts = self._facts(
+            call,
+            stored=c,
+            timed_s=float(result.decisions.get("timed_s") or 0.0),
+            clocks_held=_clocks_held(result, entry),
+            device_share=_device_share(result),
+        )
+        self._refused = ""
+        d = policy.after_stored(facts)
+        self._misread.note(result.key, facts, d)
+        self._tally(d)
+        if d.step in (policy.Step.SETTLE, policy.Step.RECHECK):
+            settled = self._settle(call, result, c, d)
             if not isinstance(settled, str):  # a re-check says so, whatever c's reason
-                return (
-                    dataclasses.replace(settled, settled_because=c.verdict.value)
-                    if recheck
-                    else settled
-                )
-            why_not = settled
-        if stands or c.verdict is Verdict.IMPROVEMENT:
-            return c if why_not == "" else judge.unsettled(c, why_not)
-        if self._controller is not None:  # settling's workers rest while it re-measures
-            early.quiet_workers(self._controller)
-        c = _remeasure(judge, self.context, call, result, c)
-        return c if why_not == "" else judge.unsettled(c, why_not)
-
-    def _why_not_settle(self, opts: BenchOptions) -> str | None:
-        """Why settling cannot happen for this benchmark ("" when switched off), or None."""
-        source = self.context.source
-        assert source is not None
-        if self.context.settings.settle == "off":
-            return ""
-        if source.origin != "commit" or not source.sha:
-            return "--perf-compare names a results file, so there is no commit to measure"
-        if opts.metric not in ("median", *GENERATION_METRICS):
-            return (
-                f"metric={opts.metric}: an interleaved run judges the median latency, so "
-                f"the stored {opts.metric} verdict stands"
-            )
-        return self._broken
+                if d.step is policy.Step.RECHECK:
+                    return dataclasses.replace(settled, settled_because=c.verdict.value)
+                return settled
+            d = policy.after_stored(dataclasses.replace(facts, unsettled=settled))
+        if d.step is policy.Step.STAND and d.evidence is not None and d.counts is not None:
+            return on_quiet_evidence(c, d.counts, self.family)
+        if d.step is policy.Step.REMEASURE:
+            if self._controller is not None:  # settling's workers rest while it re-measures
+                early.quiet_workers(self._controller)
+            c = _remeasure(judge, self.context, call, result, c)
+        return judge.unsettled(c, d.reason) if d.reason else c
 
     def _settle(
-        self, call: BenchCall, result: BenchmarkResult, stored: Comparison, whole: bool = False
+        self, call: BenchCall, result: BenchmarkResult, stored: Comparison, d: policy.Decision
     ) -> Comparison | str:
         """The interleaved verdict, or why there is none."""
         from ..ab.interleave import run_paired
         from ..ab.workers import ABError, BaseCall
-        from ..judge.budget import might_fail
         from ..measure import environment
 
         controller = self._controller_or_none()
@@ -370,8 +370,7 @@ class Stored(Plain):
                 _settle_origin(self.context),
                 result.median,
                 result.work,
-                # A verdict that might fail is measured to its end, whatever the budget.
-                None if whole or might_fail(stored, _faster_now(self.context)) else self.budget,
+                self.budget if d.budget_may_cut else None,
             )
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
@@ -494,27 +493,10 @@ def _faster_now(context: RunContext) -> float:
     return max([1.0, *(1.0 / r for r in ratios if r > 0)])
 
 
-def _unrouted(context: RunContext, budget: Budget | None) -> str:
-    """Why the run's budget sends a benchmark on a machine that moved to the stored pass
-    instead of interleaving it at once ("" when it does not). Interleaving costs about
-    two of its share of the plain run more; refused only where the drift guard adjusts
-    the stored verdict for the machine's speed (so what might fail is still settled)."""
-    if budget is None:
-        return ""
-    if context.settings.drift_guard != "adjust" or budget.spare() > 2 * budget.share():
-        return ""
-    if budget.resettled * 2 > budget.unrouted:
-        # Here the stored pass has mostly needed settling anyway (beside a noisy
-        # neighbour, most do): a stored pass and a settling cost more than interleaving.
-        return ""
-    budget.unrouted += 1
-    return f"{budget.why()}: the machine moved, and the stored pass judged it alone"
-
-
-def _routable(context: RunContext, call: BenchCall) -> bool:
-    """Only a benchmark the stored baseline could have judged is routed: one with an
-    entry from a comparable environment (else its verdict is no-baseline or
-    incomparable, whatever this machine's state)."""
+def _comparable(context: RunContext, call: BenchCall) -> bool:
+    """The stored baseline can judge this benchmark: it has an entry from a comparable
+    environment (else its verdict is no-baseline or incomparable, whatever this machine's
+    state)."""
     from ..core.results import bench_key
     from ..measure import environment
 
@@ -524,6 +506,21 @@ def _routable(context: RunContext, call: BenchCall) -> bool:
     if entry is None or source.env_diff:
         return False
     return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
+
+
+def _clocks_held(result: BenchmarkResult, entry: dict[str, Any] | None) -> bool | None:
+    """Whether the GPU's clocks held between the baseline's run and this one (within GPU
+    Boost's steps); None where a side has no clock reference (no NVML, an older baseline)."""
+    from ..measure.drift import speed_factors
+
+    factors = speed_factors(result.reference, (entry or {}).get("reference"), "gpu")
+    return None if factors is None else factors == (1.0, 1.0)
+
+
+def _device_share(result: BenchmarkResult) -> float | None:
+    from ..judge.device import device_share
+
+    return device_share(result)
 
 
 class ABHead(Plain):

@@ -1,0 +1,296 @@
+"""The comparing policy (judge/policy.py) as tables: what happens to one compared benchmark
+from the facts about it. Pure functions, no pytester, no git: the whole file runs in well
+under a second. docs/COMPARING.md ("What decides a compared benchmark") says the same
+table in words."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from pytest_infperf.core.budget import Spare
+from pytest_infperf.core.names import CompareMode, Metric
+from pytest_infperf.core.results import Comparison, Reason, Verdict, WorkDiff
+from pytest_infperf.judge.policy import (
+    Decision,
+    Facts,
+    Step,
+    Watch,
+    after_stored,
+    counts_relation,
+    might_fail,
+    next_pair,
+    route,
+    routes_all,
+)
+
+R, U, N, IN, X = (
+    Verdict.REGRESSION,
+    Verdict.UNCHANGED,
+    Verdict.NO_REGRESSION,
+    Verdict.INCONCLUSIVE,
+    Verdict.IMPROVEMENT,
+)
+SHORT = Spare(seconds=1.0, share=10.0, why="the run's budget (60 s) was spent")
+PLENTY = Spare(seconds=500.0, share=10.0, why="the run's budget (600 s) was spent")
+
+SAME = WorkDiff(flops=(1e9, 1e9), op_calls=(500, 500), kernels=(275, 275), same=True)
+GREW = WorkDiff(flops=(1e9, 1.083e9), op_calls=(500, 540), kernels=(275, 297), increase=0.083)
+FEWER = WorkDiff(flops=(1e9, 0.9e9), op_calls=(500, 460), kernels=(275, 253))
+MIXED = WorkDiff(flops=(1e9, 1.1e9), op_calls=(500, 460))
+VARYING = WorkDiff(op_calls=(500, 500), varying=["operators"])
+HOST_MOVED = WorkDiff(
+    flops=(1e9, 1e9), op_calls=(500, 500), kernels=(275, 275), python_calls=(900, 1200)
+)
+
+
+def cmp(
+    verdict: Verdict, ratio: float = 1.0, low: float = 0.98, high: float = 1.02, **kw: Any
+) -> Comparison:
+    return Comparison(verdict, ratio=ratio, ci_low=low, ci_high=high, **kw)
+
+
+def gpu(
+    device: Verdict,
+    latency: Verdict = Verdict.INCONCLUSIVE,
+    work: WorkDiff | None = SAME,
+    p: float = 1e-6,
+    **kw: Any,
+) -> Comparison:
+    """A CUDA benchmark's stored verdict: its latency and device-time parts, the worst
+    heading the record (as judge.combined does)."""
+    dev_ratio = {R: 1.08, X: 0.9}.get(device, 1.0)
+    parts = {
+        "median": cmp(latency, 1.05, 0.75, 1.4, metric=Metric.MEDIAN),
+        "gpu_time": cmp(
+            device,
+            dev_ratio,
+            dev_ratio - 0.001,
+            dev_ratio + 0.001,
+            metric=Metric.GPU_TIME,
+            p_value=p,
+        ),
+    }
+    order = [R, IN, N, X, U]
+    worst = min(parts.values(), key=lambda c: order.index(c.verdict))
+    return Comparison(
+        worst.verdict, ratio=worst.ratio, ci_low=worst.ci_low, ci_high=worst.ci_high,
+        parts=parts, work=work, **kw,
+    )  # fmt: skip
+
+
+GPU = {"domain": "gpu", "clocks_held": True, "device_share": 0.3}
+#: Stored verdicts of a CPU benchmark.
+UNC, NOREG = cmp(U), cmp(N, 0.95, 0.8, 1.04)
+REG, UND, IMP = cmp(R, 1.2, 1.1, 1.3), cmp(IN, 1.04, 0.9, 1.2), cmp(X, 0.8, 0.7, 0.9)
+FAIL = "the worker failed"
+WIDE, WITHIN = cmp(IN, 1.045, 0.97, 1.3), cmp(IN, 1, 0.97, 1.04)
+INTER, SETTLE = Step.INTERLEAVE, Step.SETTLE
+
+
+def short(**kw: Any) -> Facts:
+    """A CPU benchmark, the budget nearly spent, its stored pass 5 s."""
+    return Facts(budget=SHORT, timed_s=5, **kw)
+
+
+def on_gpu(stored: Comparison, **kw: Any) -> Facts:
+    return Facts(**{**GPU, **kw}, stored=stored)
+
+
+LAYER, LAYER_WEAK = gpu(R, work=GREW), gpu(R, work=GREW, p=1e-4)
+
+# (id, facts, step, a word of the reason; None: no reason)
+AFTER: list[tuple[str, Facts, Step, str | None]] = [
+    # --- CPU: what rules out a regression stands; the rest is settled
+    ("cpu unchanged stands", Facts(stored=UNC), Step.STAND, None),
+    ("cpu no-regression stands", Facts(stored=NOREG), Step.STAND, None),
+    ("cpu regression settles", Facts(stored=REG), Step.SETTLE, None),
+    ("cpu inconclusive settles", Facts(stored=UND), Step.SETTLE, None),
+    ("cpu improvement settles", Facts(stored=IMP), Step.SETTLE, None),
+    ("ttft regression settles", Facts(metric="ttft", stored=REG), Step.SETTLE, None),
+    # --- settling off, or impossible: stands, or fresh samples for what is flagged
+    ("settle off: unchanged", Facts(settle="off", stored=UNC), Step.STAND, None),
+    ("settle off: improvement", Facts(settle="off", stored=IMP), Step.STAND, None),
+    ("settle off: regression", Facts(settle="off", stored=REG), Step.REMEASURE, None),
+    ("settle off: inconclusive", Facts(settle="off", stored=UND), Step.REMEASURE, None),
+    ("a results file: regression", Facts(commit=False, stored=REG), Step.REMEASURE, "file"),
+    ("metric p90: improvement", Facts(metric="p90", stored=IMP), Step.STAND, "metric=p90"),
+    ("metric memory: regression", Facts(metric="memory", stored=REG), Step.REMEASURE, "memory"),
+    ("worker broke: regression", Facts(unsettled=FAIL, stored=REG), Step.REMEASURE, FAIL),
+    ("worker broke: improvement", Facts(unsettled=FAIL, stored=IMP), Step.STAND, FAIL),
+    # --- after a misread, a CPU verdict that passes is re-checked
+    ("misread: unchanged re-checked", Facts(misread=True, stored=UNC), Step.RECHECK, None),
+    ("misread: no-regression re-checked", Facts(misread=True, stored=NOREG), Step.RECHECK, None),
+    ("misread: regression settled", Facts(misread=True, stored=REG), Step.SETTLE, None),
+    ("misread, settle off: stands", Facts(misread=True, settle="off", stored=UNC), Step.STAND, ""),
+    ("misread, on a GPU: stands", Facts(misread=True, domain="gpu", stored=UNC), Step.STAND, None),
+    # --- the budget cuts only what passes either way, never what might fail
+    ("budget short: regression settled", short(stored=REG), Step.SETTLE, None),
+    ("budget short: [0.97, 1.30] settled", short(stored=WIDE), Step.SETTLE, None),
+    ("budget short: stored improvement settled", short(stored=IMP), Step.SETTLE, None),
+    ("budget short, machine faster: settled", short(faster=1.1, stored=WITHIN), Step.SETTLE, None),
+    ("budget short: undecided within it cut", short(stored=WITHIN), Step.CUT, "(60 s)"),
+    ("budget plenty: undecided within it", Facts(budget=PLENTY, stored=WITHIN), Step.SETTLE, None),
+    ("budget refused routing: stands", Facts(refused="spent", stored=UNC), Step.STAND, "spent"),
+    # --- a GPU benchmark: its quiet evidence decides where it agrees with itself
+    ("gpu A/A: device unchanged, same counts", on_gpu(gpu(U)), Step.STAND, None),
+    ("gpu A/A: device no-regression, same counts", on_gpu(gpu(N)), Step.STAND, None),
+    ("gpu host-bound: latency regressed, same work", on_gpu(gpu(U, R)), Step.STAND, None),
+    ("gpu +1 layer: device regression, counts grew", on_gpu(gpu(R, work=GREW)), Step.STAND, None),
+    ("gpu smaller: device improvement, fewer", on_gpu(gpu(X, work=FEWER)), Step.STAND, None),
+    ("gpu: device regression, same counts", on_gpu(gpu(R)), Step.SETTLE, "says regression"),
+    ("gpu: device unchanged, counts grew", on_gpu(gpu(U, work=GREW)), Step.SETTLE, "counts grew"),
+    ("gpu: host's Python calls grew", on_gpu(gpu(U, work=HOST_MOVED)), Step.SETTLE, "counts grew"),
+    ("gpu: counts moved both ways", on_gpu(gpu(R, work=MIXED)), Step.SETTLE, "both ways"),
+    ("gpu device-bound: latency regressed", on_gpu(gpu(U, R), device_share=0.9), SETTLE, "lat"),
+    ("gpu regression, not over the family", on_gpu(LAYER_WEAK, family=200), Step.SETTLE, None),
+    ("gpu clocks moved: usual rule", on_gpu(gpu(U), clocks_held=False), Step.SETTLE, None),
+    ("gpu no clock reference: usual rule", on_gpu(LAYER, clocks_held=None), Step.SETTLE, None),
+    ("gpu counts vary: usual rule", on_gpu(gpu(U, work=VARYING)), Step.SETTLE, None),
+    ("gpu not profiled: usual rule", on_gpu(gpu(U, work=None)), Step.SETTLE, None),
+    ("gpu device undecided: usual rule", on_gpu(gpu(IN)), Step.SETTLE, None),
+    ("gpu throttled: settled", on_gpu(gpu(U, reason=Reason.GPU_THROTTLED)), Step.SETTLE, None),
+    ("gpu latency alone, unchanged", on_gpu(UNC), Step.STAND, None),
+    ("gpu disagrees, settle off: usual rule", on_gpu(gpu(R), settle="off"), Step.REMEASURE, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("facts", "step", "reason"), [row[1:] for row in AFTER], ids=[row[0] for row in AFTER]
+)
+def test_after_the_stored_pass(facts: Facts, step: Step, reason: str | None) -> None:
+    d = after_stored(facts)
+    assert d.step is step, d
+    if reason is None:
+        assert d.reason == ""
+    else:
+        assert reason in d.reason
+
+
+def test_the_quiet_evidence_says_what_decided() -> None:
+    d = after_stored(on_gpu(gpu(R, work=GREW)))
+    assert (d.evidence, d.counts) == ("gpu_time", "grew")
+    assert after_stored(Facts(stored=cmp(U))).evidence is None
+
+
+MOVED, MISREAD = "machine-moved", "stored-misread"
+ROUTE: list[tuple[str, Facts, Step, str]] = [
+    ("a still machine: stored pass", Facts(), Step.STORED, ""),
+    ("a moved machine: interleaved at once", Facts(moved=True), Step.INTERLEAVE, MOVED),
+    ("after a misread: interleaved at once", Facts(misread=True), Step.INTERLEAVE, MISREAD),
+    ("moved, on a GPU: stored pass", Facts(moved=True, domain="gpu"), Step.STORED, ""),
+    ("moved, stored-first: stored pass", Facts(moved=True, settle="stored-first"), Step.STORED, ""),
+    ("moved, settle off: stored pass", Facts(moved=True, settle="off"), Step.STORED, ""),
+    ("moved, not in the baseline: stored", Facts(moved=True, comparable=False), Step.STORED, ""),
+    ("moved, a results file: stored pass", Facts(moved=True, commit=False), Step.STORED, ""),
+    ("moved, metric p99: stored pass", Facts(moved=True, metric="p99"), Step.STORED, ""),
+    ("moved, worker broken: stored pass", Facts(moved=True, unsettled=FAIL), Step.STORED, ""),
+    ("moved, budget short: stored pass", Facts(moved=True, budget=SHORT), Step.STORED, "moved"),
+    ("moved, short, guard warns", Facts(moved=True, budget=SHORT, guard_adjusts=0), INTER, MOVED),
+    ("moved, short, refusals settled", Facts(moved=True, budget=Spare(1, 10, 2, 2)), INTER, MOVED),
+    ("moved, budget plenty", Facts(moved=True, budget=PLENTY), Step.INTERLEAVE, MOVED),
+    ("misread, budget short: never refused", Facts(misread=True, budget=SHORT), INTER, MISREAD),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("facts", "step", "reason"), [row[1:] for row in ROUTE], ids=[row[0] for row in ROUTE]
+)
+def test_before_the_stored_pass(facts: Facts, step: Step, reason: str) -> None:
+    d = route(facts)
+    assert d.step is step and reason in d.reason, d
+    assert (d.tally == "refused") == (step is Step.STORED and bool(reason))
+
+
+def test_a_refusal_and_its_settling_are_tallied() -> None:
+    d = after_stored(Facts(refused="spent", budget=PLENTY, stored=cmp(R, 1.2, 1.1, 1.3)))
+    assert d == Decision(Step.SETTLE, budget_may_cut=False, tally="resettled")
+
+
+def test_workers_start_early_only_where_all_are_interleaved_at_once() -> None:
+    assert routes_all(Facts(moved=True))
+    assert not routes_all(Facts())
+    assert not routes_all(Facts(moved=True, budget=PLENTY))  # a budget may refuse some
+    assert not routes_all(Facts(moved=True, domain="gpu"))
+
+
+TTFT_TPOT = {"ttft": UNC, "tpot": REG}
+TPUT, WITHHELD, FASTER = Metric.THROUGHPUT, Reason.DRIFT_WITHHELD, {"faster": 1.1}
+MIGHT_FAIL: list[tuple[str, Comparison, float, bool]] = [
+    ("regression", REG, 1.0, True),
+    ("interval past the threshold", cmp(IN, 1.045, 0.97, 1.30), 1.0, True),
+    ("interval within it", cmp(IN, 1.0, 0.97, 1.04), 1.0, False),
+    ("no interval", Comparison(IN, ratio=1.0), 1.0, True),
+    ("infinite bound", cmp(IN, 1.0, 0.9, math.inf), 1.0, True),
+    ("a machine 10% faster hides it", cmp(IN, 1.0, 0.97, 1.04), 1.1, True),
+    ("its drift guard says faster", cmp(IN, 1, 0.97, 1.04, machine_speed=FASTER), 1.0, True),
+    ("throughput: the slow side is the low bound", cmp(IN, 1, 0.9, 1.2, metric=TPUT), 1.0, True),
+    ("throughput within it", cmp(IN, 1.0, 0.97, 1.2, metric=TPUT), 1.0, False),
+    ("withheld by the drift guard", cmp(IN, 0.9, 0.8, 1.0, reason=WITHHELD), 1.0, True),
+    ("a GPU set aside", cmp(IN, 1.0, 0.99, 1.01, reason=Reason.GPU_THROTTLED), 1.0, True),
+    ("a stored improvement (a misread's shape)", IMP, 1.0, True),
+    ("an interleaved improvement", cmp(X, 0.8, 0.7, 0.9, decided_by=CompareMode.AB), 1.0, False),
+    ("unchanged", UNC, 1.0, False),
+    ("one part might fail", Comparison(IN, parts=TTFT_TPOT), 1.0, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("c", "faster", "expected"), [r[1:] for r in MIGHT_FAIL], ids=[r[0] for r in MIGHT_FAIL]
+)
+def test_what_the_budget_never_cuts(c: Comparison, faster: float, expected: bool) -> None:
+    assert might_fail(c, faster) is expected
+
+
+@pytest.mark.parametrize(
+    ("budget", "uppers", "cut"),
+    [
+        (None, [0.0], False),
+        (SHORT, [math.log(1.2)], False),  # still reaches past the threshold: measured on
+        (SHORT, [math.log(1.04), math.log(1.06)], False),  # one metric does
+        (SHORT, [math.log(1.04)], True),
+        (PLENTY, [math.log(1.04)], False),
+    ],
+)
+def test_the_budget_stops_pairs_only_once_nothing_might_fail(
+    budget: Spare | None, uppers: list[float], cut: bool
+) -> None:
+    assert bool(next_pair(budget, 5.0, uppers, 0.05)) is cut
+
+
+@pytest.mark.parametrize(
+    ("work", "relation"),
+    [
+        (SAME, "same"),
+        (GREW, "grew"),
+        (FEWER, "shrank"),
+        (MIXED, "mixed"),
+        (VARYING, None),
+        (None, None),
+        (WorkDiff(), None),  # nothing counted on both sides
+        (WorkDiff(op_calls=(500, None)), None),
+        (HOST_MOVED, "grew"),
+        (WorkDiff(op_calls=(500, 500), ops=[("aten::addmm", 25, 31)]), "grew"),
+        (WorkDiff(op_calls=(500, 500), ops=[("aten::x", None, 3)]), "same"),  # a cut table
+        (WorkDiff(op_calls=(500, 500), syncs=(2, 1)), "shrank"),
+    ],
+)
+def test_how_the_work_counts_relate(work: WorkDiff | None, relation: str | None) -> None:
+    assert counts_relation(work) == relation
+
+
+def test_the_misread_watch_names_what_stood_before_it() -> None:
+    watch = Watch()
+    ab = {"decided_by": CompareMode.AB}
+    stood = Facts(stored=cmp(U))
+    watch.note("t.py::test_a", stood, after_stored(stood))
+    watch.note("t.py::test_gpu", Facts(domain="gpu", stored=cmp(U)), Decision(Step.STAND))
+    warning = watch.check("t.py::test_b", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab))
+    assert warning is not None and "x1.091" in warning and warning.endswith("t.py::test_a")
+    assert watch.found.startswith("t.py::test_b")
+    # Only the first misread warns.
+    assert (
+        watch.check("t.py::test_c", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab)) is None
+    )
