@@ -200,10 +200,37 @@ def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
 
     thread = threading.Thread(target=run, name="infperf-sampling", daemon=True)
     thread.start()
-    thread.join()
+    try:
+        thread.join()
+    except BaseException as exc:
+        # Ctrl-C (or a SIGTERM taken as one) lands here, on the caller's thread, while the
+        # model runs on the sampling thread inside torch's or ONNX Runtime's C++ thread
+        # pools. Left running there while the interpreter exited, it aborted the process
+        # (std::terminate: "terminate called without an active exception", exit 134) instead
+        # of pytest's orderly exit 2. It is stopped at its next Python instruction and
+        # waited for; a second Ctrl-C stops it again, never leaves it running.
+        _stop_thread(thread, type(exc) if isinstance(exc, KeyboardInterrupt) else SystemExit)
+        while thread.is_alive():
+            try:
+                thread.join()
+            except BaseException:
+                _stop_thread(thread, KeyboardInterrupt)
+        raise
     if error:
         raise error[0]
     return box[0]
+
+
+def _stop_thread(thread: threading.Thread, exc: type[BaseException]) -> None:
+    """Raise ``exc`` in ``thread`` at its next Python instruction (a call into C returns
+    first): CPython's ``PyThreadState_SetAsyncExc``, the one way to interrupt another
+    thread."""
+    import ctypes  # noqa: PLC0415 (only on an interrupt)
+
+    if thread.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(exc)
+        )
 
 
 @contextlib.contextmanager
