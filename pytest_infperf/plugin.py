@@ -41,6 +41,7 @@ PLUGIN_NAMES = (
     "infperf-artifacts",
     "infperf-terminal",
     "infperf-xdist",
+    "infperf-signals",
 )
 
 
@@ -326,6 +327,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session.modes import choose
 
     settings = _settings.from_config(config)
+    if not hasattr(config, "workerinput"):  # before anything this run must clean up
+        from .session.signals import TermAsInterrupt
+
+        signals = TermAsInterrupt()
+        signals.install()
+        config.pluginmanager.register(signals, "infperf-signals")
     # Every process this run starts from here on (xdist and A/B workers, their children)
     # descends from the run's root: none of them is ever taken for a GPU's tenant.
     gpu.mark_run()

@@ -3,8 +3,12 @@ tree as it is), and the tests it collects there (the controller's own selection,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from ..core.cmdline import Forwarded
@@ -38,7 +42,9 @@ class Checkout:
 
         repo = git.Repo(self.toplevel)
         try:
-            repo.git.worktree("prune")
+            prune_stale(self.toplevel)
+            self.tmp.mkdir(parents=True, exist_ok=True)
+            (self.tmp / OWNER).write_text(_identity(os.getpid()) or str(os.getpid()))
             repo.git.worktree("add", "--detach", "--force", str(self.root), self.sha)
         except git.GitCommandError as exc:
             raise GitError(
@@ -59,6 +65,82 @@ class Checkout:
         self._added = False
         for args in (["worktree", "remove", "--force", str(self.root)], ["worktree", "prune"]):
             subprocess.run(["git", *args], cwd=self.toplevel, capture_output=True, check=False)
+
+
+#: A file in a temporary folder this tool checked a commit out in: the PID and start time
+#: of the process that owns it. A run killed outright (a cancelled CI job's SIGKILL, a
+#: crash) cannot remove its worktree; the next run in the repository does, once its owner
+#: is gone: a persistent self-hosted runner must not pile them up.
+OWNER = "infperf-owner"
+#: A worktree in a folder named like this tool's temporary ones, but with no owner file
+#: (made by a version before it), is taken for a dead run's after this long.
+LEGACY_AGE_S = 24 * 3600.0
+
+
+def prune_stale(toplevel: Path) -> list[Path]:
+    """Remove this tool's worktrees whose run is gone (their folders too), then let git
+    forget worktrees whose folders are gone; the worktrees removed. Never one whose
+    owner still runs (another session checking a commit out in the same repository)."""
+    listed = subprocess.run(
+        ["git", "worktree", "list", "--porcelain"],
+        cwd=toplevel,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    removed = []
+    for line in listed.splitlines():
+        if not line.startswith("worktree "):
+            continue
+        tree = Path(line[len("worktree ") :])
+        if _stale(tree.parent):
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(tree)],
+                cwd=toplevel,
+                capture_output=True,
+                check=False,
+            )
+            shutil.rmtree(tree.parent, ignore_errors=True)
+            removed.append(tree)
+    subprocess.run(["git", "worktree", "prune"], cwd=toplevel, capture_output=True, check=False)
+    return removed
+
+
+def _stale(folder: Path) -> bool:
+    owner = folder / OWNER
+    if not owner.is_file():
+        legacy = folder.name.startswith(("infperf-ab-", "infperf-bisect-"))
+        with contextlib.suppress(OSError):
+            return legacy and time.time() - folder.stat().st_mtime > LEGACY_AGE_S
+        return False
+    try:
+        pid_text, _, started = owner.read_text().partition(" ")
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return False
+    now = _identity(pid)
+    if now is None:  # no /proc (macOS): alive is all that can be told
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False
+    return now == "" or (bool(started) and now != f"{pid} {started.strip()}")
+
+
+def _identity(pid: int) -> str | None:
+    """``"PID START"`` (its start in clock ticks after boot: a PID is reused, its start is
+    not); "" when no such process runs; None where /proc cannot tell."""
+    if not Path("/proc/self/stat").exists():
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            # Field 22 is the start time; the command name in field 2 may hold spaces.
+            return f"{pid} {f.read().rsplit(')', 1)[1].split()[19]}"
+    except (OSError, IndexError):
+        return ""
 
 
 @dataclasses.dataclass(frozen=True)
