@@ -192,42 +192,37 @@ def test_cleanup_after_failure_and_ctrl_c(repo: pytest.Pytester) -> None:
     assert git(repo.path, "worktree", "prune", "--dry-run", "--verbose") == ""
 
 
-PRESTART_SUITE = """
-import os, sys, time
+LOCKED_SUITE = """
+import fcntl, os, time
 
-def _log(what):
-    with open(os.environ["STARTS_LOG"], "a") as f:
-        f.write(f"{what} {time.time()}\\n")
-
-def test_model(infer_bench):
-    worker = "abworker" in " ".join(sys.orig_argv)
-    _log("worker-body" if worker else "head-body")
-    if not worker:
-        time.sleep(4.0)  # the head builds its model
-        _log("head-call")
+def test_model(infer_bench, tmp_path_factory):
+    # A resource only one process may hold at a time (a lock file here; a fixed port, a GPU
+    # taken whole), held while the test builds its model, released before infer_bench.
+    with open(os.environ["INFPERF_TEST_LOCK"], "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if another side holds it
+        time.sleep(1.0)
+        fcntl.flock(lock, fcntl.LOCK_UN)
     infer_bench(lambda: sum(range(200)))
 """
 
 
 @pytest.mark.parametrize("prestart", ["on", "off"])
-def test_the_base_side_starts_with_the_heads_call(
+def test_a_tests_body_never_runs_on_two_sides_at_once(
     pytester: pytest.Pytester, git_env: None, prestart: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """infperf_prestart (on by default): the base worker is asked for a test as the head's
-    call starts, so it builds its model while the head builds its own (here a 4 s wait
-    before infer_bench): its body starts before the head reaches infer_bench. Off: only
-    once the head asks to interleave."""
+    """The baseline's side of a test is asked when the head reaches infer_bench, never as
+    the head's call starts (infperf_prestart starts only the first worker pair early): two
+    bodies of one test at once fought over what the test holds before infer_bench, and
+    where the test held it through infer_bench the run hung for good."""
     pytester.makefile(".ini", pytest=AB_INI + f"infperf_prestart = {prestart}\n")
-    pytester.makepyfile(test_prestart=PRESTART_SUITE)
+    pytester.makepyfile(test_locked=LOCKED_SUITE)
     init_repo(pytester.path, "suite")
     git(pytester.path, "checkout", "-q", "-b", "feature")
-    log = pytester.path / "starts.log"
-    monkeypatch.setenv("STARTS_LOG", str(log))
-    pytester.runpytest_subprocess("--perf-ab=main").assert_outcomes(passed=1)
-    events = [line.split() for line in log.read_text().splitlines()]
-    call = next(float(t) for what, t in events if what == "head-call")
-    first_base = min(float(t) for what, t in events if what == "worker-body")
-    assert (first_base < call) == (prestart == "on"), events
+    monkeypatch.setenv("INFPERF_TEST_LOCK", str(pytester.path / "resource.lock"))
+    result = pytester.runpytest_subprocess("--perf-ab=main", "--perf-json=out.json")
+    result.assert_outcomes(passed=1)
+    comparison = load_json(pytester.path / "out.json")["benchmarks"][0]["comparison"]
+    assert comparison["verdict"] != "no-baseline", comparison  # the base side measured too
     assert worktrees(pytester.path) == [f"worktree {pytester.path}"]
 
 

@@ -323,7 +323,10 @@ class WorkerSide(WorkerProcess):
             self._at_call = False
             self._send(op=protocol.SKIP)
         while True:
-            what = f"reaching {self.current} call {name!r}"
+            what = (
+                f"reaching {self.current} call {name!r} (a test that holds a lock, a fixed "
+                "port or a whole GPU through infer_bench keeps its other side from it)"
+            )
             message = self._parked or self._recv(self._ready_timeout, what)
             self._asked, self._parked = False, None
             if message.get("ev") == protocol.READY:

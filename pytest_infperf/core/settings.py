@@ -70,8 +70,7 @@ SESSION_INI: dict[str, tuple[str, str]] = {
     ),
     "infperf_prestart": (
         "on (default): an interleaving session starts its first worker pair while it "
-        "collects, and a test's baseline side as the head's test starts its call (neither "
-        "is timed); off: each on first need (fewer processes holding their imports)",
+        "collects (not timed); off: on first need (fewer processes holding their imports)",
         "on",
     ),
     "infperf_pin": (
@@ -148,7 +147,7 @@ class Settings:
     pin_cpu: int | None
     #: The heap policy of every process that measures (HEAP_CHOICES).
     heap: str
-    #: Workers and baseline sides started ahead of need (infperf_prestart).
+    #: The first worker pair started as the session collects (infperf_prestart).
     prestart: bool
     #: Seconds an A/B worker may stay silent (infperf_worker_timeout).
     worker_timeout: float

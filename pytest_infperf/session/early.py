@@ -1,8 +1,13 @@
 """Workers started ahead of need (``infperf_prestart``): an interleaving session starts
-its first process pair while it collects and asks each test's baseline side as the head's
-test starts its call, so that importing, collecting and building a model on the base side
-overlap the head's, none of which is timed; and every worker is quiet (its test ended,
-its collection done) before anything is timed beside it.
+its first process pair while it collects, so that its imports and collection overlap the
+session's own, none of which is timed; and every worker is quiet (its test ended, its
+collection done) before anything is timed beside it.
+
+A test's body is never run on two sides at once: the baseline's side of a test is asked
+when the head's reaches ``infer_bench`` (it then builds its model while the head warms
+up). Asked as the head's call started, both bodies ran together, and a test that takes an
+exclusive resource before ``infer_bench`` (a lock file, a fixed port) left the head
+waiting for it while the base side held it, waiting for blocks: the run hung for good.
 """
 
 from __future__ import annotations
@@ -12,22 +17,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..ab.workers import ABController
-
-
-def request_early(controller: ABController, nodeid: str) -> bool:
-    """The baseline's side of ``nodeid`` asked for as the head's test starts its call
-    (after the head's own fixtures: a fixture that holds a port or a path is the head's
-    first): the base builds its model while this process builds the head's (neither is
-    timed), not after. False when the worker cannot be asked: it is started again, and
-    its error reported, where it is needed, and not asked early again this session (each
-    early ask would start it once more)."""
-    from ..ab.workers import ABError
-
-    try:
-        controller.base.request(nodeid)
-    except ABError:
-        return False
-    return True
 
 
 def end_test(controller: ABController, nodeid: str) -> None:

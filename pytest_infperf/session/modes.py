@@ -175,8 +175,6 @@ class Stored(Plain):
         self._broken: str | None = None
         #: Why the budget sent the benchmark being measured to the stored pass, or "".
         self._refused = ""
-        #: Whether its workers, and each test's baseline side, start early.
-        self._early = False
         #: The misread rule's state in this process (the first misread, what stood before).
         self._misread = Watch()
 
@@ -202,15 +200,11 @@ class Stored(Plain):
         facts = dataclasses.replace(self._session_facts(), domain=domain)
         if policy.routes_all(facts) and (controller := self._controller_or_none()) is not None:
             controller.prestart()
-            self._early = True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
-        source, controller = self.context.source, self._controller  # entries: perf tests'
-        if controller is not None:
-            early.end_test(controller, item.nodeid)
-        if self._early and controller and source and item.nodeid in source.entries:
-            self._early = early.request_early(controller, item.nodeid)
+        if self._controller is not None:  # a rerun of a test a side still serves
+            early.end_test(self._controller, item.nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         if self._controller is not None:  # its sides end the test with the head's
@@ -259,7 +253,6 @@ class Stored(Plain):
         self._tally(d)
         # Read by the judging inside the measurement (Plain.measure compares).
         self._refused = d.reason if d.step is policy.Step.STORED else ""
-        self._early = self._early and call.domain == "cpu"  # a GPU here after all
         if d.step is policy.Step.INTERLEAVE:
             from ..measure.call import timing_lock
 
@@ -533,8 +526,6 @@ class ABHead(Plain):
     def __init__(self, context: RunContext, controller: ABController) -> None:
         super().__init__(context)
         self.controller = controller
-        #: Each test's base side asked for as its call starts (infperf_prestart).
-        self.early = False
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         from ..ab.workers import ABError
@@ -552,15 +543,13 @@ class ABHead(Plain):
             shown = ", ".join(removed[:10]) + (" ..." if len(removed) > 10 else "")
             self.context.warn(f"{len(removed)} perf test(s) of the base are gone in HEAD: {shown}")
         config = session.config
-        self.early = self.context.settings.prestart and bool(head & base)
-        if self.early and not hasattr(config, "workerinput") and not config.option.collectonly:
+        prestart = self.context.settings.prestart and bool(head & base)
+        if prestart and not hasattr(config, "workerinput") and not config.option.collectonly:
             self.controller.prestart()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
-        early.end_test(self.controller, item.nodeid)
-        if self.early and is_perf(item):
-            self.early = early.request_early(self.controller, item.nodeid)
+        early.end_test(self.controller, item.nodeid)  # a rerun of a test a side still serves
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         from ..ab.workers import ABError
