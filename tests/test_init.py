@@ -3,6 +3,7 @@ what init writes and the Action's steps (tests/actions.py runs them as GitHub wo
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -93,6 +94,10 @@ def test_from_one_test_to_a_green_pull_request_gate(tmp_path: Path) -> None:
     pusher = _action_inputs(perf["jobs"]["push-baselines"]["steps"])
     comment = yaml.safe_load(workflows[1].read_text())
     assert _action_inputs(comment["jobs"]["comment"]["steps"]) == {"role": "post-comment"}
+    # The token our own perf-comment.yml needs (its poster looks the pull request up from
+    # the run's commit: contents: read).
+    ours = yaml.safe_load((ROOT / ".github" / "workflows" / "perf-comment.yml").read_text())
+    assert comment["permissions"] == ours["permissions"]
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "infperf init")
     git(repo, "push", "-q", "origin", "main")
@@ -184,7 +189,8 @@ def test_models_are_found_by_reading_and_the_written_test_runs(tmp_path: Path) -
     found = scaffold.find_models(repo)
     assert found.onnx == ["models/tiny.onnx"]
     assert found.hf == ["bert-test", "acme/secret"]
-    assert found.torch == [("pkg.model", "Encoder"), ("pkg.model", "Head")]
+    assert found.torch == [("src/pkg/model.py", "Encoder"), ("src/pkg/model.py", "Head")]
+    assert found.imports == {"torch", "transformers"}
     out = infperf(repo, "init", "--runner", "gpu-a100", "--tests", "bench")
     assert out.returncode == 0, out.stderr
     test = repo / "bench" / "test_infperf.py"
@@ -196,6 +202,7 @@ def test_models_are_found_by_reading_and_the_written_test_runs(tmp_path: Path) -
     ini = (repo / "pytest.ini").read_text()
     assert ini.startswith("[pytest]\n# pytest-infperf (written by infperf init")
     assert "\ninfperf_threshold = 0.05\n" in ini and ini.endswith("addopts = -p no:cacheprovider\n")
+    assert "\npythonpath = src\n" in ini  # where pkg.model is imported from
     perf = yaml.safe_load((repo / ".github" / "workflows" / "perf.yml").read_text())
     assert perf["jobs"]["perf"]["runs-on"] == "gpu-a100"
     assert "pip install onnxruntime torch transformers" in str(perf["jobs"]["perf"]["steps"])
@@ -235,6 +242,19 @@ def test_settings_go_where_pytest_reads_them(tmp_path: Path) -> None:
     assert fresh.startswith("[project]\nname = 'x'\n\n[tool.pytest.ini_options]\n# pytest-infperf")
     with pytest.raises(scaffold.InitError, match=r"pytest.ini already sets infperf_threshold"):
         edit("pytest.ini", "[pytest]\ninfperf_threshold = 0.1\n")
+    # ini files take "key: value" too: a key set so is set (a second one stops pytest).
+    with pytest.raises(scaffold.InitError, match=r"pytest.ini already sets infperf_max_time"):
+        edit("pytest.ini", "[pytest]\naddopts = -q\ninfperf_max_time: 1\n")
+    # Options TOML keeps where init cannot add lines (dotted keys, an inline table): refused,
+    # with the lines to add by hand.
+    for form in (
+        '[tool.pytest]\nini_options.addopts = "-q"\n',
+        "[tool]\npytest = {ini_options = {}}\n",
+    ):
+        with pytest.raises(scaffold.InitError, match=r"(?s)in a form infperf init does not .*"):
+            edit("pyproject.toml", form)
+    crlf = edit("tox.ini", "[tox]\r\n[pytest]\r\naddopts = -q\r\n")
+    assert crlf.startswith("[tox]\r\n[pytest]\r\n# pytest-infperf") and "\r\n\n" not in crlf
     tomllib = pytest.importorskip("tomllib")
     assert tomllib.loads(toml)["tool"]["pytest"]["ini_options"]["infperf_max_time"] == "3.0"
 
@@ -249,4 +269,124 @@ def test_init_refuses_what_it_cannot_do(tmp_path: Path) -> None:
     assert "--runner 'self-hosted, gpu x': give the runner labels separated by commas" in out.stderr
     out = infperf(tmp_path, "init", "--tests", "../elsewhere")
     assert out.returncode == 2 and "--tests '../elsewhere': give a folder inside" in out.stderr
+    # uses: takes owner/repo@ref, ./path or docker://image; anything else fails the workflow.
+    for bad in ("foo", "owner/repo", "owner/repo@v1 # pinned"):
+        out = infperf(tmp_path, "init", "--action", bad)
+        assert out.returncode == 2
+        assert f"--action {bad!r}: give a reference a workflow's uses: takes" in out.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [".git", "README"]
+
+
+#: What pytest reads after init: run in the folder by pytester.
+READS = """
+def test_reads(pytestconfig):
+    assert pytestconfig.inipath.name == {name!r}
+    assert pytestconfig.getini("infperf_threshold") == "0.05"
+    assert pytestconfig.getini("pythonpath") == [pytestconfig.rootpath / {path!r}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "path"),
+    [
+        # A comment after the table's header: the settings go in that table (a second
+        # one: "Cannot declare ('tool', 'pytest', 'ini_options') twice").
+        ("pyproject.toml", '[tool.pytest.ini_options]  # ours\naddopts = "-q"\n', "."),
+        # "key: value" lines, a pythonpath among them: kept, not set twice.
+        ("pytest.ini", "[pytest]\naddopts: -q\npythonpath: lib\n", "lib"),
+        # pytest.ini without [pytest] is still the file pytest reads, over pyproject.toml.
+        ("pytest.ini", "[flake8]\nmax-line-length = 100\n", "."),
+    ],
+    ids=["toml-header-comment", "ini-colons", "ini-without-pytest"],
+)
+def test_pytest_reads_the_settings_init_writes(
+    pytester: pytest.Pytester, name: str, text: str, path: str
+) -> None:
+    (pytester.path / name).write_text(text)
+    if name != "pyproject.toml":
+        (pytester.path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    where, new, _ = scaffold.settings_edit(pytester.path, paths=["."])
+    assert where == pytester.path / name
+    where.write_text(new)
+    pytester.makepyfile(test_reads=READS.format(name=name, path=path))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "WARNING" not in result.stdout.str()  # no config file ignored
+
+
+#: A torch model; init finds it by reading, the written test builds it.
+NET = """
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.layer(x)
+"""
+
+
+def test_what_init_writes_collects_and_runs(tmp_path: Path) -> None:
+    """Models init once wrote broken tests for: one in a folder that is no module's name (a
+    dotted import of it is a SyntaxError), two files of one name and two classes of one
+    name (two tests of one name are one), the project's own module (not importable by the
+    pytest command without a pythonpath); and a comment after the pytest table's header.
+    Every test is written, collected and runs under the pytest command, which (unlike
+    python -m pytest) does not put the working folder on sys.path."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    command = Path(sys.executable).parent / "pytest"
+    if not command.is_file():
+        pytest.skip("no pytest command beside this Python")
+    repo = tmp_path / "repo"
+    for folder in ("a", "b"):
+        _tiny_onnx(repo / folder / "model.onnx")
+    for folder in ("my-models", "acme"):
+        (repo / folder).mkdir()
+        (repo / folder / "net.py").write_text(NET)
+    pyproject = '[tool.pytest.ini_options]  # the team\'s\naddopts = "-p no:cacheprovider"\n'
+    (repo / "pyproject.toml").write_text(pyproject)
+    init_repo(repo)
+    out = infperf(repo, "init")
+    assert out.returncode == 0, out.stderr
+    assert "Net of my-models/net.py (loaded by its path)" in out.stdout
+    assert "installs: pip install onnxruntime torch" in out.stdout
+    assert (repo / "pyproject.toml").read_text().count("[tool.pytest.ini_options]") == 1
+    test = repo / "tests" / "perf" / "test_infperf.py"
+    _formatted(test)
+    # The torch tests wait for their inputs: these are the ones written.
+    test.write_text(test.read_text().replace("@pytest.mark.skip(reason=EDIT)\n", ""))
+    run = subprocess.run(
+        [command, "tests/perf", "-v", *QUICK.split()],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    names = sorted(re.findall(r"::(test_\w+) PASSED", run.stdout))
+    assert names == [
+        "test_a_model_onnx_latency",
+        "test_acme_net_net_latency",
+        "test_b_model_onnx_latency",
+        "test_my_models_net_net_latency",
+    ]
+
+
+def test_the_workflow_installs_what_the_code_imports(tmp_path: Path) -> None:
+    # No model class to find, but code that needs torch and torchvision to run.
+    (tmp_path / "model.py").write_text(
+        "import torch\nfrom torchvision import models\n\nNET = models.resnet18()\n"
+    )
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")  # no package
+    init_repo(tmp_path)
+    out = infperf(tmp_path, "init")
+    assert out.returncode == 0, out.stderr
+    perf = yaml.safe_load((tmp_path / ".github" / "workflows" / "perf.yml").read_text())
+    (install,) = [
+        s["run"] for s in perf["jobs"]["perf"]["steps"] if "pip install" in s.get("run", "")
+    ]
+    assert install.endswith(".venv/bin/pip install torch torchvision")

@@ -1,14 +1,17 @@
 """``infperf init``: adopt pytest-infperf in an existing repository.
 
 It writes a first benchmark test for the models it finds (``.onnx`` files; transformers
-models loaded by name with ``from_pretrained``; ``torch.nn.Module`` subclasses), or a
-template when it finds none it can run; the ``infperf_*`` settings where pytest reads its
-configuration (``pyproject.toml`` unless the project keeps it in ``pytest.ini``, ``tox.ini``
-or ``setup.cfg``); ``baselines/`` in ``.gitignore`` (baselines live on their own branch);
-and the workflows that call the GitHub Action (``perf.yml`` on the runner labels given,
-``perf-comment.yml``). Models are found by reading files (Python is parsed, never
-imported or run). Nothing is overwritten: if a file it would write exists, or the
-configuration already sets an ``infperf_*`` key, it names it, writes nothing and exits 2.
+models loaded by name with ``from_pretrained``; ``torch.nn.Module`` subclasses, imported
+by module name, or loaded by their file's path where that is no module's name), or a
+template when it finds none it can run; the ``infperf_*`` settings and a ``pythonpath``
+in the file pytest reads its configuration from (``cli/initconfig.py``, by pytest's own
+rules); ``baselines/`` in ``.gitignore`` (baselines live on their own branch); and the
+workflows that call the GitHub Action (``perf.yml`` on the runner labels given,
+installing the project and the model libraries its code imports; ``perf-comment.yml``).
+Models are found by reading files (Python is parsed, never imported or run). Nothing is
+overwritten: if a file it would write exists, the configuration already sets an
+``infperf_*`` key or cannot be edited so that it reads back as intended, or an argument
+is not one a workflow takes, it says so, writes nothing and exits 2.
 """
 
 from __future__ import annotations
@@ -17,10 +20,14 @@ import argparse
 import ast
 import dataclasses
 import json
+import keyword
 import os
 import re
 import subprocess
+from collections import Counter
 from pathlib import Path
+
+from . import initconfig
 
 #: The Action's reference in the written workflows (docs/CI.md, "Versions of the Action").
 ACTION = "pytest-infperf/pytest-infperf@v1"
@@ -44,10 +51,20 @@ MAX_TESTS = 8
 MAX_SOURCE_BYTES = 512 * 1024
 LABEL = re.compile(r"^[A-Za-z0-9_.-]+$")
 MODULE_BASES = {"Module", "nn.Module", "torch.nn.Module"}
+#: The model libraries the workflow installs when the code imports them (each installed
+#: by its import name), in the order the install step names them.
+LIBRARIES = ("onnxruntime", "onnx", "torch", "torchvision", "torchaudio", "transformers")
+#: What a file must mention to be parsed (most files are not).
+WORTH_PARSING = re.compile(r"Module|from_pretrained|" + "|".join(LIBRARIES))
+#: A reference ``uses:`` takes: owner/repo[/path]@ref, a local ./path, or docker://image.
+ACTION_REF = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+(/[A-Za-z0-9._/-]+)?@[A-Za-z0-9._/-]+"
+    r"|\./[A-Za-z0-9._/-]*|docker://[A-Za-z0-9._/:@-]+"
+)
 
 
-class InitError(Exception):
-    """Nothing written: exit 2 with the message."""
+#: init's refusal (nothing written, exit 2), raised here and by the configuration's edit.
+InitError = initconfig.InitError
 
 
 @dataclasses.dataclass
@@ -56,8 +73,26 @@ class Found:
 
     onnx: list[str] = dataclasses.field(default_factory=list)
     hf: list[str] = dataclasses.field(default_factory=list)
-    #: (module path, class name) of each ``torch.nn.Module`` subclass.
+    #: (file, class name) of each ``torch.nn.Module`` subclass.
     torch: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    #: The :data:`LIBRARIES` its code imports.
+    imports: set[str] = dataclasses.field(default_factory=set)
+
+
+def module_name(rel: str) -> str | None:
+    """The dotted name a file is imported by, from its import root (``src/`` in a src
+    layout, else the repository's root); None when its path is no module's (a folder or
+    file name that is not an identifier: ``my-models/net.py``)."""
+    parts = rel.removesuffix(".py").removeprefix("src/").split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    if not parts or not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        return None
+    return ".".join(parts)
+
+
+def import_root(rel: str) -> str:
+    return "src" if rel.startswith("src/") else "."
 
 
 def _files(root: Path) -> list[Path]:
@@ -92,16 +127,20 @@ def find_models(root: Path) -> Found:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if "Module" not in text and "from_pretrained" not in text:
+        if WORTH_PARSING.search(text) is None:
             continue  # most files: no parse needed
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError):
             continue
-        module = rel[: -len(".py")].removeprefix("src/").replace("/", ".")
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and any(_is_module_base(b) for b in node.bases):
-                found.torch.append((module, node.name))
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    names.append(node.module)
+                found.imports.update(n.split(".")[0] for n in names if n.split(".")[0] in LIBRARIES)
+            elif isinstance(node, ast.ClassDef) and any(_is_module_base(b) for b in node.bases):
+                found.torch.append((rel, node.name))
             elif (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -130,7 +169,8 @@ from __future__ import annotations
 '''
 #: The header's lines that only some modules need (imports, the repository's root, the
 #: mark of a test to finish), added when a test uses them.
-PATH_IMPORT = "\nfrom pathlib import Path\n"
+LOAD_IMPORTS = "import importlib.util\nimport sys\n"
+PATH_IMPORT = "from pathlib import Path\n"
 PYTEST_IMPORT = "\nimport pytest\n"
 ROOT_LINE = "ROOT = Path(__file__).resolve().parents[{depth}]\n"
 EDIT_LINE = (
@@ -176,21 +216,33 @@ def _onnx_inputs(path):
 '''
 
 
+LOAD = '''
+
+def _load(rel, name):
+    """The class `name` of the file `rel`, loaded by its path (no module's name)."""
+    spec = importlib.util.spec_from_file_location(rel.removesuffix(".py"), ROOT / rel)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import does (dataclasses look it up)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+'''
+
+
 def _literal(text: str) -> str:
     """A Python string literal in double quotes, as a formatter writes it."""
     return json.dumps(text)
 
 
-def _onnx_test(rel: str) -> str:
+def _onnx_test(name: str, rel: str) -> str:
     return f"""
 
-def test_{_slug(Path(rel).stem)}_onnx_latency(infer_bench):
+def test_{name}_latency(infer_bench):
     path = ROOT / {_literal(rel)}
     infer_bench(path, _onnx_inputs(path))
 """
 
 
-def _hf_test(name: str, known: bool) -> str:
+def _hf_test(test: str, name: str, known: bool) -> str:
     mark = ""
     if not known:
         mark = (
@@ -200,55 +252,91 @@ def _hf_test(name: str, known: bool) -> str:
         )
     return f"""
 
-{mark}def test_{_slug(name)}_latency(infer_bench, infperf_hf):
+{mark}def test_{test}_latency(infer_bench, infperf_hf):
     model = infperf_hf.model({_literal(name)})  # its configuration, random weights
     inputs = infperf_hf.inputs({_literal(name)}, batch_size=1, seq_len=128)
     infer_bench(model, inputs)
 """
 
 
-def _torch_test(module: str, cls: str) -> str:
+def _torch_test(name: str, rel: str, cls: str) -> str:
+    module = module_name(rel)
+    load = f"from {module} import {cls}"
+    if module is None:  # a dotted name would not parse: the file is loaded by its path
+        load = f"{cls} = _load({_literal(rel)}, {_literal(cls)})"
     return f"""
 
 @pytest.mark.skip(reason=EDIT)
-def test_{_slug(cls)}_latency(infer_bench):
+def test_{name}_latency(infer_bench):
     torch = pytest.importorskip("torch")
-    from {module} import {cls}
+    {load}
 
     model = {cls}()  # give it its arguments
     infer_bench(model, (torch.randn(1, 16),))  # and a real input's shape
 """
 
 
+def _names(choices: list[tuple[str, str]]) -> list[str]:
+    """Each test's name: its short one (the model's) where no other test has it, else its
+    precise one (the file's path in it), numbered where even that is taken: two functions
+    of one name in a module are one test."""
+    shorts = Counter(short for short, _ in choices)
+    names: list[str] = []
+    for short, precise in choices:
+        name = base = short if shorts[short] == 1 else precise
+        count = 1
+        while name in names:
+            count += 1
+            name = f"{base}_{count}"
+        names.append(name)
+    return names
+
+
 def benchmark_module(found: Found, depth: int) -> tuple[str, list[str]]:
     """The test file's text, and what it measures, for the report."""
     from ..hf import ALIASES, PRESETS
 
+    onnx = found.onnx[:MAX_TESTS]
+    hf = found.hf[: MAX_TESTS - len(onnx)]
+    torch = found.torch[: MAX_TESTS - len(onnx) - len(hf)]
+    names = iter(
+        _names(
+            [
+                (f"{_slug(Path(r).stem)}_onnx", f"{_slug(r.removesuffix('.onnx'))}_onnx")
+                for r in onnx
+            ]
+            + [(_slug(name), _slug(name)) for name in hf]
+            + [(_slug(c), f"{_slug(r.removesuffix('.py'))}_{_slug(c)}") for r, c in torch]
+        )
+    )
     parts: list[str] = []
     said: list[str] = []
-    runnable = 0
-    for rel in found.onnx[:MAX_TESTS]:
-        parts.append(_onnx_test(rel))
+    for rel in onnx:
+        parts.append(_onnx_test(next(names), rel))
         said.append(f"{rel} (ONNX)")
-        runnable += 1
-    for name in found.hf[: MAX_TESTS - len(parts)]:
+    runnable = len(onnx)
+    for name in hf:
         known = name.lower() in PRESETS or name.lower() in ALIASES
-        parts.append(_hf_test(name, known))
+        parts.append(_hf_test(next(names), name, known))
         said.append(f"{name} (transformers{'' if known else ', skipped until checked'})")
         runnable += known
-    for module, cls in found.torch[: max(0, MAX_TESTS - len(parts))]:
-        parts.append(_torch_test(module, cls))
-        said.append(f"{module}.{cls} (torch, skipped until given its inputs)")
+    for rel, cls in torch:
+        parts.append(_torch_test(next(names), rel, cls))
+        module = module_name(rel)
+        where = f"{module}.{cls}" if module else f"{cls} of {rel} (loaded by its path)"
+        said.append(f"{where} (torch, skipped until given its inputs)")
     if not runnable:
         parts.insert(0, TEMPLATE)
         said.insert(0, "a template benchmark (no model found that runs as is)")
     body = "".join(parts)
-    head = HEADER + (PATH_IMPORT if found.onnx else "")
-    head += PYTEST_IMPORT if "pytest." in body or found.onnx else ""
-    defs = (ROOT_LINE.format(depth=depth) if found.onnx else "") + (
-        EDIT_LINE if "EDIT" in body else ""
-    )
-    text = head + (f"\n{defs}" if defs else "") + (ONNX_INPUTS if found.onnx else "") + body
+    load = any(module_name(rel) is None for rel, _ in torch)
+    rooted = bool(onnx) or load
+    stdlib = (LOAD_IMPORTS if load else "") + (PATH_IMPORT if rooted else "")
+    head = HEADER + (f"\n{stdlib}" if stdlib else "")
+    head += PYTEST_IMPORT if "pytest." in body or onnx else ""
+    defs = (ROOT_LINE.format(depth=depth) if rooted else "") + (EDIT_LINE if "EDIT" in body else "")
+    helpers = (ONNX_INPUTS if onnx else "") + (LOAD if load else "")
+    text = head + (f"\n{defs}" if defs else "") + helpers + body
     return text, said
 
 
@@ -268,51 +356,25 @@ def _settings() -> list[tuple[str, str, str]]:
     ]
 
 
-#: Where pytest reads its configuration, in its own order of precedence: the file, the
-#: section header and whether it is TOML.
-CONFIGS = (
-    ("pytest.ini", r"\[pytest\]", False),
-    (".pytest.ini", r"\[pytest\]", False),
-    ("pyproject.toml", r"\[tool\.pytest(\.ini_options)?\]", True),
-    ("tox.ini", r"\[pytest\]", False),
-    ("setup.cfg", r"\[tool:pytest\]", False),
-)
+def pythonpath(root: Path, found: Found) -> list[str]:
+    """The folders the benchmarks import the project's code from: the import root of each
+    module found, else ``src`` in a src layout, else the repository's root."""
+    roots = sorted({import_root(rel) for rel, _ in found.torch if module_name(rel)})
+    return roots or (["src"] if (root / "src").is_dir() else ["."])
 
 
-def settings_edit(root: Path) -> tuple[Path, str, str]:
-    """The configuration file to write, its new text, and what was done to it."""
-    for name, header, toml in CONFIGS:
-        path = root / name
-        if not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8")
-        match = re.search(rf"^{header}[ \t]*$", text, re.M)
-        if match is None:
-            continue
-        already = re.findall(r"^[ \t]*(infperf_\w+)[ \t]*=", text, re.M)
-        if already:
-            raise InitError(
-                f"{name} already sets {', '.join(sorted(set(already)))}: pytest-infperf is "
-                "configured here already; nothing was written (remove them to start again)"
-            )
-        at = text.index("\n", match.end()) + 1 if "\n" in text[match.end() :] else len(text)
-        lines = _setting_lines(toml)
-        if at == len(text) and not text.endswith("\n"):
-            lines = "\n" + lines
-        return path, text[:at] + lines + text[at:], f"infperf_* settings under {match.group()}"
-    path = root / "pyproject.toml"
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    sep = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
-    new = f"{text}{sep}[tool.pytest.ini_options]\n{_setting_lines(True)}"
-    return path, new, "infperf_* settings under a new [tool.pytest.ini_options]"
-
-
-def _setting_lines(toml: bool) -> str:
-    # A comment on its own line: an ini file's value would keep an inline one.
-    out = ["# pytest-infperf (written by infperf init; every option: its docs/USAGE.md)\n"]
-    for key, value, why in _settings():
-        out.append(f"# {why}\n{key} = {json.dumps(value) if toml else value}\n")
-    return "".join(out)
+def settings_edit(
+    root: Path, tests: Path = Path("tests/perf"), paths: list[str] | None = None
+) -> tuple[Path, str, str]:
+    """The configuration file pytest reads for ``pytest TESTS``, its new text with the
+    settings and ``pythonpath`` (unless it sets one: its own is kept), and what was done."""
+    target = initconfig.locate(root, tests)
+    settings: list[initconfig.Setting] = list(_settings())
+    if "pythonpath" not in target.options:
+        why = "where your benchmarks import your code from"
+        settings.append(("pythonpath", initconfig.relative(target, root, paths or ["."]), why))
+    text, what = initconfig.edit(target, settings)
+    return target.path, text, what
 
 
 def _runs_on(labels: list[str]) -> str:
@@ -370,15 +432,22 @@ on:
     workflows: [perf]
     types: [completed]
 permissions:
-  actions: read
-  pull-requests: write
+  actions: read          # the triggering run's artifact
+  contents: read         # the commit-to-pull-request lookup
+  pull-requests: write   # the one comment per pull request
 jobs:
   comment:
     if: github.event.workflow_run.event == 'pull_request'
     runs-on: ubuntu-latest
     steps:
-      - uses: {action}
+{checkout}      - uses: {action}
         with: {{role: post-comment}}
+"""
+#: A local Action (``--action ./path``) is read from the checkout: of the default branch,
+#: which workflow_run runs, never the pull request's.
+LOCAL_CHECKOUT = """\
+      - uses: actions/checkout@v4  # the default branch, never the pull request's
+        with: {persist-credentials: false}
 """
 
 
@@ -400,20 +469,16 @@ def _install(root: Path, found: Found) -> str:
     benchmarks written for it need (the Action installs pytest-infperf itself)."""
     parts = []
     pyproject = root / "pyproject.toml"
-    packaged = (root / "setup.py").is_file() or (
-        pyproject.is_file()
-        and re.search(r"^\[(project|build-system)\]", pyproject.read_text(), re.M) is not None
-    )
-    if packaged:
+    doc = initconfig.read_toml(pyproject, initconfig.read(pyproject)) if pyproject.is_file() else {}
+    if (root / "setup.py").is_file() or "project" in doc or "build-system" in doc:
         parts.append("-e .")
     if (root / "requirements.txt").is_file():
         parts.append("-r requirements.txt")
-    if found.onnx:
-        parts.append("onnxruntime")
-    if found.torch or found.hf:
-        parts.append("torch")
-    if found.hf:
-        parts.append("transformers")
+    need = set(found.imports)
+    need.update(["onnxruntime"] if found.onnx else [])
+    need.update(["torch"] if found.torch or found.hf else [])
+    need.update(["transformers"] if found.hf else [])
+    parts += [name for name in LIBRARIES if name in need]
     return " ".join(parts) or "pytest"
 
 
@@ -428,29 +493,42 @@ def _labels(text: str) -> list[str]:
     return labels
 
 
+def _action(ref: str) -> str:
+    if ACTION_REF.fullmatch(ref) is None:
+        raise InitError(
+            f"--action {ref!r}: give a reference a workflow's uses: takes, owner/repo@ref "
+            f"(e.g. {ACTION}, or a fork's owner/repo@branch), a local ./path or "
+            "docker://image. Nothing was written"
+        )
+    return ref
+
+
 def _gitignore(root: Path) -> tuple[Path, str] | None:
     """``.gitignore`` with ``baselines/`` added (None: it is ignored already)."""
     path = root / ".gitignore"
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if re.search(r"^/?baselines/?[ \t]*$", text, re.M):
+    text = initconfig.read(path) if path.is_file() else ""
+    if re.search(r"^/?baselines/?[ \t]*\r?$", text, re.M):
         return None
-    sep = "" if not text or text.endswith("\n") else "\n"
-    note = "# pytest-infperf: baselines are stored on their own branch (infperf-baselines)\n"
-    return path, f"{text}{sep}{note}baselines/\n"
+    nl = initconfig.newline(text)
+    sep = "" if not text or text.endswith("\n") else nl
+    note = "# pytest-infperf: baselines are stored on their own branch (infperf-baselines)"
+    return path, f"{text}{sep}{note}{nl}baselines/{nl}"
 
 
 def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], list[str]]:
     """Every file ``init`` writes, with its text, and a line per file for the report;
     :class:`InitError` when one it would create exists."""
     labels = _labels(args.runner)
+    action = _action(args.action)
     tests = Path(args.tests)
     if tests.is_absolute() or ".." in tests.parts:
         raise InitError(f"--tests {args.tests!r}: give a folder inside the repository")
     found = find_models(root)
     text, measures = benchmark_module(found, len(tests.parts))
+    compile(text, TEST_FILE, "exec")  # what it writes parses: a fault here is init's own
     branch = args.branch or _default_branch(root)
     install = _install(root, found)
-    fields = {"branch": branch, "runs_on": _runs_on(labels), "action": args.action}
+    fields = {"branch": branch, "runs_on": _runs_on(labels), "action": action}
     created = {
         root / tests / TEST_FILE: (text, "; ".join(measures)),
         root / WORKFLOWS / "perf.yml": (
@@ -458,7 +536,9 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
             f"runs on {_runs_on(labels)}, installs: pip install {install}",
         ),
         root / WORKFLOWS / "perf-comment.yml": (
-            COMMENT_YML.format(action=args.action),
+            COMMENT_YML.format(
+                action=action, checkout=LOCAL_CHECKOUT if action.startswith("./") else ""
+            ),
             "posts the pull-request comment (workflow_run)",
         ),
     }
@@ -470,7 +550,7 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
             f"overwrites a file; move {them} aside (or give --tests another folder) and run "
             "it again. Nothing was written"
         )
-    config, config_text, config_what = settings_edit(root)
+    config, config_text, config_what = settings_edit(root, tests, pythonpath(root, found))
     files = {path: body for path, (body, _) in created.items()}
     said = {path: what for path, (_, what) in created.items()}
     files[config], said[config] = config_text, config_what
@@ -490,7 +570,7 @@ def run(args: argparse.Namespace) -> int:
     files, lines = plan_files(args, root)
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_text(text, encoding="utf-8", newline="")  # its line endings as they were
     tests = Path(args.tests).as_posix()
     print("infperf init: wrote\n" + "\n".join(lines))
     print(
