@@ -19,14 +19,10 @@ import pytest
 from .core import cmdline as _cmdline
 from .core import options as _options
 from .core import settings as _settings
-from .core.keys import (
-    collector_key,
-    context_key,
-    forwarded_key,
-    mode_key,
-    pin_warning_key,
-    settings_key,
-)
+from .core.keys import forwarded_key, pin_warning_key, settings_key
+from .measure.mode import mode_key
+from .session.collector import collector_key
+from .session.context import context_key
 
 if TYPE_CHECKING:
     from .hf import HFModels

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from ..core import cmdline
-from ..core.keys import mode_key
 from ..measure import heap, profile
 from ..measure.call import BenchCall, from_warm
+from ..measure.mode import mode_key
 from ..measure.timing import take_block
 from . import protocol
 

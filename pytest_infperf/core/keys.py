@@ -1,5 +1,8 @@
-"""Stash keys: where each per-session object lives on ``config.stash`` (and the per-test
-failures on ``item.stash``). Core layer: the types are named for type checking only."""
+"""Stash keys of the core layer's types: the settings, the per-test failures on
+``item.stash``, and what is set before configure. A key whose value is a higher layer's
+type lives beside that type (``measure.call.mode_key``, ``session.context.context_key``,
+``session.collector.collector_key``): a lower layer never names a higher one, not even
+for the type checker."""
 
 from __future__ import annotations
 
@@ -8,16 +11,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ..measure.call import Mode
-    from ..session.collector import Collector
-    from ..session.context import RunContext
     from .cmdline import Forwarded
     from .settings import Settings
 
 settings_key: pytest.StashKey[Settings] = pytest.StashKey()
-context_key: pytest.StashKey[RunContext] = pytest.StashKey()
-mode_key: pytest.StashKey[Mode] = pytest.StashKey()
-collector_key: pytest.StashKey[Collector] = pytest.StashKey()
 #: Messages that fail a test once its body has finished (regressions, budgets).
 failures_key: pytest.StashKey[list[str]] = pytest.StashKey()
 #: Per item: what is wrong with its ``infperf`` marker (reported as that test's error).

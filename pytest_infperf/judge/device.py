@@ -16,15 +16,23 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict, WorkProfile
 from ..measure.backends import runs_on_gpu
 from .plan import GPU_SHARE_LIMIT
 from .policy import HOST_BOUND_SHARE
 
-if TYPE_CHECKING:
-    from .judge import Observation
+
+class Measured(Protocol):
+    """What :func:`reference_kind` reads of one side's measurement (the judge's
+    ``Observation``)."""
+
+    @property
+    def env(self) -> Mapping[str, Any]: ...
+
+    @property
+    def device_share(self) -> float | None: ...
 
 
 def work_of(source: BenchmarkResult | Mapping[str, Any]) -> WorkProfile | None:
@@ -44,7 +52,7 @@ def device_share(result: BenchmarkResult) -> float | None:
     return statistics.median(work.gpu_time) / latency if latency > 0 else None
 
 
-def reference_kind(metric: str, current: Observation) -> str:
+def reference_kind(metric: str, current: Measured) -> str:
     """Which reference guards a metric against machine drift: the GPU's clocks for
     a GPU benchmark's device time and for its latency where the device bounds it, the
     CPU's probes for a CPU benchmark and for a host-bound GPU one."""

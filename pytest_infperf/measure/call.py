@@ -18,7 +18,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from filelock import FileLock, Timeout
 
@@ -305,15 +305,3 @@ def record_gpu_state(
             "check cooling, power limits and other jobs on the GPU"
         )
     return run_warnings
-
-
-class Mode(Protocol):
-    """How ``infer_bench`` measures in this session (chosen once, at configure time):
-    measure only, against a stored baseline, interleaved with a base (A/B head), or as the
-    A/B base side. The fixture asks the mode; it never looks at session state itself."""
-
-    name: str
-
-    def measure(self, call: BenchCall) -> BenchmarkResult:
-        """Measure ``call`` and return the (judged) result; failures go to ``call.fail``."""
-        ...

@@ -25,6 +25,10 @@ def is_perf(item: pytest.Item) -> bool:
     return "infer_bench" in getattr(item, "fixturenames", ())
 
 
+#: The session's collector on ``config.stash``.
+collector_key: pytest.StashKey[Collector] = pytest.StashKey()
+
+
 class Collector:
     def __init__(self, context: RunContext) -> None:
         self.context = context

@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 WORKER_KEY = "infperf"
 
 
+#: The run's context on ``config.stash``.
+context_key: pytest.StashKey[RunContext] = pytest.StashKey()
+
+
 @dataclasses.dataclass
 class RunContext:
     settings: Settings

@@ -26,7 +26,7 @@ from ..measure.call import BenchCall, BenchmarkError
 
 if TYPE_CHECKING:
     from ..core.results import BenchmarkResult
-    from ..measure.call import Mode
+    from ..measure.mode import Mode
     from .collector import Collector
 
 

@@ -25,11 +25,12 @@ import pytest
 
 from ..core.budget import Budget, process_started
 from ..core.cmdline import Forwarded
-from ..core.keys import forwarded_key, mode_key
+from ..core.keys import forwarded_key
 from ..core.names import CompareMode
 from ..core.settings import Settings
 from ..judge import policy
 from ..judge.policy import Watch
+from ..measure.mode import mode_key
 from . import early
 from .collector import is_perf
 from .context import RunContext
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
     from ..ab.workers import ABController
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
-    from ..measure.call import BenchCall, Mode
+    from ..measure.call import BenchCall
+    from ..measure.mode import Mode
     from .gate import Gate
 
 
