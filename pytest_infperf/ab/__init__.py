@@ -2,6 +2,7 @@
 
 ``interleave`` (the ABBA blocks of each process pair, which ask the judge's plan when to
 stop), ``workers`` (the worker processes and the controller that starts and reuses them),
+``lifecycle`` (where a worker process stands: its stages and the allowed moves),
 ``checkout`` (the base commit's worktree and the tests a worker collects), ``procs`` (a
 worker's process group and socket path), ``worker`` (the far side: a pytest
 process that times blocks on demand, a leaf that imports only the measurement layer and

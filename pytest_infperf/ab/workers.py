@@ -29,6 +29,7 @@ from ..measure.profile import calls_for
 from ..store.git import GitError
 from . import protocol
 from .checkout import Checkout, Selection
+from .lifecycle import IN_TEST, Event, IllegalTransition, Stage, advance
 from .procs import kill_group, socket_path
 
 if TYPE_CHECKING:
@@ -73,7 +74,8 @@ class BaseCall:
 
 class WorkerProcess:
     """One worker process of one checkout: started in its own process group, spoken to over
-    an authenticated socket with a deadline on every reply, and ended with its children."""
+    an authenticated socket with a deadline on every reply, and ended with its children.
+    Where it stands is one :class:`~.lifecycle.Stage`, moved only by :meth:`_on`."""
 
     #: Told what the worker could not be given (options its checkout does not define).
     notice: Callable[[str], None] | None = None
@@ -92,17 +94,16 @@ class WorkerProcess:
         self.nodeids: set[str] = set()
         self.features: frozenset[str] = frozenset()  # what it serves (protocol.FEATURES)
         self.per_call_s = 0.0  # the ready call's, at its warmup: how long a block takes
+        #: The test it serves (None at IDLE and STOPPED).
         self.current: str | None = None
         self.starts = 0
         #: Tests asked of the current process: 0 until its first (its first model then
         #: pays the imports a test's model brings, besides building it).
         self.served = 0
-        #: A test asked, unanswered; at a ready call; a READY read by park, kept.
-        self._asked, self._at_call = False, False
-        self._parked: dict[str, Any] | None = None
-        #: Where a start stands: "spawned" (not yet connected to: its address and key in
-        #: _address), "connected" (its collection not yet received), or None.
-        self._stage: str | None = None
+        self.stage = Stage.STOPPED
+        #: At PARKED: the READY read while nobody waited, kept for the next ask.
+        self._kept: dict[str, Any] | None = None
+        #: At SPAWNED: its socket's address and key.
         self._address: tuple[str, bytes] = ("", b"")
         self.serial = next(_SERIAL)
         self.log = checkout.tmp / f"{label}-{self.serial}-worker.log"
@@ -112,25 +113,29 @@ class WorkerProcess:
         two sides start, and collect, at the same time (new pairs ready for an example
         benchmark in 2.8-3.7 s on 2 cores, 4.2-5.3 s one side after the other:
         ``benchmarks/real_models.py --mode ab``). Whether it started one."""
-        if self._stage is None and (self.proc is None or self.proc.poll() is not None):
-            if self.proc is not None and self._asked:
-                # It died on the way to a call asked of it ahead of need (infperf_prestart),
-                # with no one reading: that test's error, not a silent start of a new one.
-                self._crashed()
-            self._address = self._spawn()
-            self._stage = "spawned"
-            return True
-        return False
+        if self.stage in (Stage.SPAWNED, Stage.COLLECTING):
+            return False
+        alive = self.proc is not None and self.proc.poll() is None
+        if alive and self.stage is not Stage.STOPPED:
+            return False
+        if self.proc is not None and not alive and self.stage is Stage.ASKED:
+            # It died on the way to a call asked of it, with no one reading: that test's
+            # error, not a silent start of a new one.
+            self._crashed()
+        if alive:  # told to quit, not yet gone
+            self.kill()
+        self._address = self._spawn()
+        self._on(Event.SPAWN)
+        return True
 
     def connect(self) -> None:
         """Connected to the worker (started here if need be). The worker only begins its
         pytest session once connected to, so both sides of a pair are connected to before
         either's collection is waited for."""
         self.launch()
-        if self._stage == "spawned":
-            self._stage = None
+        if self.stage is Stage.SPAWNED:
             self._connect(*self._address)
-            self._stage = "connected"
+            self._on(Event.CONNECT)
 
     def _spawn(self) -> tuple[str, bytes]:
         """The worker process, started; its socket address and key."""
@@ -138,7 +143,7 @@ class WorkerProcess:
         authkey = secrets.token_bytes(32)
         self.starts += 1
         self.served = 0
-        self._forget()
+        self._reset(Event.CRASH)  # whatever stood for the old process, if any, is gone
         address = socket_path(self.checkout.tmp, f"{self.label}-{self.serial}-{self.starts}")
         env = {**os.environ, protocol.AUTHKEY_ENV: authkey.hex(), "PYTHONDONTWRITEBYTECODE": "1"}
         env.pop("PYTEST_ADDOPTS", None)
@@ -197,6 +202,7 @@ class WorkerProcess:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     kill_group(self.proc)
                     self.proc = None
+                    self._reset(Event.CRASH)
                     raise ABError(
                         f"the A/B {self.label} worker ({self.checkout.title}) did not start: "
                         f"{self.log_tail()}"
@@ -207,7 +213,7 @@ class WorkerProcess:
     def collecting(self) -> bool:
         """Started and connected to, its collection not yet received: it is importing and
         collecting on a CPU the timed blocks may need."""
-        return self._stage == "connected"
+        return self.stage is Stage.COLLECTING
 
     def log_tail(self, limit: int = 3000) -> str:
         try:
@@ -239,16 +245,30 @@ class WorkerProcess:
         except OSError:
             self._crashed()
 
-    def _forget(self) -> None:
-        """No process, or a new one: no test it serves, nothing asked, parked or at a call."""
-        self.current, self._asked, self._at_call, self._parked = None, False, False, None
+    def _on(self, event: Event, nodeid: str | None = None) -> None:
+        """The one place the stage moves (:data:`~.lifecycle.TRANSITIONS`); ``nodeid``: the
+        test an ASK is for. Out of a test, none is served and no READY is kept."""
+        try:
+            self.stage = advance(self.stage, event)
+        except IllegalTransition as exc:
+            raise ABError(f"the A/B {self.label} worker: {exc} (a bug of pytest-infperf)") from None
+        if event is Event.ASK:
+            self.current = nodeid
+        if self.stage not in IN_TEST:
+            self.current = None
+        if self.stage is not Stage.PARKED:
+            self._kept = None
+
+    def _reset(self, event: Event) -> None:
+        """No process any more (CRASH, KILL, TIMEOUT: allowed from any stage)."""
+        self._on(event)
 
     def _stopped_answering(self, limit: float, what: str) -> Any:
         """A worker silent past its limit is killed, with its children, and said so."""
         if self.proc is not None:
             kill_group(self.proc)
         self.proc = None
-        self._forget()
+        self._reset(Event.TIMEOUT)
         raise ABError(
             f"the A/B {self.label} worker ({self.checkout.title}) stopped answering: no reply "
             f"in {limit:.0f} s{' to ' + what if what else ''} (infperf_worker_timeout); its "
@@ -263,11 +283,18 @@ class WorkerProcess:
             kill_group(proc)  # still running after 5 s, or children left behind
         code = proc.returncode if proc is not None else None
         self.proc = None
-        self._forget()
+        self._reset(Event.CRASH)
         raise ABError(
             f"the A/B {self.label} worker ({self.checkout.title}) crashed (exit code {code}): "
             f"{detail or self.log_tail()}"
         )
+
+    def kill(self) -> None:
+        """The worker and everything it started, ended now."""
+        proc, self.proc = self.proc, None
+        self._reset(Event.KILL)
+        if proc is not None:
+            kill_group(proc)
 
     def wait(self, timeout: float = 10.0) -> None:
         """Wait for the worker to exit; after ``timeout`` seconds (and for any child it
@@ -286,14 +313,15 @@ class WorkerSide(WorkerProcess):
     def ensure(self) -> None:
         """The worker running and its collection known (started here if need be)."""
         self.connect()
-        if self._stage == "connected":
-            self._stage = None
+        if self.stage is Stage.COLLECTING:
             first = self._recv(self._ready_timeout, "its collection")
             if first.get("ev") != protocol.COLLECTED:
+                self.kill()
                 raise ABError(
                     f"the A/B {self.label} worker ({self.checkout.title}) failed while "
                     f"collecting: {self.log_tail()}"
                 )
+            self._on(Event.COLLECTED)
             self.nodeids = set(first["nodeids"])
             self.features = frozenset(first.get("features") or ())
             dropped = ", ".join(str(flag) for flag in first.get("dropped") or ())
@@ -313,31 +341,32 @@ class WorkerSide(WorkerProcess):
         if self.current != nodeid:
             self.end_test()
             self._send(op=protocol.RUN, nodeid=nodeid)
-            self.current, self._asked = nodeid, True
+            self._on(Event.ASK, nodeid)
             self.served += 1
         return True
 
     def await_ready(self, name: str | None) -> BaseCall:
         """Wait until the requested test reaches its call ``name``, warmed up."""
-        if self._at_call:  # left at a call (its pair failed): that call is not the one wanted
-            self._at_call = False
+        if self.stage is Stage.AT_CALL:  # left at a call (its pair failed): not the one wanted
             self._send(op=protocol.SKIP)
+            self._on(Event.SKIP)
         while True:
             what = (
                 f"reaching {self.current} call {name!r} (a test that holds a lock, a fixed "
                 "port or a whole GPU through infer_bench keeps its other side from it)"
             )
-            message = self._parked or self._recv(self._ready_timeout, what)
-            self._asked, self._parked = False, None
+            message = self._kept or self._recv(self._ready_timeout, what)
+            self._kept = None
             if message.get("ev") == protocol.READY:
                 if message.get("name") == name:
                     self.per_call_s = float(message.get("per_call_s") or 0.0)
-                    self._at_call = True
+                    self._on(Event.READY)
                     return BaseCall("ready", dict(message.get("env") or {}), int(message["block"]))
                 self._send(op=protocol.SKIP)  # a call the other side does not make
+                self._on(Event.SKIP)
                 continue
             if message.get("ev") == protocol.DONE:
-                self._forget()
+                self._on(Event.DONE)
                 if message.get("outcome") in ("failed", "error"):
                     return BaseCall("failed", error=str(message.get("longrepr") or "").strip())
                 return BaseCall("missing")
@@ -368,8 +397,8 @@ class WorkerSide(WorkerProcess):
         """The ready call ended and the test parked: what it runs after its call (teardown,
         the next call's build) runs now, not beside the blocks that come next. A test that
         cannot park is left to its worker's restart: the call's blocks stand."""
-        self._at_call = False
         self._send(op=protocol.FINISH)
+        self._on(Event.FINISH)
         reply = self._reply(self.selection.timeout, "the end of its call")
         if park:
             with contextlib.suppress(ABError):
@@ -381,7 +410,7 @@ class WorkerSide(WorkerProcess):
         ended the test) is an error that says so, not a wait for a reply never sent."""
         message = self._recv(limit, what)
         if message.get("ev") == protocol.DONE:
-            self._forget()
+            self._on(Event.DONE)
             detail = str(message.get("longrepr") or message.get("outcome") or "").strip()
             raise ABError(
                 f"the A/B {self.label} worker's test ({self.checkout.title}) ended when "
@@ -392,59 +421,55 @@ class WorkerSide(WorkerProcess):
     def park(self) -> None:
         """Wait until the current test (asked early, or run on after a call) does nothing:
         at its next call, warmed (the READY kept for :meth:`await_ready`), or at its end."""
-        if self.current is None or self.proc is None or self._parked or self._at_call:
+        if self.stage not in (Stage.ASKED, Stage.RUNNING) or self.proc is None:
             return
         while True:  # a stray reply (an interrupted block's) is passed over
             message = self._recv(self._ready_timeout, f"{self.current} to reach a call")
             if message.get("ev") == protocol.READY:
-                self._parked, self._asked = message, False
+                self._on(Event.PARK)
+                self._kept = message
                 return
             if message.get("ev") == protocol.DONE:
-                self._forget()
+                self._on(Event.DONE)
                 return
 
     def end_test(self, timeout: float | None = None) -> None:
         """Let the current test run to its end (later calls are skipped), waiting for it
         ``timeout`` seconds (default: as long as a model may take to build)."""
-        if self.current is None or self.proc is None:
+        if self.stage not in IN_TEST or self.proc is None:
             return
-        self._parked, self._at_call = None, False
+        self._kept = None
         self._send(op=protocol.END)
         limit = self._ready_timeout if timeout is None else timeout
         while True:
             message = self._recv(limit, f"the end of {self.current}")
-            self._asked = False
             if message.get("ev") == protocol.DONE:
                 break
             if message.get("ev") == protocol.READY:
                 self._send(op=protocol.END)
-        self._forget()
+        self._on(Event.DONE)
 
     def quit(self, grace: float = QUIT_GRACE_S) -> None:
         """Tell the worker to end its session, without waiting for it to exit. One that
         cannot be told (started and never connected to: its pair's other side failed
         first, or Ctrl-C came while it started) or that does not end its test within
         ``grace`` seconds is killed with its children: closing never waits on a worker."""
-        if self._stage == "spawned" or self.conn is None:
-            self._stage = None
+        if self.stage is Stage.SPAWNED or self.conn is None:
             self.kill()
             return
-        if self.proc is not None and self.current is not None:
+        if self.proc is not None and self.stage in IN_TEST:
             try:
                 self.end_test(grace)
             except (ABError, OSError):
                 self.kill()
                 return
+        if self.stage is not Stage.IDLE:  # still collecting, or gone: nothing to tell it
+            self.kill()
+            return
         if self.proc is not None and self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 self.conn.send({"op": protocol.QUIT})
-
-    def kill(self) -> None:
-        """The worker and everything it started, ended now."""
-        proc, self.proc = self.proc, None
-        self._forget()
-        if proc is not None:
-            kill_group(proc)
+        self._on(Event.QUIT)
 
 
 class ABController:
