@@ -342,6 +342,8 @@ def measure(env: Mapping[str, str], root: Path) -> int:
     unbelieved = _incomplete(results)
     if ok and unbelieved is not None:
         ok, why = False, [unbelieved]
+    elif unbelieved is not None and results.is_file():
+        why.append(unbelieved)  # an interrupt's exit status, and what it left unrun
     (SHARD_DIR / "status.txt").write_text("success\n" if ok else "failure\n")
     # What the push job stores, and the durations a later split balances by.
     if the_plan.save and (root / "baselines").is_dir():
