@@ -440,6 +440,51 @@ def test_a_fleet_through_the_action_merges_judges_and_builds_the_comment(fleet: 
     ]
 
 
+def test_a_label_merges_only_its_own_shards(fleet: Path) -> None:
+    """The download's pattern perf-shard-gpu-* also takes another fleet's label that begins
+    with this one (gpu-h100): its artifacts are not this run's groups."""
+    merger = _merge_job(fleet, "merge-labels")
+    shards = merger / "perf-shards"
+    shutil.copytree(shards / "perf-shard-gpu-1", shards / "perf-shard-gpu-h100-1")
+    job = run_action(
+        merger, {**FLEET, "role": "merge", "shard-jobs": "success"}, _pull_request(fleet)
+    )
+    assert not job.failed, "\n".join(job.log)
+    assert job.output("passed") == "true" and job.output("benchmarks") == "3"
+    merged = load_json(merger / "perf-results" / "results.json")
+    assert [s["name"].split("/")[-2] for s in merged["shards"]] == [
+        "perf-shard-gpu-1",
+        "perf-shard-gpu-2",
+    ]
+
+
+def test_a_run_that_stopped_early_fails_the_action_and_says_so_on_the_pull_request(
+    fleet: Path, tmp_path: Path
+) -> None:
+    """A whole run whose suite calls pytest.exit(returncode=0) after a benchmark: pytest's
+    exit status passes, its results are partial. The Action believes only a complete run:
+    the gate fails, saying why, and the comment says the run did not complete."""
+    checkout = _clone(fleet / "origin.git", tmp_path / "job", "feature")
+    (checkout / "tests" / "perf" / "test_stop.py").write_text(
+        "import pytest\n\n"
+        "def test_stop(infer_bench):\n"
+        "    infer_bench(lambda: None)\n"
+        "    pytest.exit('stopped by the suite', returncode=0)\n"
+    )
+    whole = {k: v for k, v in FLEET.items() if k != "shards"}
+    job = run_action(checkout, whole, _pull_request(fleet))
+    log = "".join(job.log)
+    assert job.failed and job.output("passed") == "false", log
+    assert (
+        "::error title=pytest-infperf::the run did not complete: interrupted (Exit: stopped "
+        "by the suite)"
+    ) in log
+    text = (checkout / "perf-results" / "comment.md").read_text()
+    assert text.startswith("<!-- pytest-infperf:comment -->\n## pytest-infperf: incomplete run")
+    assert "no changes" not in text
+    assert job.outputs["measure"]["notable"] == "true"
+
+
 def test_a_missing_or_failed_shard_fails_the_merge_naming_it(
     fleet: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -455,6 +500,12 @@ def test_a_missing_or_failed_shard_fails_the_merge_naming_it(
         "upload (cancelled, timed out, runner lost)"
     ) in log
     assert "group(s) 2 of 2 sent no results" in log
+    # The pull request's comment says the run failed (never an earlier run's text kept).
+    said = (merger / "perf-results" / "comment.md").read_text()
+    assert said.startswith(
+        "<!-- pytest-infperf:comment -->\n## pytest-infperf: run failed, no results\n"
+    )
+    assert "> - perf-shard-gpu-2 sent nothing" in said
     # A shard that failed is named (its status, as the shard wrote it, letters only), and
     # so are shard jobs that did not succeed when every shard says it did.
     shutil.move(kept, shard)

@@ -322,3 +322,111 @@ def test_rejudge_only_ever_withdraws_a_claim() -> None:
     assert rejudge(dataclasses.replace(ab, verdict=Verdict.INCONCLUSIVE), 1, 0.5).verdict is (
         Verdict.INCONCLUSIVE
     )
+
+
+# --- only complete shards; never more lenient than the unsplit run -----------------------
+
+#: A plugin that interrupts the run (Ctrl-C) once its first benchmark has reported.
+STOPPER = """
+def pytest_runtest_logreport(report):
+    if report.when == "call" and any(k.endswith("median_s") for k, _ in report.user_properties):
+        raise KeyboardInterrupt
+"""
+
+
+def test_a_shard_that_did_not_complete_is_refused_by_name(shards: Path, tmp_path: Path) -> None:
+    """Group 2 interrupted after its first benchmark: its JSON holds part of its group. The
+    merge refuses it, with or without --expect, and writes nothing; a shard written before
+    the run record existed is refused where the run is held to its groups."""
+    (tmp_path / "stopper.py").write_text(STOPPER)
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    group = ["--splits=3", "--group=2", "--perf-json=cut.json"]
+    cut = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *FAST, "-p", "stopper", *group],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+    )
+    assert cut.returncode == 2, cut.stdout[-2000:]
+    doc = json.loads((tmp_path / "cut.json").read_text())
+    assert len(doc["benchmarks"]) == 1 and doc["run"]["complete"] is False
+    for name in ("shard1.json", "shard3.json"):
+        (tmp_path / name).write_text((shards / name).read_text())
+    for expect in (["--expect", "3"], []):
+        out = infperf(
+            tmp_path, "merge", "shard1.json", "cut.json", "shard3.json", "-o", "m.json", *expect
+        )
+        assert out.returncode == 2, out.stdout
+        assert (
+            "cut.json's run did not complete (interrupted (KeyboardInterrupt)): it holds only "
+            "the benchmarks measured before it stopped"
+        ) in out.stderr
+        assert not (tmp_path / "m.json").exists()
+    # Without the record (an older writer): refused under --expect, unknown without it.
+    old = json.loads((shards / "shard2.json").read_text())
+    del old["run"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    out = infperf(
+        tmp_path, "merge", "shard1.json", "old.json", "shard3.json", "-o", "m.json", "--expect", "3"
+    )
+    assert out.returncode == 2 and "old.json: it does not record whether its run" in out.stderr
+    out = infperf(tmp_path, "merge", "shard1.json", "old.json", "shard3.json", "-o", "m.json")
+    assert out.returncode == 0, out.stderr
+    assert "run" not in json.loads((tmp_path / "m.json").read_text())
+    said = infperf(tmp_path, "comment", "m.json").stdout
+    assert "run not known to have completed" in said and "no changes" not in said
+    # Complete shards merge into a complete run.
+    for name in ("shard1.json", "shard2.json", "shard3.json"):
+        (tmp_path / name).write_text((shards / name).read_text())
+    out = infperf(tmp_path, "merge", "shard1.json", "shard2.json", "shard3.json", "-o", "m.json")
+    assert out.returncode == 0, out.stderr
+    run = json.loads((tmp_path / "m.json").read_text())["run"]
+    assert run == {"complete": True, "exitstatus": 0, "failed": [], "tests_failed": 0}
+
+
+def test_a_withdrawn_regression_is_gated_on_its_work_as_the_unsplit_run(
+    compared: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A shard's regression that did twice the work: its gate let the work pass (the
+    regression failed the test already). The merge withdraws the regression for the run's
+    family; the unsplit run's gate, on that verdict, fails the work, and so does the merge."""
+    from pytest_infperf.core.results import BenchmarkResult
+    from pytest_infperf.judge.judge import Policy
+    from pytest_infperf.session.gate import Gate
+
+    root, _ = compared
+    one = json.loads((root / "shard1.json").read_text())
+    entry = one["benchmarks"][0]
+    work = {"flops": [1e6, 2e6], "change": 1.0, "measure": "FLOPs", "increase": 1.0}
+    entry["comparison"] = {
+        **_remeasured_regression(0.02, 2),
+        "work": {**work, "increase_measure": "FLOPs"},
+    }
+    entry["options"] = {**entry["options"], "max_work_increase": 0.5}
+    shard_gate = Gate(Policy()).consequences(BenchmarkResult.from_json(entry))
+    assert shard_gate.work_gate is not None and shard_gate.work_gate["passed"] is True
+    entry["extra"] = {**entry.get("extra", {}), "work_gate": shard_gate.work_gate}
+    (tmp_path / "one.json").write_text(json.dumps(one))
+    for name in ("shard2.json", "shard3.json"):
+        (tmp_path / name).write_text((root / name).read_text())
+    out = infperf(
+        tmp_path,
+        "merge",
+        *("one.json", "shard2.json", "shard3.json"),
+        *("-o", "m.json", "--expect", "3", "--fail-on-regression"),
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"more work: {entry['key']} (+100.0%, max_work_increase=0.5)" in out.stdout
+    (merged,) = [
+        b
+        for b in json.loads((tmp_path / "m.json").read_text())["benchmarks"]
+        if b["key"] == entry["key"]
+    ]
+    assert merged["comparison"]["verdict"] == "inconclusive"
+    assert merged["comparison"]["work"]["increase"] == 1.0
+    # What the unsplit run's gate says of the merged verdict: the same failure.
+    unsplit = Gate(Policy()).consequences(BenchmarkResult.from_json(merged))
+    assert unsplit.work_gate is not None and unsplit.work_gate["passed"] is False
+    assert merged["extra"]["work_gate"] == unsplit.work_gate
+    assert any(f.startswith(f"MORE WORK in {entry['key']}: +100.0%") for f in unsplit.failures)

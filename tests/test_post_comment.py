@@ -194,6 +194,58 @@ def test_the_comment_goes_to_the_runs_own_pull_request_and_is_updated_there(
     assert 8 not in fake.comments
 
 
+def test_an_interrupted_runs_comment_replaces_a_regression_saying_it_is_incomplete(
+    github: tuple[FakeGitHub, str], tmp_path: Path
+) -> None:
+    """The comment is updated in place on every run: after a run that showed a regression,
+    an interrupted run's partial results (every benchmark it reached unchanged) must say
+    the run did not complete, never "no changes"."""
+    fake, url = github
+    fake.pulls = [_pr(7, SHA, FORK)]
+    fake.by_commit = {SHA: [7]}
+    assert _post(tmp_path, url).returncode == 0  # the earlier run: 1 regression
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "test_cut.py").write_text(
+        "def test_a(infer_bench):\n"
+        "    infer_bench(lambda: None, max_time=0.01, min_time=0.01)\n"
+        "    raise KeyboardInterrupt\n\n"
+        "def test_b(infer_bench):\n"
+        "    infer_bench(lambda: None)\n"
+    )
+    # This checkout's package, not an installed one.
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    cut = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--perf-json=r.json"],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cut.returncode == 2, cut.stdout[-2000:]
+    built = subprocess.run(
+        [sys.executable, "-m", "pytest_infperf", "comment", "r.json", "-o", "comment.md"],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert built.returncode == 0, built.stderr
+    out = _post(tmp_path, url, body=(suite / "comment.md").read_text())
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "updated comment 100 on pull request #7" in out.stdout
+    (updated,) = fake.comments[7]
+    assert updated["body"].startswith(
+        MARKER + "\n## pytest-infperf: incomplete run, 1 benchmark measured"
+    )
+    assert "no changes" not in updated["body"]
+
+
 def test_a_pr_number_that_is_not_the_runs_is_refused_and_nothing_is_posted(
     github: tuple[FakeGitHub, str], tmp_path: Path
 ) -> None:

@@ -13,10 +13,13 @@ into a script), beside GitHub's own (``GITHUB_EVENT_NAME``, ``GITHUB_REF_NAME``,
   JUnit, the shard's status, and when saving the baselines and durations) for the
   artifact the Action uploads, and, when this job is the whole run (no ``shard`` input),
   ``perf-results/`` (the results, the report and the pull request's comment). It never
-  fails on what it measured: ``gate`` does, after the uploads.
+  fails on what it measured: ``gate`` does, after the uploads. Only a complete run's
+  results are believed (their ``run`` record): an exit status of 0 with partial results
+  (``pytest.exit()``) is a failure, said so in the outcome and the comment.
 - ``merge``: a fleet's fan-in: every shard of ``shards`` must have sent its artifact and
-  succeeded (each missing or failed one named), then ``infperf merge --expect`` into
-  ``perf-results/``, the job summary, the comment.
+  succeeded (each missing or failed one named), then ``infperf merge --expect`` of exactly
+  this label's ``perf-shard-LABEL-1..N`` into ``perf-results/``, the job summary, the
+  comment (one saying the run failed, and why, when the shards do not merge).
 - ``push-baselines``: each downloaded shard's baselines to the baselines branch.
 - ``gate``: exit 1, saying why, when the run failed (the outcome ``measure`` or ``merge``
   wrote); a missing outcome fails too.
@@ -332,24 +335,72 @@ def measure(env: Mapping[str, str], root: Path) -> int:
     # No test in this shard's group is no failure (a split may leave one empty); a whole
     # run that collected nothing is.
     ok = status == 0 or (status == 5 and not inputs.whole_run)
+    why = [] if ok else [_pytest_failure(status, inputs)]
+    # Only a complete run's results are believed: pytest.exit(0) or a plugin that kept
+    # the results from being written pass an exit status, not a run.
+    results = SHARD_DIR / "results.json"
+    unbelieved = _incomplete(results)
+    if ok and unbelieved is not None:
+        ok, why = False, [unbelieved]
+    elif unbelieved is not None and results.is_file():
+        why.append(unbelieved)  # an interrupt's exit status, and what it left unrun
     (SHARD_DIR / "status.txt").write_text("success\n" if ok else "failure\n")
     # What the push job stores, and the durations a later split balances by.
     if the_plan.save and (root / "baselines").is_dir():
         shutil.copytree(root / "baselines", SHARD_DIR / "baselines", dirs_exist_ok=True)
     if the_plan.save and (root / ".test_durations").is_file():
         shutil.copy(root / ".test_durations", SHARD_DIR)
-    why = [] if ok else [_pytest_failure(status, inputs)]
-    results = SHARD_DIR / "results.json"
     if inputs.whole_run and results.is_file():
         from ..store.baselines import read_document
 
         report = SHARD_DIR / "report.md"
         text = report.read_text(encoding="utf-8") if report.is_file() else ""
         _publish(gh, read_document(results), text, the_plan, inputs)
+    elif inputs.whole_run:
+        _failure_comment(gh, why, the_plan, inputs)
     elif results.is_file():
         gh.output(results=results, report=SHARD_DIR / "report.md")
     gh.output(outcome=_outcome(SHARD_DIR, ok, why), passed=str(ok).lower())
     return 0
+
+
+def _incomplete(path: Path) -> str | None:
+    """Why the run's results cannot be believed (None: a complete run's)."""
+    from ..core.outcome import incomplete
+    from ..store.baselines import BaselineFileError, read_document
+
+    if not path.is_file():
+        return f"pytest wrote no results ({path} is missing): see its log"
+    try:
+        why = incomplete(read_document(path))
+    except BaselineFileError as exc:
+        return f"the results cannot be read: {exc}"
+    return None if why is None else f"the run did not complete: {why}"
+
+
+def _failure_comment(gh: GitHub, why: list[str], the_plan: Plan, inputs: Inputs) -> None:
+    """A run that left no results to report still says so on the pull request: its
+    comment (the one posted and updated in place) must not keep an earlier run's text."""
+    from ..core.fsutil import atomic_write_text
+    from ..report.comment import MARKER
+
+    if not inputs.comment or the_plan.pr_number is None:
+        return
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    lines = [
+        MARKER,
+        "## pytest-infperf: run failed, no results",
+        "",
+        "> [!CAUTION]",
+        "> **The run failed before its results could be judged:**",
+        ">",
+        *(f"> - {' '.join(line.split())}" for line in why or ["no outcome"]),
+        "",
+        "See the job's log; no benchmark of this run has a verdict.",
+    ]
+    atomic_write_text(RESULTS_DIR / "comment.md", "\n".join(lines) + "\n")
+    atomic_write_text(RESULTS_DIR / "pr-number.txt", f"{the_plan.pr_number}\n")
+    gh.output(published="true", notable="true")
 
 
 def _pytest_failure(status: int, inputs: Inputs) -> str:
@@ -358,7 +409,8 @@ def _pytest_failure(status: int, inputs: Inputs) -> str:
     if status == 1:
         return (
             "pytest failed (exit 1): a regression, a budget exceeded, a comparison that "
-            "compared nothing, or a failing test; its log and the job summary say which"
+            "compared nothing, a run that measured no benchmark, or a failing test; its log "
+            "and the job summary say which"
         )
     return f"pytest ended with exit status {status}: see its log"
 
@@ -379,6 +431,15 @@ def _recent(root: Path, refs: list[str]) -> set[str] | None:
             ) from None
         wanted.update(gitinfo.first_parents(repo, sha, PULL_DEPTH - 1))
     return wanted
+
+
+def _shard_results(inputs: Inputs) -> list[Path]:
+    """The results each of this label's shards sent, by exact name: the download's pattern
+    ``perf-shard-LABEL-*`` also takes another label that begins with this one (``gpu``
+    and ``gpu-h100``), whose groups are another run's."""
+    names = {f"perf-shard-{inputs.label}-{group}" for group in range(1, inputs.shards + 1)}
+    found = [SHARDS_DIR / name / "results.json" for name in sorted(names)]
+    return [path for path in found if path.is_file()]
 
 
 def _missing_or_failed(inputs: Inputs) -> list[str]:
@@ -420,12 +481,13 @@ def merge(env: Mapping[str, str], root: Path) -> int:
     shutil.rmtree(RESULTS_DIR, ignore_errors=True)
     RESULTS_DIR.mkdir(parents=True)
     # What did arrive is merged even so (the summary shows it); a missing group fails it.
-    paths = sorted(str(p) for p in SHARDS_DIR.glob(f"perf-shard-{inputs.label}-*/results.json"))
+    paths = [str(p) for p in _shard_results(inputs)]
     try:
         doc, text = ci.merged(paths, inputs.shards)
     except (ci.CIError, BaselineFileError) as exc:
         gh.error("merge", str(exc))
         why.append(f"the shards do not merge: {exc}")
+        _failure_comment(gh, why, the_plan, inputs)
     else:
         _publish(gh, doc, text, the_plan, inputs)
         gh.summary(text)

@@ -22,10 +22,9 @@ def merged(paths: list[str], expect: int | None) -> tuple[dict[str, Any], str]:
     from ..core.results import BenchmarkResult
     from ..judge.merged import rejudged
     from ..report.markdown import render
-    from ..store.baselines import read_document
     from ..store.merge import MergeError, merge
 
-    shards = [(str(path), read_document(Path(path))) for path in paths]
+    shards = [(str(path), read(str(path), "merge")) for path in paths]
     try:
         doc = _messages(rejudged(merge(shards, expect=expect)))
     except MergeError as exc:
@@ -61,26 +60,28 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def failures(doc: dict[str, Any]) -> list[str]:
-    """What fails the merged run: regressions (held to the run's family), budgets exceeded,
-    more work than a benchmark's max_work_increase allows (unless accepted), and a
-    comparison that compared nothing (decided over every shard's benchmarks)."""
-    out = []
-    for b in doc["benchmarks"]:
-        if (b.get("comparison") or {}).get("verdict") == "regression":
-            out.append(f"regression: {b['key']}")
-        budget = (b.get("extra") or {}).get("budget") or {}
-        if budget.get("passed") is False:
-            out.append(f"budget exceeded: {b['key']} (max_median_ms={budget['max_median_ms']})")
-        work = (b.get("extra") or {}).get("work_gate") or {}
-        if work.get("passed") is False and not work.get("accepted"):
-            change = work.get("change")
-            more = f"{change:+.1%}, " if isinstance(change, int | float) else ""
-            out.append(
-                f"more work: {b['key']} ({more}max_work_increase={work.get('max_work_increase')})"
-            )
-    if doc.get("compared_nothing"):
-        out.append(f"compared nothing: {doc['compared_nothing']}")
-    return out
+    """What fails the merged run (:func:`pytest_infperf.core.outcome.failures`):
+    regressions (held to the run's family), budgets exceeded, more work than a benchmark's
+    max_work_increase allows (unless accepted), the shards' failed tests, a comparison
+    that compared nothing (decided over every shard's benchmarks), and a perf run that
+    measured nothing."""
+    from ..core.outcome import failures as found
+
+    return [str(f) for f in found(doc)]
+
+
+def read(path: str, command: str) -> dict[str, Any]:
+    """A results document for ``command``; a file that is not one is named with what the
+    command reads (the store's own message points at --perf-compare, for baselines)."""
+    from ..store.baselines import BaselineFileError, read_document
+
+    try:
+        return read_document(Path(path))
+    except BaselineFileError as exc:
+        raise CIError(
+            f"{path}: {exc.problem}. infperf {command} reads the results JSON a pytest run "
+            "wrote with --perf-json (or infperf merge -o): pass that file"
+        ) from None
 
 
 def _messages(doc: dict[str, Any]) -> dict[str, Any]:
@@ -102,9 +103,8 @@ def _messages(doc: dict[str, Any]) -> dict[str, Any]:
 def _comment(args: argparse.Namespace) -> int:
     """The pull-request comment body for a results JSON (see .github/workflows/perf.yml)."""
     from ..report.comment import body
-    from ..store.baselines import read_document
 
-    text, worth = body(read_document(Path(args.results)))
+    text, worth = body(read(args.results, "comment"))
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"wrote {args.output} ({len(text)} characters; notable: {str(worth).lower()})")
@@ -149,8 +149,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--fail-on-regression",
         action="store_true",
         help="exit 1 when a benchmark regressed (held to the whole run's family), exceeded "
-        "its budget or its max_work_increase, or a comparing run compared nothing (the "
-        "fan-in job's one verdict for a split run)",
+        "its budget or its max_work_increase, a shard's test failed, or a comparing run "
+        "compared nothing (or measured nothing): the fan-in job's one verdict for a split "
+        "run, as the unsplit run's exit status would have said it",
     )
     merge.set_defaults(func=_merge)
     com = sub.add_parser("comment", help="the pull-request comment for a --perf-json results file")

@@ -11,6 +11,10 @@ the same rule at the same look. A verdict can only lose its claim (become inconc
 a shard that went on measuring because its guard held a claim back cannot be measured
 further here, so a merged verdict is never more lenient than the unsplit run's rule.
 
+A verdict that loses its claim is gated again on its work: a shard's ``max_work_increase``
+let more work pass under a regression (the regression failed it already), and the unsplit
+run's gate would have failed the work once the regression was not claimed.
+
 Whether the merged run compared nothing is decided over all its benchmarks: one shard
 without a baseline does not make a run that compared the others look blind.
 """
@@ -26,6 +30,7 @@ from ..core.options import BenchOptions
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
 from .judge import Judge, compared_nothing
 from .plan import PairedPlan
+from .work import more_work
 
 #: Verdicts that claim a slowdown (an accepted one is a regression a trailer let through).
 _CLAIMED = (Verdict.REGRESSION, Verdict.ACCEPTED)
@@ -82,9 +87,11 @@ def _generation(c: Comparison, family: int, run_alpha: float) -> Comparison:
         for k, p in c.parts.items()
     }
     worst = Judge().combined(parts, BenchOptions(alpha=c.alpha))
-    # What the session added to the record it kept (settling, the GPU's state) stays.
+    # What the session added to the record it kept (the work diff, settling, the GPU's
+    # state) stays.
     return dataclasses.replace(
         worst,
+        work=c.work,
         gpu_blocks=c.gpu_blocks,
         stored_pass=c.stored_pass,
         settled_because=c.settled_because,
@@ -103,6 +110,25 @@ def _unclaimed(c: Comparison, note: str) -> Comparison:
     )
 
 
+def _regate_work(entry: dict[str, Any], was: Comparison, now: Comparison) -> None:
+    """``max_work_increase`` again, for a verdict the merge changed. The shard's gate let
+    more work pass under a regression (the regression failed the test already); withdrawn,
+    the work must fail as the unsplit run's gate would have failed it. A regression the
+    shard did not accept had no Perf-Accept rule for its key, so none accepts the work."""
+    extra = entry.get("extra") or {}
+    gate = extra.get("work_gate")
+    if not gate or gate.get("max_work_increase") is None or now.verdict is Verdict.REGRESSION:
+        return
+    work = now.work if now.work is not None else was.work
+    if was.verdict is not Verdict.REGRESSION or not more_work(work, gate["max_work_increase"]):
+        return
+    assert work is not None
+    entry["extra"] = {
+        **extra,
+        "work_gate": {**gate, "change": work.increase, "passed": False, "accepted": None},
+    }
+
+
 def rejudged(doc: Mapping[str, Any]) -> dict[str, Any]:
     """A merged results document with its verdicts held to the run's family (its
     ``family`` record; without one, as the shards left them) and ``compared_nothing``
@@ -117,6 +143,7 @@ def rejudged(doc: Mapping[str, Any]) -> dict[str, Any]:
                 again = rejudge(c, int(family["perf_tests"]), float(family["run_alpha"]))
                 if again != c:
                     entry["comparison"] = again.to_json()
+                    _regate_work(entry, c, again)
     out["benchmarks"] = entries
     if out.get("compared_nothing") and not compared_nothing(
         [BenchmarkResult.from_json(e) for e in entries]

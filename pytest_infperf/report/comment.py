@@ -5,7 +5,11 @@ updated in place on every run (``infperf comment results.json``; see
 The body is the Markdown report, whose first line is the comment's title. It is posted
 when the report has something a reviewer should see (a regression, an accepted
 regression, an improvement, a benchmark left undecided, one that does more work, or a
-comparison that compared nothing) and otherwise updated to say that nothing changed. It
+comparison that compared nothing) and otherwise updated to say that nothing changed. A
+run that did not complete (its results' ``run`` record), or that failed on what the
+report's title does not say (a budget, more work, a failed test, nothing measured), is
+titled so and always posted: an interrupted run's partial results never read as "no
+changes", nor replace an earlier comment's regression with a pass. It
 always fits GitHub's 65,536-character limit: the table collapses into ``<details>`` first,
 then loses its last rows (unchanged ones sort last), with a line saying where the full
 report is.
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.outcome import UNMARKED, Failure, count_line, failures, incomplete
 from ..core.results import BenchmarkResult, Verdict
 from .markdown import render
 from .messages import more_work_warning
@@ -40,13 +45,22 @@ def notable(results: list[BenchmarkResult], doc: Mapping[str, Any]) -> bool:
     return False
 
 
+#: Failures the report's own title and callouts say (the others need the run's headline).
+_REPORTED = ("regression", "compared-nothing")
+
+
 def body(doc: Mapping[str, Any], limit: int = LIMIT) -> tuple[str, bool]:
-    """The comment for a results document, and whether it is worth posting."""
+    """The comment for a results document, and whether it is worth posting. A run that
+    did not complete, or failed on something the report's title does not say (a budget,
+    more work, a failed test, nothing measured), leads with that: never "no changes"."""
     results = [BenchmarkResult.from_json(b) for b in doc["benchmarks"]]
-    worth = notable(results, doc)
+    why = incomplete(doc)
+    found = failures(doc)
+    unsaid = [f for f in found if f.kind not in _REPORTED]
+    worth = notable(results, doc) or why is not None or bool(unsaid)
     comparison = doc.get("comparison") or {}
+    n = len(results)
     if not worth:
-        n = len(results)
         text = (
             f"## pytest-infperf: no changes in {n} benchmark{'s' * (n != 1)}\n\n"
             "No regression, improvement or undecided benchmark in the latest run; details "
@@ -62,7 +76,51 @@ def body(doc: Mapping[str, Any], limit: int = LIMIT) -> tuple[str, bool]:
             mode=str(doc.get("mode") or "stored"),
             gate=doc.get("compared_nothing"),
         )
+        if why is not None or unsaid:
+            text = _failed(text, n, why, found)
     return fit(f"{MARKER}\n{text}", limit), worth
+
+
+def headed(report: str, doc: Mapping[str, Any]) -> str:
+    """The Markdown ``report`` of ``doc``'s run, its title and a callout saying the run did
+    not complete or failed on what the report's title does not say (the job summary's, as
+    the comment's); unchanged for a complete run that the title tells whole."""
+    why = incomplete(doc)
+    found = failures(doc)
+    if why is None and not [f for f in found if f.kind not in _REPORTED]:
+        return report
+    return _failed(report, len(doc.get("benchmarks") or ()), why, found)
+
+
+def _failed(report: str, n: int, why: str | None, found: list[Failure]) -> str:
+    """``report`` under a title and callout that say the run did not complete, or failed,
+    and on what (the report's own title would read as a pass)."""
+    benchmarks = f"{n} benchmark{'s' * (n != 1)}"
+    if why == UNMARKED:
+        title = f"## pytest-infperf: {benchmarks}, run not known to have completed"
+        lead = (
+            f"> **These results do not say whether their run completed** ({why}), so they "
+            "are not read as a pass: write them with this pytest-infperf's --perf-json."
+        )
+    elif why is not None:
+        title = f"## pytest-infperf: incomplete run, {benchmarks} measured"
+        lead = (
+            f"> **The run did not complete:** {_line(why)}. Only the benchmarks it measured "
+            "before it stopped are below; the others have no verdict, so this is no pass. "
+            "Run it again to the end."
+        )
+    else:
+        title = f"## pytest-infperf: run failed: {count_line(found)} in {benchmarks}"
+        lead = "> **The run failed:**"
+    lines = [title, "", "> [!CAUTION]", lead]
+    if found:
+        lines += [">", *(f"> - {_line(f.text)}" for f in found)]
+    rest = report.split("\n", 1)[1] if "\n" in report else ""
+    return "\n".join(lines) + "\n" + rest
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def fit(text: str, limit: int = LIMIT) -> str:

@@ -9,7 +9,7 @@ import dataclasses
 import shlex
 from collections.abc import Sequence
 
-from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict
+from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict, WorkDiff
 from ..measure import environment
 from ..stats.ranks import MEMORY_FLOOR_BYTES
 from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why, short_name, work_line
@@ -72,6 +72,22 @@ def more_work_warning(c: Comparison) -> str | None:
         f"does {w.increase:.1%} more work than the baseline ({w.increase_measure}; "
         f"{work_line(w)}), though its time verdict is {c.verdict}: max_work_increase gates "
         "on it"
+    )
+
+
+def work_unchecked(w: WorkDiff) -> str:
+    """Why ``max_work_increase`` could not be checked on a work diff without an
+    ``increase``: the measures it is held to varied, or were not counted on both sides."""
+    held = "FLOPs, operator calls or graph nodes, kernels"
+    if w.varying:
+        return (
+            f"the counts vary from call to call ({', '.join(w.varying)}), and no other "
+            f"measure it is held to ({held}) was counted on both sides: varying counts "
+            "never fail it, and none was left to check"
+        )
+    return (
+        f"no measure it is held to ({held}) was counted on both this run and its baseline "
+        "(zero on the baseline, or a side's pass counted nothing: see the JSON's work.notes)"
     )
 
 

@@ -1,6 +1,7 @@
 """The artifact writer (registered as ``infperf-artifacts``, on the controller only): at the
-end of the session it writes the baseline (``--perf-save``), the results JSON, the Markdown
-report and the GitHub job summary.
+end of the session it writes the baseline (``--perf-save``, never on an interrupted run),
+the results JSON (with its ``run`` record: whether the run completed), the Markdown report
+and the GitHub job summary; a perf run that measured no benchmark fails closed.
 """
 
 from __future__ import annotations
@@ -15,14 +16,92 @@ import pytest
 from ..core.budget import process_started
 
 if TYPE_CHECKING:
+    from ..core.settings import Settings
     from .collector import Collector
     from .context import RunContext
 
 
-class ArtifactWriter:
+class RunOutcome:
+    """What the session did, for its results' ``run`` record
+    (:mod:`pytest_infperf.core.outcome`): its exit status, why it stopped before its last
+    test, its collection errors and failed tests; and whether a perf run measured nothing.
+    The artifact writer's base: pytest calls these hooks on the writer, on the controller
+    (xdist's reports reach it too)."""
+
+    settings: Settings
+    collector: Collector
+    split: tuple[int, int] | None
+
+    def __init__(self) -> None:
+        #: Why a perf run (save, compare, A/B) measured no benchmark: it fails closed.
+        self.nothing: str | None = None
+        #: The session's exit status as it will end (the writer's own failures included).
+        self.exitstatus: int | None = None
+        self.stopped: str | None = None
+        self.collection_errors = 0
+        self.failed: list[str] = []
+        self.tests_collected = 0
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        # Ctrl-C, pytest.exit(), and xdist's -x (an Interrupted with pytest's reason).
+        said = str(excinfo.value).strip().splitlines()
+        self.stopped = f"interrupted ({excinfo.typename}{': ' + said[0] if said else ''})"
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collection_errors += 1
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # A failure in setup, call or teardown; an xfail that failed is no failure.
+        failed = report.failed and not hasattr(report, "wasxfail")
+        if failed and report.nodeid not in self.failed:
+            self.failed.append(report.nodeid)
+
+    def run_record(self) -> dict[str, Any]:
+        from ..core.outcome import run_record
+
+        return run_record(
+            int(self.exitstatus if self.exitstatus is not None else 0),
+            stopped=self.stopped,
+            collection_errors=self.collection_errors,
+            failed=self.failed,
+        )
+
+    def _check_nothing(self, exitstatus: int) -> int | None:
+        """A perf run (--perf-save, --perf-compare, --perf-ab) that measured no benchmark
+        is a gate that checked nothing: most likely pointed at the wrong tests. It fails
+        closed (--perf-warn-only: it only says so); a shard of a split run records it, for
+        `infperf merge` to decide over every shard. A run that stopped early or collected
+        no test (pytest's exit 5) is left as pytest reports it."""
+        s = self.settings
+        if s.disable or not (s.save or s.compare or s.ab) or self.stopped:
+            return None
+        if exitstatus not in (0, 1, 5) or self.collection_errors:
+            return None
+        flag = "--perf-save" if s.save else "--perf-ab" if s.ab else "--perf-compare"
+        perf, ran = self.collector.perf_tests or 0, self.tests_collected
+        tests = f"{ran} test{'s' * (ran != 1)}"
+        if not perf:
+            what = f"none of the {tests} collected uses the infer_bench fixture"
+        else:
+            what = (
+                f"{perf} of the {tests} collected use infer_bench, but none measured a "
+                "benchmark (skipped, or failed before calling infer_bench)"
+            )
+        self.nothing = (
+            f"{flag} measured no benchmark: {what}. Point the run at the perf tests (the "
+            "test paths, the Action's `tests` input), or run without " + flag
+        )
+        if self.split is not None or s.warn_only or exitstatus != 0:
+            return None
+        return int(pytest.ExitCode.TESTS_FAILED)
+
+
+class ArtifactWriter(RunOutcome):
     def __init__(
         self, context: RunContext, collector: Collector, split: tuple[int, int] | None = None
     ) -> None:
+        super().__init__()
         self.context = context
         self.collector = collector
         self.settings = context.settings
@@ -43,19 +122,34 @@ class ArtifactWriter:
         return time.monotonic() - self.started
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        status = self.finish(exitstatus)
+        if session.shouldfail and not self.stopped:
+            self.stopped = f"stopped early: {session.shouldfail} (-x/--maxfail)"
+        elif session.shouldstop and not self.stopped:
+            self.stopped = f"stopped early: {session.shouldstop}"
+        self.tests_collected = session.testscollected
+        self.exitstatus = int(exitstatus)
+        listing = any(
+            session.config.getoption(name, False)
+            for name in ("collectonly", "setuponly", "setupplan")
+        )
+        status = self.finish(exitstatus, listing)
         if status is not None and session.exitstatus == 0:
             session.exitstatus = status
 
-    def finish(self, exitstatus: int) -> int | None:
-        """Write everything; returns a new exit status when saving failed."""
+    def finish(self, exitstatus: int, listing: bool = False) -> int | None:
+        """Write everything; returns a new exit status when saving failed or a perf run
+        measured nothing (``listing``: --collect-only and friends, which measure nothing
+        by design)."""
         if not self.collector.results:
+            status = None if listing else self._check_nothing(exitstatus)
+            if status is not None and exitstatus == 0:
+                self.exitstatus = status
             # A shard of a split run that holds no benchmark still writes its (empty)
             # results, so that `infperf merge` of every shard's file needs no exceptions.
             if self.settings.json_path is not None and not self.settings.disable:
                 self._collect_environment()
                 self.write_json(self.settings.json_path)
-            return None
+            return status
         context = self.context
         self._collect_environment()
         self.drift = context.drift()
@@ -64,6 +158,8 @@ class ArtifactWriter:
         self._selection_differs()
         if self.settings.save:
             new_status = self._save(exitstatus) or new_status
+        if new_status is not None and exitstatus == 0:
+            self.exitstatus = new_status  # what the session will exit with
         if self.settings.json_path is not None:
             self.write_json(self.settings.json_path)
         self._write_markdown()
@@ -175,6 +271,10 @@ class ArtifactWriter:
             extra["family"] = {"perf_tests": self.collector.perf_tests, "run_alpha": s.run_alpha}
         if self.gate is not None:
             extra["compared_nothing"] = self.gate
+        if self.nothing is not None:
+            extra["measured_nothing"] = self.nothing
+        # Whether this run completed: merge, comment and the Action believe only one that did.
+        extra["run"] = self.run_record()
         if context.reference is not None:
             extra["reference"] = context.reference
         extra["run_seconds"] = round(self.run_seconds(), 3)
@@ -194,14 +294,18 @@ class ArtifactWriter:
         from ..core.fsutil import atomic_write_text
         from ..core.results import dumps
 
-        atomic_write_text(Path(path), dumps(self.document()))
-        self.written.append(f"results JSON: {path}")
+        doc = self.document()
+        atomic_write_text(Path(path), dumps(doc))
+        why = doc["run"].get("incomplete")
+        marked = f" (marked incomplete: {why})" if why else ""
+        self.written.append(f"results JSON: {path}{marked}")
 
     def markdown(self) -> str:
+        from ..report.comment import headed
         from ..report.markdown import render
 
         source = self.context.source
-        return render(
+        text = render(
             self.collector.results,
             source=source.to_json() if source is not None else None,
             drift=self.drift,
@@ -210,6 +314,14 @@ class ArtifactWriter:
             mode="ab" if self.settings.ab else "stored",
             gate=self.gate,
         )
+        # A run that did not complete, or failed on what the title does not say, is titled
+        # so in the job summary too: its title alone would read as a pass.
+        facts = {
+            "benchmarks": [r.to_json() for r in self.collector.results],
+            "run": self.run_record(),
+            "compared_nothing": self.gate,
+        }
+        return headed(text, facts)
 
     def _write_markdown(self) -> None:
         """--perf-markdown, and the GitHub job summary when running in Actions."""

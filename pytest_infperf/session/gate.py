@@ -99,6 +99,12 @@ class Gate:
                     "profiled pass, or a pass that counted nothing: see the JSON's work.notes)"
                 )
             return {"max_work_increase": limit, "change": None, "passed": None}
+        if c.work.increase is None:
+            # Both sides were profiled, but no measure was counted on both without varying
+            # from call to call: the limit cannot be checked, and a pass would claim it was.
+            why = messages.work_unchecked(c.work)
+            warnings.append(f"max_work_increase={limit:g} not checked: {why}")
+            return {"max_work_increase": limit, "change": None, "passed": None, "unchecked": why}
         gate: dict[str, Any] = {"max_work_increase": limit, "change": c.work.increase}
         over = c.verdict is not Verdict.REGRESSION and more_work(c.work, float(limit))
         gate.update(passed=not over, accepted=None)

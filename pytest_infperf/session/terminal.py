@@ -92,6 +92,7 @@ class TerminalReport:
     ) -> None:
         results = self.collector.results
         if not results:
+            self._measured_nothing(terminalreporter)
             return
         from ..report.text import (
             drift_warning,
@@ -157,6 +158,24 @@ class TerminalReport:
             tr.write_line(f"infperf: wrote {line}")
         if os.environ.get("GITHUB_ACTIONS") == "true":
             self._annotate(tr)
+
+    def _measured_nothing(self, tr: Any) -> None:
+        """A perf run that measured no benchmark: said in red, as compared nothing is (a
+        shard of a split run only records it: the merge decides over every shard; pytest's
+        "no tests ran", exit 5, is left to say itself)."""
+        nothing = self.artifacts.nothing
+        if not nothing or self.artifacts.split is not None or self.artifacts.exitstatus == 5:
+            return
+        if self.context.settings.warn_only:
+            tr.write_line(
+                f"infperf: WARNING: {nothing} (--perf-warn-only: the session does not fail)",
+                red=True,
+                bold=True,
+            )
+        else:
+            tr.write_line(f"infperf: FAILED: {nothing}", red=True, bold=True)
+        for line in self.artifacts.written:
+            tr.write_line(f"infperf: wrote {line}")
 
     def _warnings(self, tr: Any, results: list[Any], *, verbose: bool) -> None:
         """The benchmarks' warnings: the one most of a noisy run's benchmarks share (they

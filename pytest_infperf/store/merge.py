@@ -16,8 +16,10 @@ types is two runs' results: merge each environment's shards on their own.
 The run-level facts are the merged run's, not a shard's: ``family`` (the perf tests the
 run's multiplicity control counts) is the sum of the shards'; ``compared_nothing`` is kept
 as the first shard's cause, for :mod:`pytest_infperf.judge.merged` to decide over all the
-benchmarks (with the verdicts held to the whole family). Pure: reading and writing are the
-caller's.
+benchmarks (with the verdicts held to the whole family); ``measured_nothing`` holds only
+where no shard measured a benchmark; ``run`` is complete, with every shard's failed tests.
+A shard whose run did not complete (interrupted, stopped by ``-x``) is refused: merged, it
+would pass for its whole group. Pure: reading and writing are the caller's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.outcome import UNMARKED, incomplete, run_record
 from ..core.results import bench_key, document
 
 #: Top-level fields a shard writes for itself; everything else must agree, or is merged.
@@ -39,6 +42,8 @@ _OWN = {
     "split",
     "family",
     "compared_nothing",
+    "measured_nothing",
+    "run",
 }
 
 
@@ -128,6 +133,42 @@ def check_groups(shards: Sequence[tuple[str, dict[str, Any]]], expect: int | Non
         )
 
 
+def check_complete(shards: Sequence[tuple[str, dict[str, Any]]], expect: int | None) -> None:
+    """Every shard's run completed: a shard interrupted or stopped early (``-x``) holds
+    part of its group's benchmarks, and merged it would pass for the whole group. A shard
+    that does not record it (an older writer) is refused where the run is held to its
+    groups (``expect``), and otherwise leaves the merged run's completeness unknown."""
+    for name, doc in shards:
+        if doc.get("run") is None and expect is None:
+            continue
+        why = incomplete(doc)
+        if why == UNMARKED:
+            raise MergeError(
+                f"--expect {expect}: {name}: {why}; a shard is merged only when it is "
+                "known to have run its whole group: run every shard with this "
+                "pytest-infperf, or merge without --expect"
+            )
+        if why is not None:
+            raise MergeError(
+                f"{name}'s run did not complete ({why}): it holds only the benchmarks "
+                "measured before it stopped, and merged it would pass for its whole group; "
+                "run that shard again to its end, then merge"
+            )
+
+
+def _run(shards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The merged run's record: complete (every shard's was), exit status 1 where a
+    shard's tests failed, every shard's failed tests (None: a shard records none)."""
+    runs = [doc.get("run") for _, doc in shards]
+    if not runs or any(not isinstance(r, dict) for r in runs):
+        return None
+    statuses = {int(r.get("exitstatus", 0)) for r in runs if r}
+    status = 1 if 1 in statuses else 0 if 0 in statuses else 5
+    failed = [n for r in runs if r for n in r.get("failed") or ()]
+    count = sum(int(r.get("tests_failed") or 0) for r in runs if r)
+    return run_record(status, failed=failed, tests_failed=count)
+
+
 def _family(shards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
     """The whole run's family: the sum of the shards' (None where one did not record it:
     its verdicts then keep their shard's family)."""
@@ -162,6 +203,7 @@ def merge(
         raise MergeError("no shards to merge: name the --perf-json files of the shards")
     shards = ordered(shards)
     check_groups(shards, expect)
+    check_complete(shards, expect)
     commits = {name: _commit(doc) for name, doc in shards}
     if len(set(commits.values())) > 1:
         listed = ", ".join(f"{n}: {(s or 'no commit')[:10]}" for n, s in commits.items())
@@ -204,6 +246,13 @@ def merge(
     causes = [doc["compared_nothing"] for _, doc in shards if doc.get("compared_nothing")]
     if causes:
         extra["compared_nothing"] = causes[0]
+    # A perf run measured nothing only where no shard measured anything.
+    nothing = [doc["measured_nothing"] for _, doc in shards if doc.get("measured_nothing")]
+    if nothing and not entries:
+        extra["measured_nothing"] = nothing[0]
+    run = _run(shards)
+    if run is not None:
+        extra["run"] = run
     first = shards[0][1]
     merged = document(entries, first["environment"], first.get("commit"), **extra)
     # The merged run was done when its last shard was: the same document for the same shards.
