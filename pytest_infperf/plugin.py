@@ -323,7 +323,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session.modes import choose
 
     settings = _settings.from_config(config)
-    if not hasattr(config, "workerinput"):  # before anything this run must clean up
+    # An A/B worker (its mode on the stash already) serves its controller's measurements:
+    # like an xdist worker it writes no results, reports and job summary of its own (each
+    # worker appended a second report to the GitHub job summary).
+    serving = getattr(config.stash.get(mode_key, None), "name", "") == "ab-base"
+    controller = not hasattr(config, "workerinput") and not serving
+    if controller:  # before anything this run must clean up
         from .session.signals import TermAsInterrupt
 
         signals = TermAsInterrupt()
@@ -347,6 +352,8 @@ def pytest_configure(config: pytest.Config) -> None:
     manager.register(collector, "infperf-collector")
     if not manager.is_registered(mode):  # the A/B worker registered itself already
         manager.register(mode, "infperf-mode")
+    if serving:
+        return
     if hasattr(config, "workerinput"):
         from .session.xdist import XdistWorker
 

@@ -359,6 +359,22 @@ def test_both_sides_of_a_pair_compete_for_the_cpu_alike(
     assert len(workers) == len(where) - 1, where  # each worker leads its own group
 
 
+def test_workers_write_no_reports_of_their_own(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker serves its controller's measurements: with a job summary and a results file
+    set for every run (GITHUB_STEP_SUMMARY, infperf_json), only the controller writes them
+    (each worker appended a report of its own to the job summary)."""
+    summary = repo.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = repo.runpytest_subprocess(
+        "--perf-ab=main", "-k", "steady", "-o", f"infperf_json={repo.path / 'every.json'}"
+    )
+    result.assert_outcomes(passed=1)
+    assert summary.read_text().count("## pytest-infperf") == 1
+    assert load_json(repo.path / "every.json")["mode"] == "ab"
+
+
 def test_ctrl_c_while_a_worker_connects_leaves_nothing_behind(
     tmp_path: Path, git_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
