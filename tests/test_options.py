@@ -176,6 +176,57 @@ def test_bad_marker_is_that_tests_error(
 
 
 @pytest.mark.parametrize(
+    ("ini", "args", "message"),
+    [
+        (
+            "[pytest]\ninfperf_max_tme = 0.05\n",
+            (),
+            "ERROR: unknown infperf ini key infperf_max_tme in *pytest.ini: did you mean "
+            "infperf_max_time?",
+        ),
+        (
+            "[pytest]\n",
+            ("-o", "infperf_prestrt=off"),
+            "ERROR: unknown infperf ini key -o infperf_prestrt=...: did you mean infperf_prestart?",
+        ),
+        (
+            '[tool.pytest.ini_options]\ninfperf_treshold = "0.1"\n',
+            (),
+            "ERROR: unknown infperf ini key infperf_treshold in *pyproject.toml: did you mean "
+            "infperf_threshold?",
+        ),
+        (
+            "[pytest]\ninfperf_zzz = 1\n",
+            (),
+            "ERROR: unknown infperf ini key infperf_zzz in *: not one of the infperf_* keys "
+            "(docs/USAGE.md lists them*",
+        ),
+    ],
+    ids=["ini", "override", "pyproject", "no-close-match"],
+)
+def test_a_misspelt_infperf_ini_key_is_a_usage_error(
+    pytester: pytest.Pytester, ini: str, args: tuple[str, ...], message: str
+) -> None:
+    """pytest only warns of an ini key it does not know: a misspelt threshold would let the
+    gate run on the default. An infperf_* key the plugin does not know is a usage error
+    naming the closest one."""
+    name = "pyproject.toml" if ini.startswith("[tool.") else "pytest.ini"
+    (pytester.path / name).write_text(ini)
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_other_unknown_ini_keys_stay_pytests_warning(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ninfperf_rounds = 5\nsome_other_plugins_key = 1\n")
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*Unknown config option: some_other_plugins_key*"])
+
+
+@pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ("rounds=-1", "*infer_bench(): rounds=-1: must be an integer >= 1*"),
