@@ -325,6 +325,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session.context import RunContext
     from .session.modes import choose
 
+    # An A/B worker installed its mode before this hook: it serves another checkout's tests.
+    serving = config.stash.get(mode_key, None) is not None
     settings = _settings.from_config(config)
     # Every process this run starts from here on (xdist and A/B workers, their children)
     # descends from the run's root: none of them is ever taken for a GPU's tenant.
@@ -335,7 +337,7 @@ def pytest_configure(config: pytest.Config) -> None:
         heap.settle(settings.heap)
     context = RunContext.create(config, settings)
     mode = choose(config, context)
-    collector = Collector(context)
+    collector = Collector(context, serving)
     config.stash[settings_key] = settings
     config.stash[context_key] = context
     config.stash[mode_key] = mode
