@@ -230,6 +230,7 @@ def test_a_pytest_usage_error_is_a_usage_error_with_pytests_own_line(
     assert "pytest could not run the selection at BAD" in out.stderr
     assert "ERROR: usage:" in out.stderr
     assert "unrecognized arguments: --perf-bogus" in out.stderr
+    assert "check them with `pytest -k slowed --perf-bogus` at BAD" in out.stderr
     assert "inconclusive" not in out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     assert _state(repo) == before
