@@ -322,6 +322,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session.context import RunContext
     from .session.modes import choose
 
+    # An A/B worker installed its mode before this hook: it serves another checkout's tests.
+    serving = config.stash.get(mode_key, None) is not None
     settings = _settings.from_config(config)
     # An A/B worker (its mode on the stash already) serves its controller's measurements:
     # like an xdist worker it writes no results, reports and job summary of its own (each
@@ -343,7 +345,7 @@ def pytest_configure(config: pytest.Config) -> None:
         heap.settle(settings.heap)
     context = RunContext.create(config, settings)
     mode = choose(config, context)
-    collector = Collector(context)
+    collector = Collector(context, serving)
     config.stash[settings_key] = settings
     config.stash[context_key] = context
     config.stash[mode_key] = mode

@@ -108,6 +108,45 @@ def test_torch_cuda_model_without_cuda_is_clear(ourtester: pytest.Pytester) -> N
     ourtester.runpytest().assert_outcomes(passed=1)
 
 
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        (
+            "tpu",
+            "device='tpu' is not a torch device: expected 'cpu', 'cuda' (the current GPU) "
+            "or 'cuda:N' (the N-th visible GPU)*",
+        ),
+        ("cuda:x", "device='cuda:x' is not a torch device: expected 'cpu', 'cuda'*"),
+        (
+            "cuda:99",
+            "the model is set to run on cuda:99, but this process sees * GPU(s)*"
+            if torch.cuda.is_available()
+            else "the model is set to run on cuda:99, but torch.cuda.is_available() is False*",
+        ),
+    ],
+    ids=["unknown-type", "bad-index", "absent-gpu"],
+)
+def test_an_unknown_torch_device_is_named(
+    ourtester: pytest.Pytester, device: str, message: str
+) -> None:
+    """A device torch does not know (or that is not there) is named with what is accepted,
+    from the user's line: not torch's list of its internal device types, raised through
+    the plugin's frames."""
+    ourtester.makepyfile(
+        f"""
+        import torch
+
+        def test_a(infer_bench):
+            infer_bench(torch.nn.Linear(4, 2), (torch.randn(1, 4),), device={device!r})
+        """
+    )
+    result = ourtester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"E   *BackendError: {glob_escape(message)}"])
+    out = result.stdout.str()
+    assert "pytest_infperf/measure/backends" not in out and "privateuseone" not in out
+
+
 @pytest.mark.slow
 def test_torch_compile_first_call_is_compile_time(
     ourtester: pytest.Pytester, tmp_path: object

@@ -177,6 +177,17 @@ def test_bisect_names_the_commit_where_the_work_jumps_and_times_only_to_confirm(
     roles = [line.split()[0] for line in out.stdout.splitlines() if " against " in line]
     assert roles.count("count") >= 1 and "search" not in roles
     assert roles.count("confirm") == 1 and roles.count("check") == 2
+    # A range of one commit needs no search: the confirming step measured BAD against its
+    # parent, and names it; no count runs, no second timing of the same pair.
+    out = infperf(repo, "bisect", shas[1], shas[2])
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith(
+        f"bisecting 1 commit: {shas[2][:10]} (bad), whose parent is {shas[1][:10]} (good); "
+        "one step: pytest --perf-ab=<good> in a temporary worktree\n"
+    )
+    steps = [line.split()[0] for line in out.stdout.splitlines() if line[7:8] == " "]
+    assert steps == ["confirm"], out.stdout  # a step's line: its role, right-aligned in 7
+    assert f"first bad commit: {shas[2]} 'c2 layers.txt'" in out.stdout
 
 
 def test_bisect_says_when_bad_does_not_regress(history: tuple[Path, list[str]]) -> None:
@@ -219,6 +230,7 @@ def test_a_pytest_usage_error_is_a_usage_error_with_pytests_own_line(
     assert "pytest could not run the selection at BAD" in out.stderr
     assert "ERROR: usage:" in out.stderr
     assert "unrecognized arguments: --perf-bogus" in out.stderr
+    assert "check them with `pytest -k slowed --perf-bogus` at BAD" in out.stderr
     assert "inconclusive" not in out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     assert _state(repo) == before

@@ -234,6 +234,17 @@ def test_history_names_the_commit_of_a_step(history_repo: tuple[Path, list[str]]
     assert "<-- change" not in out.stdout
 
 
+def test_history_offers_no_folder_without_baselines(tmp_path: Path) -> None:
+    """A stray subfolder of the baselines folder is not an environment to show."""
+    (tmp_path / "README").write_text("x\n")
+    init_repo(tmp_path)
+    (tmp_path / "baselines" / "stray").mkdir(parents=True)
+    out = infperf(tmp_path, "history")
+    assert out.returncode == 2, out.stdout
+    assert f"no baselines in {tmp_path / 'baselines'}" in out.stderr
+    assert "stray" not in out.stdout + out.stderr
+
+
 def test_change_point_detection_unit() -> None:
     rng = np.random.default_rng(3)
     flat = list(np.exp(rng.normal(0, 0.01, 40)))

@@ -168,14 +168,35 @@ def test_a_comparison_that_compared_nothing_fails_closed(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "FAILED: this comparison compared nothing: the baselines folder * is empty or "
-            "missing: pull the stored baselines first (`infperf baselines pull`)*"
+            "FAILED: this comparison compared nothing: the baselines folder * holds no "
+            "baselines: pull the stored baselines first (`infperf baselines pull`)*"
             "--perf-allow-missing lets a first run pass",
         ]
     )
     doc = load_json(repo.path / "out.json")
     validate(doc)
-    assert "is empty or missing" in doc["compared_nothing"]
+    assert "holds no baselines" in doc["compared_nothing"]
+    # A stray subfolder (no baseline file in it) is no environment to offer.
+    (repo.path / "baselines" / "stray").mkdir(parents=True)
+    (repo.path / "baselines" / "stray" / "notes.txt").write_text("not a baseline\n")
+    result = repo.runpytest("--perf-compare=main")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED: * the baselines folder * holds no baselines: pull *"])
+    assert "stray" not in result.stdout.str()
+    # Nor is one whose only file cannot be read.
+    damaged = repo.path / "baselines" / "linux-x86-64-cpu-py3.11-0123456789" / f"{'a' * 40}.json"
+    damaged.parent.mkdir()
+    damaged.write_text("{")
+    result = repo.runpytest("--perf-compare=main")
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED: this comparison compared nothing: no baseline for this machine's "
+            "environment *, and no baseline of another environment in * could be read "
+            "(linux-x86-64-cpu-py3.11-0123456789): save one on main with --perf-save*"
+        ]
+    )
+    assert "nearest environment" not in result.stdout.str()
+    damaged.unlink()
     md = (repo.path / "r.md").read_text()
     assert md.startswith("## pytest-infperf: compared nothing in 3 benchmarks")
     assert "> [!CAUTION]" in md

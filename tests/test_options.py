@@ -151,17 +151,15 @@ def test_bad_flags_are_usage_errors(pytester: pytest.Pytester, flag: str, messag
         ("5", "*takes keyword arguments only*"),
     ],
 )
-def test_bad_marker_is_that_tests_error(
-    pytester: pytest.Pytester, marker: str, message: str
-) -> None:
-    """A marker typo errors its own test (named, with file and line), before it runs; the
-    rest of the session runs."""
+def test_bad_marker_is_a_usage_error(pytester: pytest.Pytester, marker: str, message: str) -> None:
+    """A marker typo is a usage error (exit 4) naming the test, its file and line, before
+    any test runs, as the ini file's and the flags' are (docs/USAGE.md)."""
     pytester.makepyfile(
         test_bad=f"""
         import pytest
 
         def test_ok(infer_bench):
-            pass
+            raise AssertionError("must not run either")
 
         @pytest.mark.infperf({marker})
         def test_a(infer_bench):
@@ -169,10 +167,93 @@ def test_bad_marker_is_that_tests_error(
         """
     )
     result = pytester.runpytest()
-    result.assert_outcomes(passed=1, errors=1)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "must not run" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["*ERROR at setup of test_a*", f"test_bad.py:6: {message}"])
+    result.stderr.fnmatch_lines([f"ERROR: test_bad.py:6: {message}"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_a_bad_marker_stops_only_the_runs_that_select_it(pytester: pytest.Pytester) -> None:
+    """Every wrong marker of the selection is named at once, under xdist too (whose
+    controller collects nothing itself); a deselected test's marker stops nothing."""
+    pytester.makepyfile(
+        test_bad="""
+        import pytest
+
+        def test_ok(infer_bench):
+            pass
+
+        @pytest.mark.infperf(roundz=5)
+        def test_a(infer_bench):
+            pass
+
+        @pytest.mark.infperf(threshold=2)
+        def test_b(infer_bench):
+            pass
+        """
+    )
+    result = pytester.runpytest("-n", "1", "-p", "no:benchmark")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: test_bad.py:6: *test_a: unknown option 'roundz'*",
+            "test_bad.py:10: *test_b: threshold=2: must be a number in (0, 1)",
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result = pytester.runpytest("-k", "test_ok", "--perf-disable")
+    result.assert_outcomes(passed=1, deselected=2)
+
+
+@pytest.mark.parametrize(
+    ("ini", "args", "message"),
+    [
+        (
+            "[pytest]\ninfperf_max_tme = 0.05\n",
+            (),
+            "ERROR: unknown infperf ini key infperf_max_tme in *pytest.ini: did you mean "
+            "infperf_max_time?",
+        ),
+        (
+            "[pytest]\n",
+            ("-o", "infperf_prestrt=off"),
+            "ERROR: unknown infperf ini key -o infperf_prestrt=...: did you mean infperf_prestart?",
+        ),
+        (
+            '[tool.pytest.ini_options]\ninfperf_treshold = "0.1"\n',
+            (),
+            "ERROR: unknown infperf ini key infperf_treshold in *pyproject.toml: did you mean "
+            "infperf_threshold?",
+        ),
+        (
+            "[pytest]\ninfperf_zzz = 1\n",
+            (),
+            "ERROR: unknown infperf ini key infperf_zzz in *: not one of the infperf_* keys "
+            "(docs/USAGE.md lists them*",
+        ),
+    ],
+    ids=["ini", "override", "pyproject", "no-close-match"],
+)
+def test_a_misspelt_infperf_ini_key_is_a_usage_error(
+    pytester: pytest.Pytester, ini: str, args: tuple[str, ...], message: str
+) -> None:
+    """pytest only warns of an ini key it does not know: a misspelt threshold would let the
+    gate run on the default. An infperf_* key the plugin does not know is a usage error
+    naming the closest one."""
+    name = "pyproject.toml" if ini.startswith("[tool.") else "pytest.ini"
+    (pytester.path / name).write_text(ini)
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_other_unknown_ini_keys_stay_pytests_warning(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ninfperf_rounds = 5\nsome_other_plugins_key = 1\n")
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*Unknown config option: some_other_plugins_key*"])
 
 
 @pytest.mark.parametrize(

@@ -200,6 +200,12 @@ def search(
         return out
     tracked = {m.key for m in first.benchmarks if m.slower}
     out.tracked = sorted(tracked)
+    if len(commits) == 2:
+        # BAD's parent is GOOD: the confirming step was the direct measurement against its
+        # parent that names a commit, and there is nothing between them to search.
+        return _named(
+            out, bad, f"the only commit after GOOD; measured against its parent, {good.short}"
+        )
     # The counts first: where the work per call jumps is named without timing.
     if _named_by_counts(commits, bench, first, tracked, say, out, measure):
         return out
@@ -231,9 +237,15 @@ def search(
                 "be near the threshold or spread over several commits"
             )
             return out
-    out.found = found
-    out.code = FOUND
-    out.verdict = f"first bad commit: {found.sha} {found.subject!r} by {found.author}"
+    return _named(out, found)
+
+
+def _named(out: Outcome, commit: Commit, how: str = "") -> Outcome:
+    """``out`` naming ``commit`` as the first bad one (``how``: what named it)."""
+    out.found, out.code = commit, FOUND
+    out.verdict = f"first bad commit: {commit.sha} {commit.subject!r} by {commit.author}" + (
+        f" ({how})" if how else ""
+    )
     return out
 
 
@@ -268,11 +280,11 @@ def _named_by_counts(
             "confirm it: searching by timing"
         )
         return False
-    out.found, out.code = commits[at], FOUND
-    out.verdict = (
-        f"first bad commit: {commits[at].sha} {commits[at].subject!r} by {commits[at].author} "
-        f"(named by its work counts, {why}; confirmed by timing against its parent, and its "
-        "parent against GOOD)"
+    _named(
+        out,
+        commits[at],
+        f"named by its work counts, {why}; confirmed by timing against its parent, and its "
+        "parent against GOOD",
     )
     return True
 
@@ -404,10 +416,7 @@ def _run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) ->
         subdir = Path()
     selection = [*args.nodeids, *(["-k", args.k] if args.k else [])]
     say = functools.partial(print, flush=True)
-    say(
-        f"bisecting {len(commits) - 2} commits between {good.short} (good) and {bad.short} "
-        f"(bad); each step: pytest {shlex.join(selection)} --perf-ab=<good> in a temporary worktree"
-    )
+    say(_header(commits, selection))
     hinter = (lambda tracked: hints_from_store(commits, tracked, series)) if series else None
     interrupts = Interrupts()
     # Ctrl-C and a cancelled CI job's SIGTERM stop the search; the handlers go in before
@@ -433,6 +442,22 @@ def _run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) ->
     if args.markdown:
         atomic_write_text(Path(args.markdown), markdown(out))
     return out.code
+
+
+def _header(commits: Sequence[Commit], selection: list[str]) -> str:
+    """What the bisect is about to do. Its candidates are every commit after GOOD up to
+    BAD, BAD included: one, when BAD's parent is GOOD."""
+    good, bad = commits[0], commits[-1]
+    step = " ".join(["pytest", *([shlex.join(selection)] if selection else []), "--perf-ab=<good>"])
+    if len(commits) == 2:
+        return (
+            f"bisecting 1 commit: {bad.short} (bad), whose parent is {good.short} (good); "
+            f"one step: {step} in a temporary worktree"
+        )
+    return (
+        f"bisecting {len(commits) - 1} commits after {good.short} (good) up to {bad.short} "
+        f"(bad); each step: {step} in a temporary worktree"
+    )
 
 
 def add_parser(sub: Any, common: Callable[[argparse.ArgumentParser], Any], func: Any) -> None:

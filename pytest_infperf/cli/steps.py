@@ -207,8 +207,8 @@ class Bench:
             raise BisectError(
                 f"pytest could not run the selection at BAD {commit.short} (pytest exit "
                 f"{rc}): {_pytest_error(log_path)}\n(the selection and the arguments after "
-                f"-- are pytest's: check them with `pytest {shlex.join(self.selection)} "
-                f"{shlex.join(self.pytest_args)}` at BAD)"
+                f"-- are pytest's: check them with "
+                f"`{shlex.join(['pytest', *self.selection, *self.pytest_args])}` at BAD)"
             )
         outcome, why = classify(measured, tracked, rc, log_path)
         return Step(role, commit, against, outcome, why, tuple(measured), seconds)

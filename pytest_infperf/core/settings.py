@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from . import cpus as _cpus
 from . import options as _options
 from .budget import BudgetError, BudgetSpec
+from .keys import mode_key
 
 #: ini keys that are not benchmark options.
 SESSION_INI: dict[str, tuple[str, str]] = {
@@ -160,6 +162,54 @@ class Settings:
     #: --perf-budget / infperf_budget (None: no budget).
     budget: BudgetSpec | None
     bench_layer: dict[str, Any]
+
+
+def known_ini_keys() -> frozenset[str]:
+    """Every ``infperf_*`` ini key the plugin registers."""
+    options = {_options.ini_name(spec.name) for spec in _options.INI_OPTIONS}
+    return frozenset(options | set(SESSION_INI) | set(BOOL_INI))
+
+
+def _given_ini_keys(config: pytest.Config) -> tuple[set[str], set[str]]:
+    """The keys the ini file sets, and those ``-o``/``--override-ini`` sets."""
+    overrides = {
+        str(item).split("=", 1)[0].strip() for item in config.getoption("override_ini", None) or ()
+    }
+    # pytest 9 keeps the file's keys (and the overrides) in _inicfg, of which its inicfg
+    # is a deprecated view; pytest 8 has only inicfg, the file's keys.
+    stored = getattr(config, "_inicfg", None)
+    if stored is None:
+        stored = getattr(config, "inicfg", None) or {}
+    return set(stored), overrides
+
+
+def check_ini_keys(config: pytest.Config) -> None:
+    """An ``infperf_*`` key the plugin does not know is a usage error naming the closest
+    known one: pytest's own "unknown config option" warning passes a misspelt threshold or
+    budget in silence, and the run then gates on the default."""
+    if config.stash.get(mode_key, None) is not None:
+        # An A/B worker serving another commit's checkout: its ini file is that commit's,
+        # checked when that commit is the one under test, not a reason to stop the run.
+        return
+    from_file, overrides = _given_ini_keys(config)
+    known = known_ini_keys()
+    # Matched on what follows the prefix, which every key shares.
+    names = {key.removeprefix("infperf_"): key for key in known}
+    problems = []
+    for key in sorted((from_file | overrides) - known):
+        if not key.startswith("infperf_"):
+            continue
+        where = f"-o {key}=..." if key in overrides else f"{key} in {config.inipath}"
+        close = difflib.get_close_matches(key.removeprefix("infperf_"), sorted(names), n=1)
+        fix = (
+            f"did you mean {names[close[0]]}?"
+            if close
+            else "not one of the infperf_* keys (docs/USAGE.md lists them, and `pytest "
+            "--help` under [pytest] ini-options)"
+        )
+        problems.append(f"unknown infperf ini key {where}: {fix}")
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
 
 
 def _ini(config: pytest.Config, name: str) -> str:
@@ -336,6 +386,7 @@ def _budget(config: pytest.Config, compare: str | None, ab: str | None) -> Budge
 
 def from_config(config: pytest.Config) -> Settings:
     """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``."""
+    check_ini_keys(config)
     layer = _bench_layer(config)
     rootdir = Path(str(config.rootpath))
     baselines, json_path = _paths(config, rootdir)

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from .context import RunContext
 
 
+#: Where an xdist worker leaves a usage error its collection found, for the controller.
+USAGE_ERROR_KEY = "infperf_usage_error"
+
+
 def is_perf(item: pytest.Item) -> bool:
     """A perf test: one that uses ``infer_bench``."""
     return "infer_bench" in getattr(item, "fixturenames", ())
@@ -30,8 +34,10 @@ collector_key: pytest.StashKey[Collector] = pytest.StashKey()
 
 
 class Collector:
-    def __init__(self, context: RunContext) -> None:
+    def __init__(self, context: RunContext, serving: bool = False) -> None:
         self.context = context
+        #: This process is an A/B worker, serving another checkout's tests.
+        self.serving = serving
         self.results: list[BenchmarkResult] = []
         #: xdist workers whose results reached this controller.
         self.workers: list[str] = []
@@ -72,20 +78,24 @@ class Collector:
     # --- hooks -------------------------------------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.perf_tests = sum(1 for item in session.items if is_perf(item))
-
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        # A marker typo is that test's error, found before anything is measured; the rest
-        # of the session runs (as pytest does with a bad fixture), instead of one typo
-        # stopping every test with "no tests ran".
-        for item in items:
-            if item.get_closest_marker("infperf") is None:
-                continue
-            try:
-                _options.marker_layer(item)
-            except _options.OptionError as exc:
-                path, lineno, _ = item.location
-                where = f"{path}:{lineno + 1}" if lineno is not None else path
-                item.stash[marker_error_key] = f"{where}: {exc}"
+        problems = marker_problems(session.items)
+        if not problems:
+            return
+        if self.serving:
+            # An A/B worker runs another commit's tests for its controller: a marker
+            # that commit got wrong fails that test's base side, not the head's run.
+            for item, problem in problems:
+                item.stash[marker_error_key] = problem
+            return
+        # Like the ini file and the flags, a marker is configuration known before anything
+        # is measured: a usage error (exit 4) for the selected tests, not a test error
+        # found after the rest of a long perf suite has run.
+        message = "\n".join(problem for _, problem in problems)
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            # An xdist worker: its own usage error only ends it; the controller raises it.
+            workeroutput[USAGE_ERROR_KEY] = message
+        raise pytest.UsageError(message)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -100,6 +110,21 @@ class Collector:
         if failures and not self.context.settings.warn_only:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
+
+
+def marker_problems(items: Iterable[pytest.Item]) -> list[tuple[pytest.Item, str]]:
+    """Each item whose ``infperf`` markers are wrong, with the problem (file:line first)."""
+    problems = []
+    for item in items:
+        if item.get_closest_marker("infperf") is None:
+            continue
+        try:
+            _options.marker_layer(item)
+        except _options.OptionError as exc:
+            path, lineno, _ = item.location
+            where = f"{path}:{lineno + 1}" if lineno is not None else path
+            problems.append((item, f"{where}: {exc}"))
+    return problems
 
 
 def junit_properties(result: BenchmarkResult) -> list[tuple[str, object]]:

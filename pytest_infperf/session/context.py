@@ -191,7 +191,7 @@ class RunContext:
 
         s, source = self.settings, self.source
         store = BaselineStore(s.baselines, s.max_baseline_bytes)
-        keys = store.env_keys()
+        keys = store.stored_env_keys()
         ref = source.ref if source is not None else "the base branch"
         if source is not None and source.origin == "file":
             if source.env_diff:
@@ -202,7 +202,7 @@ class RunContext:
             return f"the file {source.path} has none of the benchmarks this run measured"
         if not keys:
             return (
-                f"the baselines folder {s.baselines} is empty or missing: pull the stored "
+                f"the baselines folder {s.baselines} holds no baselines: pull the stored "
                 f"baselines first (`infperf baselines pull`), or save one on {ref} with "
                 "--perf-save"
             )
@@ -212,12 +212,7 @@ class RunContext:
                 f"environment: {environment.describe_diff(source.env_diff)}"
             )
         if self.env_key not in keys:
-            best, best_diff = _nearest_environment(store, keys, self.hard or {})
-            return (
-                f"no baseline for this machine's environment {self.env_key}; the nearest "
-                f"environment with baselines is {best} ({len(store.commits(best))} commits), "
-                f"which differs in: {environment.describe_diff(best_diff)}"
-            )
+            return _nearest_environment(store, keys, self.env_key, self.hard or {}, ref)
         if source is not None and source.origin == "none":
             return str(source.note)
         if source is not None and source.sha:
@@ -291,10 +286,10 @@ class RunContext:
 
 
 def _nearest_environment(
-    store: BaselineStore, keys: list[str], hard: dict[str, Any]
-) -> tuple[str, dict[str, list[Any]]]:
-    """The stored environment whose newest baseline differs from ``hard`` in the fewest
-    hard fields, and that difference."""
+    store: BaselineStore, keys: list[str], env_key: str | None, hard: dict[str, Any], ref: str
+) -> str:
+    """Why this machine's environment has no baseline: the stored environment whose newest
+    baseline differs from ``hard`` in the fewest hard fields, and that difference."""
     from ..measure import environment
     from ..store.baselines import BaselineFileError
 
@@ -310,4 +305,14 @@ def _nearest_environment(
         diff = environment.diff(hard, doc["environment"].get("hard", {}))
         if not best or len(diff) < len(best_diff):
             best, best_diff = key, diff
-    return best, best_diff
+    if not best:
+        return (
+            f"no baseline for this machine's environment {env_key}, and no baseline of "
+            f"another environment in {store.root} could be read ({', '.join(keys)}): save "
+            f"one on {ref} with --perf-save"
+        )
+    return (
+        f"no baseline for this machine's environment {env_key}; the nearest environment "
+        f"with baselines is {best} ({len(store.commits(best))} commits), which differs in: "
+        f"{environment.describe_diff(best_diff)}"
+    )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .collector import USAGE_ERROR_KEY
 from .context import WORKER_KEY
 
 if TYPE_CHECKING:
@@ -41,6 +42,10 @@ class XdistController:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         # A crashed worker may have no workeroutput: its tests are already reported failed.
         output = getattr(node, "workeroutput", None) or {}
+        if output.get(USAGE_ERROR_KEY):
+            # What the worker's collection found wrong (a bad infperf marker) ends the run
+            # as it would without xdist: a usage error, not a crashed worker.
+            raise pytest.UsageError(str(output[USAGE_ERROR_KEY]))
         data = output.get(WORKER_KEY)
         if data:
             self.collector.absorb(json.loads(data))

@@ -302,6 +302,11 @@ class BaselineStore:
         except OSError:
             return []
 
+    def stored_env_keys(self) -> list[str]:
+        """The environments holding at least one baseline: what a message may offer (a
+        stray subfolder, or one whose baselines were all pruned, holds none)."""
+        return [key for key in self.env_keys() if self.commits(key)]
+
     def commits(self, env_key: str) -> list[str]:
         try:
             return sorted(

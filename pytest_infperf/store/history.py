@@ -36,7 +36,7 @@ class Series:
 def choose_env(store: BaselineStore, wanted: str | None, current: str | None) -> str | None:
     """The environment to read: the one asked for, else this machine's, else the one with
     the most stored commits."""
-    keys = store.env_keys()
+    keys = store.stored_env_keys()
     if wanted:
         return wanted if wanted in keys else None
     if current and current in keys:

@@ -150,7 +150,7 @@ def resolve(
                 f"{len(shas)} first-parent commit(s) from {base[:10]} (the merge-base of "
                 f"{ref} and HEAD); save one on {ref} with --perf-save"
             )
-            known = store.env_keys()
+            known = store.stored_env_keys()
             if known:
                 source.note += f" (baselines exist for: {', '.join(known)})"
             return source

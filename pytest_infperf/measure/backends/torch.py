@@ -236,10 +236,40 @@ def _capture(model: Any, inputs: Any, torch: Any) -> Callable[[], Any]:
     return replay
 
 
+#: What ``device=`` takes, for the messages that refuse one.
+DEVICES_ACCEPTED = (
+    "'cpu', 'cuda' (the current GPU) or 'cuda:N' (the N-th visible GPU); also 'mps', 'xpu' "
+    "and the other device types torch supports where it was built for them"
+)
+
+
+def _device(torch: Any, text: str) -> Any:
+    """``device=``: a device torch knows and can place a tensor on here, else a
+    ``BackendError`` naming it (torch's own error lists its internal types, from inside
+    this plugin's frames)."""
+    try:
+        device = torch.device(text)
+    except (RuntimeError, TypeError, ValueError):
+        raise BackendError(
+            f"device={text!r} is not a torch device: expected {DEVICES_ACCEPTED}"
+        ) from None
+    if device.type == "cuda":
+        return device  # _target_device says when CUDA is missing or the index is not there
+    try:
+        torch.empty(0, device=device)
+    except Exception:  # torch raises several types for a backend it was not built with
+        raise BackendError(
+            f"device={text!r}: torch {torch.__version__} cannot place a tensor on "
+            f"{device.type!r} on this machine (not built for it, or no such device here): "
+            f"expected {DEVICES_ACCEPTED}"
+        ) from None
+    return device
+
+
 def _target_device(torch: Any, opts: BenchOptions, model_device: Any, tensors: list[Any]) -> Any:
     """Where the benchmark runs: the ``device`` option, else the model's, else the inputs'."""
     if opts.device:
-        device = torch.device(opts.device)
+        device = _device(torch, opts.device)
     elif model_device is not None:
         device = model_device
     elif tensors:
@@ -254,6 +284,11 @@ def _target_device(torch: Any, opts: BenchOptions, model_device: Any, tensors: l
             )
         if device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
+        elif device.index >= (count := torch.cuda.device_count()):
+            raise BackendError(
+                f"the model is set to run on {device}, but this process sees {count} GPU(s) "
+                f"(cuda:0 to cuda:{count - 1}; CUDA_VISIBLE_DEVICES renumbers them)"
+            )
     return device
 
 
