@@ -1,7 +1,8 @@
 """Measurement: turning a call into timed samples on this machine.
 
 ``call`` (one ``infer_bench(...)`` call, prepared), ``mode`` (the ``Mode`` protocol a
-session measures it with, and its stash key), ``timing`` (first call, warmup, block calibration, adaptive sampling),
+session measures it with, and its stash key), ``timing`` (first call, warmup, block
+calibration, adaptive sampling),
 ``profile`` (the profiled pass after timing: FLOPs, operators, kernels, device time),
 ``backends/`` (torch, ONNX Runtime, generation, plain callables), ``memory`` (host peak
 RSS), ``drift`` (the reference workload), ``gpu`` (NVML state) and ``environment`` (the
