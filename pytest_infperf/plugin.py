@@ -322,13 +322,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session.context import RunContext
     from .session.modes import choose
 
-    # An A/B worker installed its mode before this hook: it serves another checkout's tests.
+    # An A/B worker installed its mode before this hook: it serves its controller's
+    # measurements of another checkout's tests. Like an xdist worker it writes no results,
+    # reports or job summary of its own (each worker appended a second report to the
+    # GitHub job summary), and that checkout's ini and markers are not this run's to check.
     serving = config.stash.get(mode_key, None) is not None
-    settings = _settings.from_config(config)
-    # An A/B worker (its mode on the stash already) serves its controller's measurements:
-    # like an xdist worker it writes no results, reports and job summary of its own (each
-    # worker appended a second report to the GitHub job summary).
-    serving = getattr(config.stash.get(mode_key, None), "name", "") == "ab-base"
+    settings = _settings.from_config(config, serving)
     controller = not hasattr(config, "workerinput") and not serving
     if controller:  # before anything this run must clean up
         from .session.signals import TermAsInterrupt

@@ -12,7 +12,6 @@ import pytest
 from . import cpus as _cpus
 from . import options as _options
 from .budget import BudgetError, BudgetSpec
-from .keys import mode_key
 
 #: ini keys that are not benchmark options.
 SESSION_INI: dict[str, tuple[str, str]] = {
@@ -187,10 +186,6 @@ def check_ini_keys(config: pytest.Config) -> None:
     """An ``infperf_*`` key the plugin does not know is a usage error naming the closest
     known one: pytest's own "unknown config option" warning passes a misspelt threshold or
     budget in silence, and the run then gates on the default."""
-    if config.stash.get(mode_key, None) is not None:
-        # An A/B worker serving another commit's checkout: its ini file is that commit's,
-        # checked when that commit is the one under test, not a reason to stop the run.
-        return
     from_file, overrides = _given_ini_keys(config)
     known = known_ini_keys()
     # Matched on what follows the prefix, which every key shares.
@@ -384,9 +379,13 @@ def _budget(config: pytest.Config, compare: str | None, ab: str | None) -> Budge
     return budget
 
 
-def from_config(config: pytest.Config) -> Settings:
-    """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``."""
-    check_ini_keys(config)
+def from_config(config: pytest.Config, serving: bool = False) -> Settings:
+    """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``.
+    ``serving``: an A/B worker in another commit's checkout, whose ini file is that
+    commit's (checked when that commit is the one under test, not a reason to stop this
+    run): its unknown keys are not checked."""
+    if not serving:
+        check_ini_keys(config)
     layer = _bench_layer(config)
     rootdir = Path(str(config.rootpath))
     baselines, json_path = _paths(config, rootdir)
