@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -296,3 +297,40 @@ def test_progress_lines(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest("--perf-progress=off")
     assert "infperf [" not in result.stdout.str()
+
+
+def _options(parser: Any, path: tuple[str, ...] = ("infperf",)) -> Any:
+    """Every option and positional of the ``infperf`` command and its sub-commands."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, (*path, name))
+        elif not isinstance(action, argparse._HelpAction | argparse._VersionAction):
+            yield " ".join(path), "/".join(action.option_strings) or action.dest, action.help
+
+
+def test_every_option_says_what_it_does_in_plain_text() -> None:
+    """`infperf ... --help` lists every option with its help, and none carries Markdown
+    (backticks, bold) that a terminal prints raw."""
+    from pytest_infperf.cli.main import build_parser
+
+    found = list(_options(build_parser()))
+    assert len(found) > 50
+    missing = [f"{cmd} {name}" for cmd, name, text in found if not (text or "").strip("() ")]
+    assert missing == []
+    marked = [f"{cmd} {name}" for cmd, name, text in found if "`" in text or "**" in text]
+    assert marked == []
+
+
+def test_version() -> None:
+    import pytest_infperf
+
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest_infperf", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == f"pytest-infperf {pytest_infperf.__version__}"

@@ -560,6 +560,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("role", choices=(*ROLES, "gate"))
+    p.add_argument(
+        "role",
+        choices=(*ROLES, "gate"),
+        help="the step of the Action to run (its action.yml calls each in turn)",
+    )
     p.add_argument("outcome", nargs="?", default=None, help="gate: the outcome file to read")
     p.set_defaults(func=run)

@@ -434,8 +434,14 @@ def _add_baselines(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         choices=("pull", "push"),
         help="pull: branch -> baselines folder; push: folder -> branch",
     )
-    bl.add_argument("--branch", default="infperf-baselines", help="(default infperf-baselines)")
-    bl.add_argument("--remote", default="origin", help="(default origin)")
+    bl.add_argument(
+        "--branch",
+        default="infperf-baselines",
+        help="the branch that holds the baselines (default infperf-baselines)",
+    )
+    bl.add_argument(
+        "--remote", default="origin", help="the remote the branch is on (default origin)"
+    )
     bl.add_argument(
         "--dir",
         default="baselines",
@@ -518,14 +524,18 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     hist.set_defaults(func=_history)
     rep = _common(sub.add_parser("report", help="self-contained HTML report with plots"))
-    rep.add_argument("--html", default="infperf-report.html")
+    rep.add_argument(
+        "--html",
+        default="infperf-report.html",
+        help="where to write the report (default: infperf-report.html in this folder)",
+    )
     rep.add_argument("--png", default=None, help="also write the figures as PNGs here")
     rep.add_argument("--results", default=None, help="a --perf-json file (the current run)")
     rep.add_argument("--compare", default=None, help="baseline: commit, ref or JSON file")
-    rep.add_argument("--ref", default="HEAD")
-    rep.add_argument("--depth", type=int, default=200)
-    rep.add_argument("-k", default=None)
-    rep.add_argument("--no-history", action="store_true")
+    rep.add_argument("--ref", default="HEAD", help="branch whose history to plot (HEAD)")
+    rep.add_argument("--depth", type=int, default=200, help="commits of history to plot (200)")
+    rep.add_argument("-k", default=None, help="only benchmarks matching (substring or glob)")
+    rep.add_argument("--no-history", action="store_true", help="no history figures")
     rep.set_defaults(func=_report)
 
 
@@ -542,12 +552,19 @@ def _add_upkeep(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="newest commits per environment that keep raw samples; older ones are "
         f"compacted to summaries (e.g. {DEFAULT_KEEP_RAW})",
     )
-    prune.add_argument("--dry-run", action="store_true")
+    prune.add_argument(
+        "--dry-run", action="store_true", help="say what would be removed, remove nothing"
+    )
     prune.set_defaults(func=_prune)
     exp = _common(sub.add_parser("export", help="results for github-action-benchmark or Bencher"))
     exp.add_argument("results", help="commit, ref or JSON file")
-    exp.add_argument("--format", required=True, choices=("github-action-benchmark", "bencher"))
-    exp.add_argument("-o", "--output", default=None)
+    exp.add_argument(
+        "--format",
+        required=True,
+        choices=("github-action-benchmark", "bencher"),
+        help="the tool whose input to write",
+    )
+    exp.add_argument("-o", "--output", default=None, help="write here (default: stdout)")
     exp.set_defaults(func=_export)
 
 
@@ -568,9 +585,12 @@ def _bisect(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(
         prog="infperf", description="pytest-infperf: baselines, comparisons and reports."
     )
+    parser.add_argument("--version", action="version", version=f"pytest-infperf {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (
         _add_baselines,

@@ -124,6 +124,8 @@ CLI_OPTIONS = {spec.dest: spec.name for spec in _options.FLAG_OPTIONS}
 @dataclasses.dataclass(frozen=True)
 class Settings:
     rootdir: Path
+    #: -v or more: the statistics behind a verdict in its failure message.
+    verbose: bool
     json_path: Path | None
     save: bool
     compare: str | None
@@ -428,6 +430,7 @@ def from_config(config: pytest.Config, serving: bool = False) -> Settings:
     budget = _budget(config, compare, ab)
     return Settings(
         rootdir=rootdir,
+        verbose=config.get_verbosity() > 0,
         json_path=json_path,
         save=bool(config.getoption("perf_save")),
         compare=compare,

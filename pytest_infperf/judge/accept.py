@@ -39,7 +39,11 @@ class AcceptRule:
         """A benchmark key (``nodeid`` or ``nodeid#name``) against the pattern: the node id
         alone matches all of its measurements."""
         nodeid = key.split("#", 1)[0]
-        return any(fnmatch.fnmatchcase(k, self.pattern) for k in (key, nodeid))
+        # The key itself first: a parametrized id's brackets ("test_x[3]") are a character
+        # class to fnmatch, so the key a failure message suggests would not match itself.
+        return self.pattern in (key, nodeid) or any(
+            fnmatch.fnmatchcase(k, self.pattern) for k in (key, nodeid)
+        )
 
     def where(self) -> str:
         if self.commit is None:

@@ -582,12 +582,6 @@ def no_clean_blocks(opts: BenchOptions, origin: Origin, details: Mapping[str, An
     )
 
 
-def cannot_guard(c: Comparison) -> bool:
-    """The comparison's noise hid slowdowns of more than twice the tolerance: it would
-    flag a slowdown with 80% power only from ``c.detectable`` on."""
-    return c.detectable is not None and c.detectable > 2.0 * c.threshold
-
-
 #: Which verdict of a generation benchmark's parts decides (lowest first).
 _RANK = {
     Verdict.REGRESSION: 0,

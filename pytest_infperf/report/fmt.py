@@ -73,6 +73,22 @@ def fmt_ratio(c: Comparison | None, *, level: bool = False) -> str:
     return text
 
 
+def shown_figures(c: Comparison) -> tuple[float | None, float | None]:
+    """(now, before) as a report shows them: the baseline's figure, and the one the ratio
+    says this run's is (the ratio is an estimate over blocks or process pairs, not the
+    quotient of two medians: shown side by side, the raw medians contradicted it)."""
+    if c.baseline is not None and c.ratio is not None and c.metric != "memory":
+        return c.baseline * c.ratio, c.baseline
+    return c.current, c.baseline
+
+
+def level_of(c: Comparison) -> float:
+    """The confidence every report names: the run's, 1 - 2 alpha (90% at alpha 0.05).
+    A stored comparison's interval is at that level; an interleaved one's bounds are taken
+    at the alpha its look spent, so the intervals of all its looks hold together at it."""
+    return 1.0 - 2.0 * c.alpha
+
+
 def fmt_catch(c: Comparison | None) -> str:
     """The slowdown the comparison would have caught (80% power), ``>= +7%``; a trailing
     ``!`` when that is more than twice the tolerance (it cannot guard it)."""

@@ -13,8 +13,20 @@ from typing import Any
 
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Verdict
-from .fmt import fmt_figure, fmt_rate, fmt_ratio, fmt_time, fmt_why, short_name
-from .messages import cannot_guard_groups, more_work_warning, repro_command, work_note
+from .fmt import (
+    fmt_catch,
+    fmt_figure,
+    fmt_level,
+    fmt_rate,
+    fmt_ratio,
+    fmt_time,
+    fmt_why,
+    level_of,
+    short_name,
+    shown_figures,
+)
+from .messages import fmt_change, more_work_warning, repro_command, work_note
+from .notices import drift_warning
 from .rows import generation_row, result_row
 from .text import settle_summary
 
@@ -42,15 +54,6 @@ ORDER = [
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _noise(r: BenchmarkResult) -> str:
-    s = r.stats
-    if not s.get("median"):
-        return ""
-    rel = s.get("iqr", 0.0) / s["median"]
-    flag = {"high": "⚠️ noisy", "severe": "⚠️ very noisy"}.get(str(s.get("noise")), "")
-    return f"{flag} (IQR {rel:.0%})" if flag else f"IQR {rel:.0%}"
 
 
 def render(
@@ -101,17 +104,11 @@ def render(
             lines += ["", " · ".join(s[0].upper() + s[1:] for s in settled)]
         if source:
             lines += ["", _source_line(source, mode, compared)]
-    if drift and drift.get("drifted"):
-        parts = ", ".join(
-            f"{k.replace('_ratio', '')} ×{v:.3f}" for k, v in drift.items() if k.endswith("_ratio")
-        )
-        lines += [
-            "",
-            "> [!WARNING]",
-            f"> **Machine drift:** the fixed reference workload ran {parts} relative to the "
-            f"baseline's run (more than {drift['limit']:.1%}). Verdicts against a stored "
-            "baseline are unreliable now; `--perf-ab` measures both sides in one job.",
-        ]
+    # Only where a verdict rests on the stored pass while the machine had moved: the same
+    # warning the terminal and the JSON give (report/notices.py), said here as a callout.
+    moved = drift_warning(drift, results, mode == "ab")
+    if moved:
+        lines += ["", "> [!WARNING]", f"> **The machine moved:** {_cell(moved)}."]
     lines += _more_work(results)
     lines += ["", *(_table(results, bool(compared)))]
     lines += _generation_table(results)
@@ -124,11 +121,10 @@ def render(
         lines += ["", "### Accepted regressions", ""]
         lines += [_accepted_detail(r) for r in accepted_rows]
     lines += _env_diffs(results)
-    # The run's own warnings, after the one its benchmarks share (said once, all named).
-    shared = [g.line(names=True) for g in cannot_guard_groups(results)]
-    if warnings or shared:
+    rest = [w for w in warnings if w != moved]
+    if rest:
         lines += ["", "<details><summary>Warnings</summary>", ""]
-        lines += [f"- {_cell(w)}" for w in [*shared, *warnings]]
+        lines += [f"- {_cell(w)}" for w in rest]
         lines += ["", "</details>"]
     if environment:
         lines += ["", _environment_line(environment)]
@@ -177,21 +173,21 @@ def _table(results: Sequence[BenchmarkResult], compared: bool) -> list[str]:
     rank = {v: i for i, v in enumerate(ORDER)}
     rows = sorted(results, key=lambda r: (rank.get(r.verdict, 99) if r.verdict else 99, r.key))
     if compared:
+        levels = {fmt_level(level_of(r.comparison)) for r in rows if r.comparison is not None}
+        level = levels.pop() if len(levels) == 1 else "per-benchmark"
         out = [
-            "| verdict | by | benchmark | now | baseline | ratio [CI] | n now/base | would catch "
-            "| work | noise |",
-            "|---|---|---|---:|---:|---|---:|---:|---|---|",
+            f"| verdict | benchmark | now | before | ratio [{level} CI] | by | work |",
+            "|---|---|---:|---:|---|---|---|",
         ]
         for r in rows:
             row = result_row(short_name(r), r.backend, r.median, r.comparison)
             c = row.comparison
             if c is None:
-                out.append(f"| – | – | `{_cell(row.name)}` | {row.now} | – | – | – | – | – | |")
+                out.append(f"| – | `{_cell(row.name)}` | {row.now} | – | – | – | – |")
                 continue
             out.append(
-                f"| {_verdict(c)} | {row.decided_by if c.decided_by else '–'} | "
-                f"`{_cell(row.name)}` | {row.now} | {row.baseline} | "
-                f"{fmt_ratio(c, level=True)} | {row.n} | {row.catch} | {row.work} | {_noise(r)} |"
+                f"| {_verdict(c)} | `{_cell(row.name)}` | {row.now} | {row.baseline} | "
+                f"{fmt_ratio(c)} | {row.decided_by if c.decided_by else '–'} | {row.work} |"
             )
         return out
     out = [
@@ -238,46 +234,44 @@ def _generation_table(results: Sequence[BenchmarkResult]) -> list[str]:
 
 
 def _verdict(c: Comparison) -> str:
-    """The verdict's mark, with its reason when the verdict is not a decision."""
+    """The verdict's mark, with its reason when the verdict is not a decision, and what an
+    undecided one could have caught."""
     if c.verdict.decisive or c.reason is None:
         return MARK[c.verdict]
-    return f"{MARK[c.verdict]} ({fmt_why(c.reason)})"
+    caught = fmt_catch(c)
+    could = (
+        f"; could catch {caught.rstrip(' !')}"
+        if c.verdict is Verdict.INCONCLUSIVE and caught != "-"
+        else ""
+    )
+    return f"{MARK[c.verdict]} ({fmt_why(c.reason)}{could})"
 
 
 def _regression_detail(r: BenchmarkResult) -> str:
+    """A regression in plain words: how much slower, now and before, why, how to
+    reproduce and accept it (the statistics are the JSON's)."""
     c = r.comparison
     assert c is not None
-    if c.parts:  # a generation benchmark: every judged metric, the regressed ones first
-        ranked = sorted(c.parts.items(), key=lambda kv: kv[1].verdict is not Verdict.REGRESSION)
-        what = "; ".join(
-            f"{METRIC_LABELS.get(m, m)} {fmt_figure(m, p.current)} vs "
-            f"{fmt_figure(m, p.baseline)}, ratio {fmt_ratio(p, level=True)} ({p.verdict})"
-            for m, p in ranked
-        )
-        bits = [f"- **`{_cell(r.key)}`**: {what}"]
-    else:
-        bits = [
-            f"- **`{_cell(r.key)}`**: {c.metric} {fmt_figure(c.metric, c.current)} vs "
-            f"{fmt_figure(c.metric, c.baseline)}, ratio {fmt_ratio(c, level=True)}"
-        ]
-    if c.p_value is not None:
-        bits.append(f"p = {c.p_value:.2g} for 'slower by at most {c.threshold:.0%}'")
-    if c.stored_pass is not None:
+    now, before = shown_figures(c)
+    what = METRIC_LABELS.get(c.metric, c.metric)
+    bits = [
+        f"- **`{_cell(r.key)}`**: {what} {fmt_change(c)} ({fmt_level(level_of(c))} interval), "
+        f"now {fmt_figure(c.metric, now)}, before {fmt_figure(c.metric, before)}"
+    ]
+    if c.parts:  # each judged metric: a generation's TTFT and TPOT, a GPU's device time
         bits.append(
-            f"settled in this job ({fmt_why(c.settled_because)} against the stored baseline)"
+            ", ".join(
+                f"{METRIC_LABELS.get(m, m)} {fmt_change(p)} ({p.verdict})"
+                for m, p in c.parts.items()
+            )
         )
-    if c.process_pairs is not None:
-        bits.append(f"pooled over {c.process_pairs} head/base process pairs")
-    if c.remeasured:
-        bits.append("tested on fresh samples")
     work = work_note(c)
     if work:
         bits.append(f"work per call: {_cell(work)}")
-    if r.path:
-        bits.append(f"`{r.path}:{r.lineno}`")
     repro = repro_command(r.nodeid, c)
     if repro:
         bits.append(f"reproduce: `{repro}`")
+    bits.append(f"accept it with a `Perf-Accept: {_cell(r.key)} <reason>` commit trailer")
     return "; ".join(bits)
 
 
@@ -305,7 +299,7 @@ def _accepted_detail(r: BenchmarkResult) -> str:
     by = c.accepted_by
     where = f"commit `{str(by['commit'])[:10]}`" if by.get("commit") else "`--perf-accept`"
     return (
-        f"- **`{_cell(r.key)}`** at ratio {fmt_ratio(c, level=True)}, accepted by {where} "
+        f"- **`{_cell(r.key)}`** at {fmt_change(c)}, accepted by {where} "
         f"(`{_cell(str(by['pattern']))}`): {_cell(str(by['reason']))}"
     )
 

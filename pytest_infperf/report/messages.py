@@ -5,44 +5,28 @@ and the warnings other verdicts deserve. Pure functions of the typed records; th
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
-from collections.abc import Sequence
 
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict, WorkDiff
 from ..measure import environment
 from ..stats.ranks import MEMORY_FLOOR_BYTES
-from .fmt import fmt_bytes, fmt_figure, fmt_level, fmt_ratio, fmt_why, short_name, work_line
+from .fmt import (
+    fmt_bytes,
+    fmt_figure,
+    fmt_level,
+    fmt_ratio,
+    fmt_why,
+    level_of,
+    shown_figures,
+    work_line,
+)
 
 #: What "same work, slower" can mean: the counts cannot tell these apart, and none of them
 #: is more operators or FLOPs.
 SAME_WORK = (
-    "same operators and FLOPs: a kernel choice, threading, memory layout or the machine "
-    "made it slower, not more work"
+    "the same operators and FLOPs: a kernel choice, threading, memory layout or the "
+    "machine made it slower, not more work"
 )
-
-
-def inconclusive_warning(c: Comparison) -> str:
-    """The true reason an estimate past the threshold did not become a verdict."""
-    head = (
-        f"inconclusive: the estimated ratio {c.ratio:.3f} is beyond the {c.threshold:.0%} threshold"
-    )
-    if (
-        c.reason in (Reason.DRIFT_WITHHELD, Reason.DRIFT_EXPLAINS, Reason.HOLM, Reason.BUDGET)
-        and c.note
-    ):
-        return f"{head}, but {c.note}"
-    if c.reason is Reason.MULTIPLICITY and c.note:
-        return f"{head}, but {c.note}"
-    if c.reason is Reason.TOO_FEW and c.note:
-        return f"{head}, but {c.note}"
-    interval = ""
-    if c.ci_low is not None and c.ci_high is not None:
-        interval = f" [{c.ci_low:.3f}, {c.ci_high:.3f}] ({fmt_level(c.ci_level)})"
-    return (
-        f"{head}, but the interval{interval} is too wide to decide; more samples (max_time) or "
-        "less noise would settle it"
-    )
 
 
 def work_note(c: Comparison) -> str | None:
@@ -104,202 +88,171 @@ def work_failure(key: str, c: Comparison, limit: float) -> str:
 
 def parts_lines(c: Comparison) -> list[str]:
     """A benchmark judged on several metrics (a generation's TTFT and TPOT, a CUDA
-    benchmark's latency and device time): one line per metric, the regressed ones marked."""
+    benchmark's latency and device time): one line per metric, its change and verdict."""
     lines = []
     for metric, part in (c.parts or {}).items():
-        bound = ""
-        if part.ci_low is not None and part.ci_high is not None:
-            bound = f" [{part.ci_low:.3f}, {part.ci_high:.3f}] ({fmt_level(part.ci_level)})"
-        ratio = "-" if part.ratio is None else f"{part.ratio:.3f}"
+        now, before = shown_figures(part)
         lines.append(
-            f"  {METRIC_LABELS.get(metric, metric)}: now {fmt_figure(metric, part.current)}, "
-            f"baseline {fmt_figure(metric, part.baseline)}, ratio {ratio}{bound}: {part.verdict}"
+            f"  {METRIC_LABELS.get(metric, metric)}: now {fmt_figure(metric, now)}, before "
+            f"{fmt_figure(metric, before)}, {fmt_change(part)}: {part.verdict}"
         )
-    judged = " and ".join(METRIC_LABELS.get(m, m) for m in c.parts or {})
-    lines.append(
-        f"  ({judged} judged each; a regression of either must survive Holm over them; the "
-        "worst verdict decides; its figures follow)"
-    )
-    for part in (c.parts or {}).values():
-        if part.note and part.note.startswith("host-bound"):
-            lines.append(f"  {part.note}")
     return lines
+
+
+def fmt_change(c: Comparison) -> str:
+    """``+29.8% [+27.1%, +32.5%]``: the change the ratio says, with its interval (for
+    throughput, of the rate: less is slower)."""
+    if c.ratio is None:
+        return "no ratio"
+    text = f"{c.ratio - 1:+.1%}"
+    if c.ci_low is not None and c.ci_high is not None and c.ci_low != c.ci_high:
+        text += f" [{c.ci_low - 1:+.1%}, {c.ci_high - 1:+.1%}]"
+    return text
+
+
+def label(metric: str) -> str:
+    """What a metric's figure is, in words: ``median latency``, ``TTFT``, ``device time``."""
+    words = {"median": "median latency", "p90": "p90 latency", "p99": "p99 latency"}
+    return METRIC_LABELS.get(metric) or words.get(metric, metric)
+
+
+def _headline(key: str, c: Comparison) -> str:
+    """What regressed and by how much, in plain words."""
+    level = fmt_level(level_of(c))
+    if c.metric == "memory":
+        grown = "" if c.ratio is None else f" by {c.ratio - 1:+.1%}"
+        return f"PERFORMANCE REGRESSION in {key}: peak memory grew{grown}"
+    if c.ratio is None or c.ci_low is None or c.ci_high is None:
+        return f"PERFORMANCE REGRESSION in {key}"
+    if c.metric == "throughput":  # a rate: slower is lower
+        slower, low, high = 1 / c.ratio - 1, 1 / c.ci_high - 1, 1 / c.ci_low - 1
+    else:
+        slower, low, high = c.ratio - 1, c.ci_low - 1, c.ci_high - 1
+    what = label(c.metric)
+    return (
+        f"PERFORMANCE REGRESSION in {key}: {slower:.1%} slower ({what}; {level} interval "
+        f"{low:+.1%} to {high:+.1%}, past the {c.threshold:.0%} threshold)"
+    )
+
+
+def _why(c: Comparison) -> str | None:
+    """The work that changed, or that it did not (None: not counted on both sides)."""
+    w = c.work
+    if w is None:
+        return None
+    if w.varying:
+        return f"why: {work_line(w)}"
+    if w.same:
+        return f"why: same work, slower ({SAME_WORK})"
+    return f"why: more work per call: {work_line(w)}"
+
+
+def _accept_line(key: str, c: Comparison) -> str:
+    return (
+        f"accept it: a 'Perf-Accept: {key} <reason>' trailer in the change's commit message "
+        f"(or --perf-accept={shlex.quote(key)})"
+    )
+
+
+#: What settling said when the baseline's commit has no such test or call: a command that
+#: interleaves with that commit cannot reproduce anything there.
+NO_SUCH_TEST = "the baseline's commit has no such test or call"
 
 
 def repro_command(nodeid: str, c: Comparison) -> str | None:
     """The command that measures this benchmark again, interleaved against the baseline's
-    commit on this machine (run from the rootdir; None: the baseline has no commit)."""
+    commit on this machine (run from the rootdir); None where it could not: no commit, or
+    one that lacks the test (settling found none there)."""
     sha = c.baseline_commit
-    if not sha:
+    if not sha or c.not_settled == NO_SUCH_TEST:
         return None
     return f"pytest {shlex.quote(nodeid)} --perf-ab={sha[:12]}"
 
 
-def _decided_lines(c: Comparison) -> list[str]:
-    """How the verdict was reached, when not by the stored pass alone: settled, interleaved
-    at once, stood on the GPU's quiet evidence, or left unsettled and why."""
-    lines: list[str] = []
-    if c.stored_pass is not None:
-        first = c.stored_pass
-        lines.append(
-            f"  settled in this job ({fmt_why(c.settled_because)} against the stored baseline: "
-            f"{first.verdict} {fmt_ratio(first)}, {first.source})"
-        )
-    elif c.settled_because in ("machine-moved", "stored-misread"):
-        lines.append(
-            "  interleaved at once, with no stored pass: the session-start reference workload "
-            "moved by more than half the threshold since the baseline's run"
-            if c.settled_because == "machine-moved"
-            else "  interleaved at once, with no stored pass: an earlier benchmark's stored "
-            "pass and its interleaved run disagreed beyond both their errors"
-        )
-    elif c.evidence:
+def _decided_line(c: Comparison) -> str:
+    """How the verdict was reached, in one line."""
+    if c.evidence:
         agreed = {"same": "are the same", "grew": "grew", "shrank": "fell"}
         counts = agreed.get(c.evidence.get("counts", ""), "agree")
-        lines.append(
-            "  decided by the device time (the GPU's clocks held since the baseline's run) and "
+        return (
+            "decided by: the device time (the GPU's clocks held since the baseline's run) and "
             f"the exact work counts, which {counts}, without settling"
         )
-    elif c.not_settled:
-        lines.append(f"  not settled in this job: {c.not_settled}")
-    return lines
+    pairs = f" over {c.process_pairs} process pairs" if c.process_pairs else ""
+    if c.stored_pass is not None:
+        first = c.stored_pass
+        return (
+            f"decided by: interleaving in this job{pairs}, settling the stored pass "
+            f"({fmt_why(c.settled_because)}: {first.verdict} {fmt_ratio(first)})"
+        )
+    if c.settled_because == "machine-moved":
+        return (
+            f"decided by: interleaving in this job{pairs}, with no stored pass (the machine "
+            "moved since the baseline's run)"
+        )
+    if c.settled_because == "stored-misread":
+        return (
+            f"decided by: interleaving in this job{pairs}, with no stored pass (an earlier "
+            "benchmark showed the stored pass misread this machine)"
+        )
+    if c.decided_by == "ab":
+        return f"decided by: interleaving in this job{pairs}"
+    confirmed = ", confirmed on fresh samples" if c.remeasured else ""
+    unsettled = f" (not settled in this job: {c.not_settled})" if c.not_settled else ""
+    return f"decided by: the stored baseline{confirmed}{unsettled}"
 
 
-def failure_message(key: str, c: Comparison, nodeid: str | None = None) -> str:
-    """What a reviewer reads when a benchmark regressed: the numbers and where they come
-    from, each labelled with what it is (the metric's figure, the bound's own level), and
-    the command that reproduces it."""
-    metric = c.metric
-    lines = [f"PERFORMANCE REGRESSION in {key}"]
-    if c.parts:
-        lines += parts_lines(c)
-    lines.append(
-        f"  {METRIC_LABELS.get(metric, metric)}: now {fmt_figure(metric, c.current)}, "
-        f"baseline {fmt_figure(metric, c.baseline)}"
-    )
-    level = fmt_level(c.bound_level)
-    if metric == "memory" and c.ratio is None:
-        lines.append(
-            f"  memory grew from {fmt_bytes(c.baseline)} to {fmt_bytes(c.current)}, past the "
-            f"{fmt_bytes(MEMORY_FLOOR_BYTES)} floor"
-        )
-    elif metric == "memory":
-        lines.append(
-            f"  ratio now/baseline {c.ratio:.3f} > 1 + threshold = {1 + c.threshold:.3f} "
-            f"(differences under {fmt_bytes(MEMORY_FLOOR_BYTES)} are ignored)"
-        )
-    elif metric == "throughput":
-        lines.append(
-            f"  throughput ratio now/baseline {c.ratio:.3f}, {level} one-sided upper bound "
-            f"{c.ci_high:.3f} < 1 / (1 + threshold) = {1 / (1 + c.threshold):.3f}"
-        )
-    else:
-        lines.append(
-            f"  ratio now/baseline {c.ratio:.3f}, {level} one-sided confidence bound "
-            f"{c.ci_low:.3f} > 1 + threshold = {1 + c.threshold:.3f}"
-        )
+def _statistics(c: Comparison) -> list[str]:
+    """The statistics behind the verdict: under -v (and always in the JSON)."""
+    lines = []
     if c.p_value is not None:
         alpha = f"alpha {c.alpha:g}"
         if c.ci_level is not None and abs((1 - c.ci_level) / 2 - c.alpha) > 1e-12:
-            where = "for this metric" if c.parts and c.mode == "stored" else "at this look"
-            alpha = f"alpha {(1 - c.ci_level) / 2:.3g} {where}, {c.alpha:g} overall"
+            alpha = f"alpha {(1 - c.ci_level) / 2:.3g} at this look, {c.alpha:g} overall"
         lines.append(
             f"  p = {c.p_value:.2g} for H0 'slower by at most {c.threshold:.0%}' ({alpha}); "
             f"n = {c.n} now, {c.n_baseline} in the baseline ({c.unit})"
         )
     if c.process_pairs is not None:
         lines.append(
-            f"  interleaved in this job over {c.process_pairs} head/base process pairs, "
-            "pooled with a between-process variance (random effects)"
+            f"  {c.process_pairs} head/base process pairs, pooled with a between-process "
+            "variance (random effects)"
         )
-    if c.remeasured and c.first_pass is not None:
-        first = c.first_pass
-        ratio = f"{first.ratio:.3f}" if first.ratio is not None else "-"
-        confirm = "  tested on fresh samples"
-        confirm += f" (first pass: ratio {ratio}, verdict {first.verdict})"
-        if c.family_size is not None:
-            confirm += f"; Bonferroni over the run's {c.family_size} perf test(s)"
-        lines.append(confirm)
-    lines += _decided_lines(c)
-    work = work_note(c)
-    if work:
-        lines.append(f"  work per call: {work}")
-    lines.append(f"  baseline: {c.source}")
+    if c.remeasured and c.family_size is not None:
+        lines.append(f"  Bonferroni over the run's {c.family_size} perf test(s)")
+    return lines
+
+
+def failure_message(
+    key: str, c: Comparison, nodeid: str | None = None, *, verbose: bool = False
+) -> str:
+    """What a reviewer reads when a benchmark regressed, first in plain words: which test
+    and how much slower (its interval at the run's level), now and before, why as far as
+    the work counts know, how it was decided, the command that reproduces it and how to
+    accept it. The statistics behind it follow with ``verbose`` (-v); the JSON holds them
+    always."""
+    now, before = shown_figures(c)
+    what = label(c.metric)
+    lines = [
+        _headline(key, c),
+        f"  {what}: now {fmt_figure(c.metric, now)}, before {fmt_figure(c.metric, before)}",
+    ]
+    why = _why(c)
+    if why:
+        lines.append(f"  {why}")
+    lines.append(f"  {_decided_line(c)}")
     repro = repro_command(nodeid, c) if nodeid else None
     if repro:
         lines.append(f"  reproduce (interleaved on this machine, from the rootdir): {repro}")
+    lines.append(f"  {_accept_line(key, c)}")
+    if c.parts:
+        lines += parts_lines(c)
+    if c.metric == "memory":
+        lines.append(f"  (differences under {fmt_bytes(MEMORY_FLOOR_BYTES)} are ignored)")
+    lines.append(f"  baseline: {c.source}")
+    if verbose:
+        lines += _statistics(c)
     return "\n".join(lines)
-
-
-#: What would let a comparison guard its tolerance (the cannot-guard warnings' advice).
-GUARD_HELP = "more sampling time (max_time), --perf-ab, or a quieter runner would help"
-
-
-def cannot_guard_warning(c: Comparison) -> str:
-    assert c.detectable is not None
-    return (
-        f"this comparison could only have caught a slowdown of {c.detectable:+.0%} or more "
-        f"(80% power at this run's noise), so it cannot guard the {c.threshold:.0%} "
-        f"tolerance here: {GUARD_HELP}"
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class CannotGuard:
-    """The benchmarks of one tolerance whose comparison could not guard it: the warning
-    each carries (``cannot_guard_warning``), said once for all of them."""
-
-    threshold: float
-    #: The smallest and largest slowdown they could have caught (80% power).
-    low: float
-    high: float
-    #: Their short names, sorted.
-    names: tuple[str, ...]
-
-    def line(self, *, names: bool) -> str:
-        """One line for the lot; ``names``: list them (else say where they are)."""
-        n = len(self.names)
-        low, high = f"{self.low:+.0%}", f"{self.high:+.0%}"
-        span = low if low == high else f"{low} to {high}"
-        caught = "slowdowns" if n != 1 else "a slowdown"
-        head = (
-            f"{n} benchmark{'s' * (n != 1)} could only have caught {caught} of {span} or "
-            f"more (80% power at this run's noise), so {'they' if n != 1 else 'it'} cannot "
-            f"guard the {self.threshold * 100:g}% tolerance here: {GUARD_HELP}"
-        )
-        if names:
-            return f"{head}: {', '.join(self.names)}"
-        return f"{head} (-v names them, as do the Markdown report and the JSON)"
-
-
-def cannot_guard_groups(results: Sequence[BenchmarkResult]) -> list[CannotGuard]:
-    """The results that carry the cannot-guard warning, one group per tolerance. A result
-    is in when its warnings hold exactly the warning its comparison makes (the gate added
-    it): the record decides, no message text is parsed."""
-    by: dict[float, list[tuple[str, float]]] = {}
-    for r in results:
-        c = r.comparison
-        if c is None or c.detectable is None or cannot_guard_warning(c) not in r.warnings:
-            continue
-        by.setdefault(c.threshold, []).append((short_name(r), c.detectable))
-    return [
-        CannotGuard(
-            threshold,
-            min(d for _, d in members),
-            max(d for _, d in members),
-            tuple(sorted(name for name, _ in members)),
-        )
-        for threshold, members in sorted(by.items())
-    ]
-
-
-def ungrouped_warnings(result: BenchmarkResult) -> list[str]:
-    """A result's warnings less the one :func:`cannot_guard_groups` says for it."""
-    c = result.comparison
-    if c is None or c.detectable is None:
-        return list(result.warnings)
-    said = cannot_guard_warning(c)
-    return [w for w in result.warnings if w != said]
 
 
 def budget_failure(result: BenchmarkResult, budget_ms: float) -> str:
@@ -332,20 +285,25 @@ def gpu_failure(key: str, c: Comparison) -> str:
     return f"{key}: {c.note or 'the GPU ran throttled or shared'}"
 
 
-def accepted_warning(c: Comparison, where: str, pattern: str, reason: str) -> str:
-    return f"accepted regression at ratio {fmt_ratio(c)}, by {where} ({pattern}): {reason}"
+def accepted_line(key: str, c: Comparison) -> str:
+    """An accepted regression: how much slower, and who accepted it, why."""
+    by = c.accepted_by or {}
+    commit = str(by.get("commit") or "")[:10]
+    where = f"a Perf-Accept trailer in commit {commit}" if commit else "--perf-accept"
+    return (
+        f"accepted: {key} at {fmt_change(c)}, by {where} ({by.get('pattern')}): {by.get('reason')}"
+    )
 
 
 def warnings_of(c: Comparison) -> list[str]:
-    """What a verdict that does not fail its test still says: an estimate past the
-    threshold left inconclusive, the base side's error, a test that cannot guard the
-    tolerance on this runner."""
+    """What a verdict that does not fail its test still says, where it changes what a
+    reader should do: more work with a time that did not fail, the base side's error, a
+    GPU that ran throttled or shared. An undecided verdict, and what a comparison could
+    have caught, are the table's to show, not said again."""
     out: list[str] = []
     if (more := more_work_warning(c)) is not None:
         out.append(more)
-    if c.verdict is Verdict.INCONCLUSIVE and c.estimate_beyond:
-        out.append(inconclusive_warning(c))
-    elif c.reason is Reason.BASE_ERROR and c.note:
+    if c.reason is Reason.BASE_ERROR and c.note:
         out.append(c.note)
     if c.reason is Reason.GPU_THROTTLED and c.note:
         out.append(c.note)

@@ -17,7 +17,7 @@ from typing import Any
 from ..core.names import Metric
 from ..core.options import GENERATION_METRICS
 from ..core.results import METRIC_LABELS, Comparison
-from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_time, work_cell, work_line
+from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_time, shown_figures, work_cell, work_line
 
 #: Who decided a verdict, as every table says it.
 DECIDED_BY = {"stored": "stored", "ab": "A/B"}
@@ -51,12 +51,13 @@ def result_row(
         return ResultRow(name, backend, None, fmt_time(median), "-", "-", "-", "-")
     # A generation benchmark's row shows the metric that decided, named.
     named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
+    now, before = shown_figures(c)
     return ResultRow(
         name=name,
         backend=backend,
         comparison=c,
-        now=named + fmt_figure(c.metric, c.current),
-        baseline=named + fmt_figure(c.metric, c.baseline),
+        now=named + fmt_figure(c.metric, now),
+        baseline=named + fmt_figure(c.metric, before),
         n=fmt_n(c),
         decided_by=DECIDED_BY.get(c.decided_by or "", "-"),
         catch=fmt_catch(c),

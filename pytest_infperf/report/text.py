@@ -15,6 +15,7 @@ from .fmt import (
     fmt_ratio,
     fmt_time,
     fmt_why,
+    level_of,
     profile_line,
     short_name,
 )
@@ -33,71 +34,95 @@ def _table(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
     return out
 
 
-def _noise(s: Mapping[str, Any]) -> tuple[str, str | None]:
-    flag = {"high": " !", "severe": " !!"}.get(s.get("noise", "ok"), "")
-    cv = s.get("cv")
-    text = f"{cv:.1%}{flag}" if cv is not None and math.isfinite(cv) else "-"
-    return text, "! IQR/median >= 10% (noisy), !! >= 25% (very noisy)" if flag else None
+#: The default table's width: a terminal of 120 columns shows it whole; -v adds columns.
+WIDTH = 120
 
 
-def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:
-    """The summary table. Compared runs show, per benchmark, the figures the verdict was
-    computed from (``now``, ``baseline``, the ratio with its interval and level, and how
-    many units each side had), then the verdict by its name."""
+def _fit(rows: list[list[str]], width: int) -> None:
+    """Shorten the first column (the benchmark's name) in the middle until the table fits
+    ``width``: the file's start and the test's end say most."""
+    others = sum(max(len(r[i]) for r in rows) + 2 for i in range(1, len(rows[0])))
+    room = max(20, width - others)
+    for row in rows[1:]:
+        name = row[0]
+        if len(name) > room:
+            keep = room - 1
+            row[0] = name[: keep // 2] + "…" + name[len(name) - (keep - keep // 2) :]
+
+
+def spread(s: Mapping[str, Any]) -> str:
+    """The spread of the samples as IQR / median, the figure its flag is defined by (``!``
+    noisy, ``!!`` very noisy)."""
+    median, iqr = s.get("median"), s.get("iqr")
+    if not median or iqr is None or not math.isfinite(iqr):
+        return "-"
+    flag = {"high": " !", "severe": " !!"}.get(str(s.get("noise", "ok")), "")
+    return f"{iqr / median:.0%}{flag}"
+
+
+SPREAD_NOTE = "spread: IQR/median of the samples (! >= 10%: noisy, !! >= 25%: very noisy)"
+
+
+def summary_lines(results: Sequence[BenchmarkResult], *, verbose: bool = False) -> list[str]:
+    """The summary table. A compared run shows per benchmark the figures its verdict
+    compares (before, and now as the ratio says), the ratio with its interval at the run's
+    level, the verdict, who decided it and the work that changed, in 120 columns; ``verbose``
+    adds the backend, the units each side had, what the comparison could have caught, the
+    spread, items/s and memory."""
     compared = any(r.comparison is not None for r in results)
-    metrics = {r.comparison.metric for r in results if r.comparison is not None}
-    label = f" ({metrics.pop()})" if len(metrics) == 1 else ""
-    worked = any(r.comparison is not None and r.comparison.work for r in results)
-    if compared:
-        header = ["benchmark", "backend", f"now{label}", "baseline", "ratio [CI]", "n now/base"]
-        header += ["verdict", "by", "catches", "CV", "items/s", "mem"]
-        header += ["work"] if worked else []
-        right = {2, 3, 8, 9, 10, 11}
-    else:
-        header = ["benchmark", "backend", "median", "p90", "95% CI of median", "CV", "items/s"]
-        header += ["n", "mem"]
-        right = {2, 3, 5, 6, 7, 8}
+    if not compared:
+        return _measured_lines(results)
+    levels = {fmt_level(level_of(r.comparison)) for r in results if r.comparison is not None}
+    level = levels.pop() if len(levels) == 1 else "per-benchmark"
+    header = ["benchmark", "now", "before", f"ratio [{level} CI]", "verdict", "by", "work"]
+    if verbose:
+        header[1:1] = ["backend"]
+        header += ["n now/before", "catches", "spread", "items/s", "mem"]
     rows = [header]
-    notes: set[str] = set()
-    levels: set[tuple[str, str]] = set()
+    for r in sorted(results, key=lambda r: r.key):
+        rr = result_row(short_name(r), r.backend, r.stats.get("median"), r.comparison)
+        c = rr.comparison
+        cells = [rr.name, rr.now, rr.baseline, fmt_ratio(c), "-", rr.decided_by, rr.work]
+        if c is not None:
+            cells[4] = c.verdict.value
+        if verbose:
+            cells[1:1] = [rr.backend]
+            mem = fmt_bytes(memory_figure(r.memory), signed=True)
+            cells += [rr.n, rr.catch, spread(r.stats), fmt_rate(r.throughput), mem]
+        rows.append(cells)
+    if not verbose:
+        _fit(rows, WIDTH)
+    right = {1, 2} if not verbose else {2, 3, 9, 10, 11, 12}
+    lines = _table(rows, right=right)
+    lines.insert(1, "-" * max(len(line) for line in lines))
+    if verbose:
+        lines.append(SPREAD_NOTE)
+        lines.append(
+            "catches: the slowdown each comparison would have flagged with 80% power at its "
+            "noise (!: more than twice its threshold)"
+        )
+    return lines
+
+
+def _measured_lines(results: Sequence[BenchmarkResult]) -> list[str]:
+    """A run that compared nothing: each benchmark's own figures."""
+    header = ["benchmark", "backend", "median", "p90", "95% CI of median", "spread", "items/s"]
+    header += ["n", "mem"]
+    rows = [header]
+    notes = []
     for r in sorted(results, key=lambda r: r.key):
         s = r.stats
-        cv, note = _noise(s)
-        if note:
-            notes.add(note)
-        mem = fmt_bytes(memory_figure(r.memory), signed=True)
-        if compared:
-            rr = result_row(short_name(r), r.backend, s.get("median"), r.comparison)
-            c = rr.comparison
-            if c is None:
-                rows.append([rr.name, rr.backend, rr.now, "-", "-", "-"])
-                rows[-1] += ["-", "-", "-", cv, fmt_rate(r.throughput), mem]
-                rows[-1] += ["-"] if worked else []
-                continue
-            if c.ci_level is not None and c.bound_level is not None and c.ci_low != c.ci_high:
-                levels.add((fmt_level(c.ci_level), fmt_level(c.bound_level)))
-            cells = [rr.name, rr.backend, rr.now, rr.baseline, fmt_ratio(c), rr.n]
-            cells += [c.verdict.value, rr.decided_by]
-            if rr.catch != "-":
-                notes.add(
-                    "catches: the slowdown this comparison would have flagged with 80% power "
-                    "at this run's noise (! : more than twice the threshold, it cannot guard it)"
-                )
-            rows.append([*cells, rr.catch, cv, fmt_rate(r.throughput), mem])
-            rows[-1] += [rr.work] if worked else []
-            continue
         p90 = fmt_time(s.get("p90"))
         if "p90" in s.get("low_sample_percentiles", []):
             p90 += "*"
-            notes.add("* p90 from fewer than 64 samples (MLPerf's minimum): indicative only")
+            notes.append("* p90 from fewer than 64 samples (MLPerf's minimum): indicative only")
         ci = f"{fmt_time(s.get('ci_low'))} - {fmt_time(s.get('ci_high'))}"
-        row = [short_name(r), r.backend, fmt_time(s.get("median")), p90, ci, cv]
+        mem = fmt_bytes(memory_figure(r.memory), signed=True)
+        row = [short_name(r), r.backend, fmt_time(s.get("median")), p90, ci, spread(s)]
         rows.append([*row, fmt_rate(r.throughput), str(s.get("n", 0)), mem])
-    lines = _table(rows, right=right)
+    lines = _table(rows, right={2, 3, 5, 6, 7, 8})
     lines.insert(1, "-" * max(len(line) for line in lines))
-    for two, one in sorted(levels):
-        notes.add(f"ratio [CI]: now/baseline, {two} interval (each bound alone {one} one-sided)")
-    return lines + sorted(notes)
+    return lines + sorted(set(notes)) + [SPREAD_NOTE]
 
 
 def generation_lines(results: Sequence[BenchmarkResult]) -> list[str]:
@@ -146,15 +171,16 @@ def profile_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     ]
 
 
-def settle_summary(results: Sequence[BenchmarkResult]) -> list[str]:
-    """How many stored verdicts were settled in this job and why, and how many could not be
-    (with why): one line each, none when nothing was undecided."""
+def settle_summary(results: Sequence[BenchmarkResult], *, verbose: bool = True) -> list[str]:
+    """How many stored verdicts were settled in this job and why (``verbose``: the table's
+    ``by`` column says it per benchmark), and how many could not be, with why: one line
+    each, none when nothing was undecided."""
     compared = [r.comparison for r in results if r.comparison is not None]
     # Settling a budget cut short (--perf-budget) counts as not settled, once.
     settled = [c for c in compared if c.settled_because and not c.not_settled]
     unsettled = [c for c in compared if c.not_settled]
     lines = []
-    if settled:
+    if settled and verbose:
         lines.append(
             f"settled in this job: {len(settled)} of {len(compared)} "
             f"({_tally(fmt_why(c.settled_because) for c in settled)})"
@@ -181,18 +207,3 @@ def verdict_counts(results: Sequence[BenchmarkResult]) -> dict[str, int]:
             v = r.comparison.verdict.value
             counts[v] = counts.get(v, 0) + 1
     return counts
-
-
-def drift_warning(drift: Mapping[str, Any] | None) -> str | None:
-    """The drift guard's session-level warning, when the reference workload moved."""
-    if not drift or not drift.get("drifted"):
-        return None
-    parts = ", ".join(
-        f"{k.replace('_ratio', '')} x{v:.3f}" for k, v in drift.items() if k.endswith("_ratio")
-    )
-    return (
-        f"environment drift: the fixed reference workload runs {parts} relative to the "
-        f"baseline's run (more than {drift['limit']:.1%}): this machine is not in the state "
-        "the baseline was measured in, so verdicts against the stored baseline are "
-        "unreliable; --perf-ab measures both sides in one job"
-    )

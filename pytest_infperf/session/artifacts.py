@@ -117,6 +117,21 @@ class ArtifactWriter(RunOutcome):
         #: When the process began: how long its run took is recorded.
         self.started = process_started()
 
+    @property
+    def ab(self) -> bool:
+        return bool(self.settings.ab)
+
+    @property
+    def mode(self) -> str:
+        s = self.settings
+        return "ab" if s.ab else "compare" if s.compare else "measure"
+
+    def run_warnings(self) -> list[str]:
+        """The run's warnings, as every output says them (``report/notices.py``)."""
+        from ..report.notices import run_warnings
+
+        return run_warnings(self.collector.results, self.drift, self.context.warnings, self.ab)
+
     def run_seconds(self) -> float:
         """Seconds from the process's start to now (its end, when the files are written)."""
         return time.monotonic() - self.started
@@ -200,8 +215,12 @@ class ArtifactWriter(RunOutcome):
         """A benchmark's speed depends on what ran before it in the process (measured here:
         a numpy test at 262 us in the full suite, 1.1-1.5 ms alone), so a stored verdict
         from another selection of tests is less comparable than it looks: say so."""
+        from ..report.notices import on_stored_pass
+
         source = self.context.source
         if self.settings.ab or source is None or not source.entries:
+            return
+        if not on_stored_pass(self.collector.results):  # every verdict measured both sides
             return
         now = {r.key for r in self.collector.results}
         base = set(source.entries)
@@ -219,6 +238,27 @@ class ArtifactWriter(RunOutcome):
             "the same selection (settling and --perf-ab measure both sides in this run's order)"
         )
 
+    def _untracked(self, commit: str) -> None:
+        """Benchmarks from files git does not track: the baseline is saved for a commit
+        that lacks them, so a later compare settles nothing against it and a reproduce
+        command at that commit finds no such test."""
+        from ..store import git as gitinfo
+
+        files = sorted({Path(r.path) for r in self.collector.results if r.path})
+        try:
+            repo = gitinfo.open_repo(self.settings.rootdir)
+        except gitinfo.GitError:
+            return
+        lacking = gitinfo.untracked(repo, [self.settings.rootdir / f for f in files])
+        if lacking:
+            shown = ", ".join(lacking[:5]) + (
+                f" and {len(lacking) - 5} more" if len(lacking) > 5 else ""
+            )
+            self.context.warn(
+                f"benchmarks come from files git does not track ({shown}): the baseline is "
+                f"saved for commit {commit}, which lacks them; commit them, then save again"
+            )
+
     def _save(self, exitstatus: int) -> int | None:
         from ..store.baselines import BaselineFileError, BaselineStore
 
@@ -227,6 +267,7 @@ class ArtifactWriter(RunOutcome):
             context.warn("not saving the baseline: the run was interrupted")
             return None
         assert context.commit is not None and context.env_key and self.environment is not None
+        self._untracked(context.commit.short)
         store = BaselineStore(self.settings.baselines, self.settings.max_baseline_bytes)
         try:
             path, n, total = store.save(
@@ -259,8 +300,9 @@ class ArtifactWriter(RunOutcome):
 
         context = self.context
         env = self.environment or environment.collect()
-        mode = "ab" if self.settings.ab else "stored"
-        extra: dict[str, Any] = {"mode": mode, "warnings": context.warnings}
+        # The session's mode, named as its flag is (each comparison's own ``mode`` says how
+        # its baseline side was measured: ``ab`` for a verdict settled in this job).
+        extra: dict[str, Any] = {"mode": self.mode, "warnings": self.run_warnings()}
         if self.split is not None:
             # Which shard this is: `infperf merge --expect N` names a missing one by it.
             extra["split"] = {"group": self.split[0], "splits": self.split[1]}
@@ -309,9 +351,9 @@ class ArtifactWriter(RunOutcome):
             self.collector.results,
             source=source.to_json() if source is not None else None,
             drift=self.drift,
-            warnings=self.context.warnings,
+            warnings=self.run_warnings(),
             environment=self.environment,
-            mode="ab" if self.settings.ab else "stored",
+            mode=self.mode,
             gate=self.gate,
         )
         # A run that did not complete, or failed on what the title does not say, is titled

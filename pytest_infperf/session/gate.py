@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
 from ..judge.accept import first_match
-from ..judge.judge import Policy, cannot_guard
+from ..judge.judge import Policy
 from ..judge.work import more_work
 from ..report import messages
 
@@ -39,8 +39,10 @@ class Consequences:
 class Gate:
     """The consequences of verdicts under one session's policy."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, *, verbose: bool = False) -> None:
         self.policy = policy
+        #: -v: the statistics behind a regression in its test's failure.
+        self.verbose = verbose
 
     def consequences(self, result: BenchmarkResult) -> Consequences:
         failures: list[str] = []
@@ -65,22 +67,22 @@ class Gate:
         if c.reason is Reason.GPU_THROTTLED and self.policy.gpu_throttle == "fail":
             failures.append(messages.gpu_failure(result.key, c))
         if c.verdict is Verdict.REGRESSION:
+            # The record keeps the plain words; the statistics are its fields.
             c = dataclasses.replace(
                 c, message=messages.failure_message(result.key, c, result.nodeid)
             )
             rule = first_match(self.policy.accept, result.key)
             if rule is None:
-                failures.append(c.message or "")
-            else:
-                c = dataclasses.replace(c, verdict=Verdict.ACCEPTED, accepted_by=rule.to_json())
-                warnings.append(
-                    messages.accepted_warning(c, rule.where(), rule.pattern, rule.reason)
+                failures.append(
+                    messages.failure_message(result.key, c, result.nodeid, verbose=True)
+                    if self.verbose
+                    else c.message or ""
                 )
+            else:  # said by every report beside its table, not as a warning
+                c = dataclasses.replace(c, verdict=Verdict.ACCEPTED, accepted_by=rule.to_json())
         else:
             warnings += messages.warnings_of(c)
         work_gate = self._work_gate(result, c, failures, warnings)
-        if c.verdict is not Verdict.REGRESSION and cannot_guard(c):
-            warnings.append(messages.cannot_guard_warning(c))
         return Consequences(c, tuple(failures), tuple(warnings), budget, work_gate)
 
     def _work_gate(

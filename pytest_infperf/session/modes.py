@@ -121,7 +121,7 @@ class Plain:
     def gate(self) -> Gate:
         from .gate import Gate
 
-        return Gate(self.judge.policy)
+        return Gate(self.judge.policy, verbose=self.context.settings.verbose)
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         __tracebackhide__ = True
@@ -372,7 +372,9 @@ class Stored(Plain):
         if isinstance(paired, BaseCall):
             if paired.status == "failed":
                 return f"the test failed at the baseline's commit: {paired.error}"
-            return "the baseline's commit has no such test or call"
+            from ..report.messages import NO_SUCH_TEST
+
+            return NO_SUCH_TEST
         c = paired.comparison
         if c.env_diff:
             return (

@@ -94,23 +94,14 @@ class TerminalReport:
         if not results:
             self._measured_nothing(terminalreporter)
             return
-        from ..report.text import (
-            drift_warning,
-            generation_lines,
-            settle_summary,
-            summary_lines,
-            verdict_counts,
-            work_lines,
-        )
+        from ..report.notices import accepted_lines, summary
+        from ..report.text import generation_lines, settle_summary, summary_lines
 
         verbosity = config.get_verbosity()
         if verbosity < -1:
             return
         tr = terminalreporter
-        counts = verdict_counts(results)
-        headline = f"infperf: {len(results)} benchmark{'s' * (len(results) != 1)}"
-        if counts:
-            headline += " (" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + ")"
+        headline = f"infperf: {summary(results)}"
         gate = self.artifacts.gate
         if verbosity < 0:
             tr.write_line(headline)
@@ -135,22 +126,18 @@ class TerminalReport:
                 )
             if self.context.source is not None:
                 tr.write_line(f"compared with {self.context.source.describe()}")
-            if self.collector.workers:
+            if self.collector.workers and verbosity > 0:
                 tr.write_line(
                     f"measured on {len(self.collector.workers)} xdist workers; timing "
                     "serialised by a cross-process lock, so no two benchmarks timed at once"
                 )
-            for line in summary_lines(results) + generation_lines(results):
+            verbose = verbosity > 0
+            for line in summary_lines(results, verbose=verbose) + generation_lines(results):
                 tr.write_line(line)
-            for line in work_lines(results):
+            for line in settle_summary(results, verbose=verbose) + accepted_lines(results):
                 tr.write_line(line)
-            for line in settle_summary(results):
-                tr.write_line(line)
-            self._warnings(tr, results, verbose=verbosity > 0)
-        drift = drift_warning(self.artifacts.drift)
-        if drift:
-            tr.write_line(f"warning: {drift}", yellow=True)
-        for warning in self.context.warnings:
+        # The same warnings as the JSON's and the Markdown report's (report/notices.py).
+        for warning in self.artifacts.run_warnings():
             tr.write_line(f"warning: {warning}", yellow=True)
         for error in self.artifacts.errors:
             tr.write_line(f"error: {error}", red=True)
@@ -177,20 +164,6 @@ class TerminalReport:
         for line in self.artifacts.written:
             tr.write_line(f"infperf: wrote {line}")
 
-    def _warnings(self, tr: Any, results: list[Any], *, verbose: bool) -> None:
-        """The benchmarks' warnings: the one most of a noisy run's benchmarks share (they
-        could not guard the tolerance) said once, with their count, first, naming them
-        with -v or when they are few; the others, each about its own benchmark (a work
-        diff, a GPU note), one line each."""
-        from ..report.messages import cannot_guard_groups, ungrouped_warnings
-
-        for group in cannot_guard_groups(results):
-            names = verbose or len(group.names) <= NAMED_WITHOUT_V
-            tr.write_line(f"warning: {group.line(names=names)}", yellow=True)
-        for r in results:
-            for warning in ungrouped_warnings(r):
-                tr.write_line(f"warning: {r.key}: {warning}", yellow=True)
-
     def _annotate(self, tr: Any) -> None:
         """GitHub workflow commands: regressions become error annotations on the test."""
         from ..report.markdown import github_annotations
@@ -201,16 +174,11 @@ class TerminalReport:
             self.collector.results, root, Path(workspace) if workspace else None
         ):
             tr.write_line(line)
-        if self.artifacts.drift and self.artifacts.drift.get("drifted"):
-            tr.write_line(
-                "::warning title=pytest-infperf machine drift::The reference workload moved "
-                "by more than half the threshold since the baseline's run: verdicts against "
-                "the stored baseline are unreliable."
-            )
+        from ..report.notices import drift_warning
 
-
-#: Up to this many benchmarks in a shared warning are named without -v.
-NAMED_WITHOUT_V = 3
+        moved = drift_warning(self.artifacts.drift, self.collector.results, self.artifacts.ab)
+        if moved:
+            tr.write_line(f"::warning title=pytest-infperf machine drift::{moved}")
 
 
 def _float(value: object) -> float:

@@ -157,3 +157,22 @@ def first_parents(repo: Any, sha: str, depth: int) -> list[str]:
     except git.GitCommandError as exc:
         raise GitError(f"cannot list the history of {sha[:10]}: {exc.stderr.strip()}") from None
     return [line for line in str(out).splitlines() if line]
+
+
+def untracked(repo: Any, paths: list[Path]) -> list[str]:
+    """Those of ``paths`` (files in the working tree) that git does not track, relative to
+    the repository's root; [] where git cannot tell."""
+    root = Path(repo.working_tree_dir).resolve()
+    rel = []
+    for p in paths:
+        try:
+            rel.append(str(p.resolve().relative_to(root)))
+        except ValueError:
+            continue  # outside the repository
+    if not rel:
+        return []
+    try:
+        tracked = set(repo.git.ls_files("--", *rel).splitlines())
+    except Exception:  # gitpython's GitCommandError and friends: nothing to say
+        return []
+    return sorted(r for r in set(rel) if r not in tracked)

@@ -1,0 +1,154 @@
+"""What a run says besides its table: its summary line and its warnings, computed once for
+the terminal, the JSON (``warnings``) and the Markdown report (hence the PR comment), so
+that all three say the same.
+
+A warning is said only where it changes what a reader should do or believe: the machine
+drift warning only where a verdict rests on the stored pass alone while the machine had
+moved (a verdict interleaved in this job measured both sides now, whatever the drift), and
+it never suggests the mode already running. What the table shows (an inconclusive verdict,
+what each comparison could have caught) is not said again as a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core.names import CompareMode
+from ..core.results import BenchmarkResult, Verdict
+from .fmt import short_name
+from .messages import accepted_line
+
+#: The order verdicts are counted in, in every summary.
+ORDER = (
+    Verdict.REGRESSION,
+    Verdict.ACCEPTED,
+    Verdict.INCONCLUSIVE,
+    Verdict.IMPROVEMENT,
+    Verdict.NO_REGRESSION,
+    Verdict.UNCHANGED,
+    Verdict.NO_BASELINE,
+    Verdict.INCOMPARABLE,
+)
+
+#: Up to this many benchmarks are named in a run-level warning; more are counted.
+NAMED = 5
+
+
+def counts(results: Sequence[BenchmarkResult]) -> dict[Verdict, int]:
+    out: dict[Verdict, int] = {}
+    for r in results:
+        if r.comparison is not None:
+            out[r.comparison.verdict] = out.get(r.comparison.verdict, 0) + 1
+    return out
+
+
+def summary(results: Sequence[BenchmarkResult]) -> str:
+    """``2 benchmarks: no regressions (1 unchanged, 1 inconclusive)``."""
+    n = len(results)
+    head = f"{n} benchmark{'s' * (n != 1)}"
+    tally = counts(results)
+    if not tally:
+        return head
+    regressions = tally.pop(Verdict.REGRESSION, 0)
+    verdict = f"{regressions} regression{'s' * (regressions != 1)}" if regressions else ""
+    verdict = verdict or "no regressions"
+    detail = ", ".join(f"{tally[v]} {v}" for v in ORDER if tally.get(v))
+    return f"{head}: {verdict}" + (f" ({detail})" if detail else "")
+
+
+def on_stored_pass(results: Sequence[BenchmarkResult]) -> list[str]:
+    """The benchmarks whose verdict rests on a stored pass alone (neither settled nor
+    interleaved in this job): what a machine that moved can have misled."""
+    return [
+        short_name(r)
+        for r in sorted(results, key=lambda r: r.key)
+        if r.comparison is not None
+        and r.comparison.decided_by is CompareMode.STORED
+        and r.comparison.verdict not in (Verdict.NO_BASELINE, Verdict.INCOMPARABLE)
+    ]
+
+
+def drift_warning(
+    drift: Mapping[str, Any] | None, results: Sequence[BenchmarkResult], ab: bool = False
+) -> str | None:
+    """The machine moved since the baseline's run, and verdicts rest on the stored pass
+    alone: said, naming them (None: it did not move, or nothing rests on the stored pass)."""
+    if not drift or not drift.get("drifted") or ab:
+        return None
+    stored = on_stored_pass(results)
+    if not stored:
+        return None
+    parts = ", ".join(
+        f"{k.replace('_ratio', '')} x{v:.3f}"
+        for k, v in drift.items()
+        if k.endswith("_ratio") and _sane(v)
+    )
+    more = len(stored) - NAMED
+    shown = ", ".join(stored[:NAMED]) + (f" and {more} more" if more > 0 else "")
+    n = len(stored)
+    return (
+        f"the machine moved since the baseline's run (reference workload {parts}), and "
+        f"{n} verdict{'s rest' if n != 1 else ' rests'} on the stored pass alone: {shown}. "
+        "Interleaved with the baseline's commit (--perf-ab) they would not depend on it"
+    )
+
+
+def no_baseline(results: Sequence[BenchmarkResult]) -> str | None:
+    """The benchmarks the baseline lacks, in one line: they pass ungated."""
+    lacking = [
+        r
+        for r in sorted(results, key=lambda r: r.key)
+        if r.comparison is not None and r.comparison.verdict is Verdict.NO_BASELINE
+    ]
+    if not lacking:
+        return None
+    names = [short_name(r) for r in lacking]
+    more = len(names) - NAMED
+    shown = ", ".join(names[:NAMED]) + (f" and {more} more" if more > 0 else "")
+    c = lacking[0].comparison
+    assert c is not None
+    where = c.source or "the baseline"
+    n = len(names)
+    return (
+        f"{n} benchmark{'s' * (n != 1)} not in {where}, so not gated: {shown} (new tests, or "
+        "tests that were not committed when that baseline was saved)"
+    )
+
+
+def accepted_lines(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Each accepted regression, who accepted it and why (the terminal's; the Markdown
+    report has its own section)."""
+    return [
+        accepted_line(r.key, r.comparison)
+        for r in sorted(results, key=lambda r: r.key)
+        if r.comparison is not None and r.comparison.verdict is Verdict.ACCEPTED
+    ]
+
+
+def _sane(ratio: Any) -> bool:
+    """A reference ratio worth printing: a probe that ran while the process was descheduled
+    once read x312."""
+    return isinstance(ratio, int | float) and 0.01 < ratio < 100
+
+
+def run_warnings(
+    results: Sequence[BenchmarkResult],
+    drift: Mapping[str, Any] | None,
+    session: Sequence[str] = (),
+    ab: bool = False,
+) -> list[str]:
+    """Every warning of the run, in the order every output says them: the drift warning
+    where it applies, the session's own (settling that could not happen, a misread, a
+    worker's notice...), then each benchmark's, named."""
+    out = []
+    moved = drift_warning(drift, results, ab)
+    if moved:
+        out.append(moved)
+    out += list(dict.fromkeys(session))
+    missing = no_baseline(results)
+    if missing:
+        out.append(missing)
+    for r in sorted(results, key=lambda r: r.key):
+        out += [f"{short_name(r)}: {w}" for w in dict.fromkeys(r.warnings)]
+    return out

@@ -1,0 +1,184 @@
+"""Golden outputs: what the terminal, the Markdown report, the pull-request comment and the
+failure message say for four runs (identical code, a regression, an accepted regression,
+one benchmark undecided), from fixed records, compared with the files in tests/golden/, so
+that a change of wording is reviewed as text. ``INFPERF_GOLDEN=update`` rewrites them."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_infperf.core.names import CompareMode, Metric
+from pytest_infperf.core.results import BenchmarkResult, Comparison, Reason, Verdict, WorkDiff
+from pytest_infperf.judge.accept import AcceptRule
+from pytest_infperf.judge.judge import Policy
+from pytest_infperf.report import comment, markdown, messages, notices, text
+from pytest_infperf.session.gate import Gate
+
+from .conftest import make_result
+
+GOLDEN = Path(__file__).parent / "golden"
+SHA = "1ac89c31e5a7" + "0" * 28
+SOURCE = "commit 1ac89c31e5 (the merge-base of main and HEAD)"
+BERT = "tests/perf/test_models.py::test_bert"
+SAME = WorkDiff(flops=(1.0e9, 1.0e9), op_calls=(561, 561), same=True, change=0.0, measure="FLOPs")
+MORE = WorkDiff(
+    flops=(8.05e8, 1.007e9),
+    op_calls=(571, 696),
+    ops=[("aten::addmm", 25, 31)],
+    change=0.251,
+    measure="FLOPs",
+    increase=0.251,
+    increase_measure="FLOPs",
+)
+
+
+def _samples(median: float, n: int = 40) -> list[float]:
+    """Fixed samples around ``median`` (a fixed spread: the records are the same each run)."""
+    return [median * (1 + 0.02 * ((i * 7) % 11 - 5) / 5) for i in range(n)]
+
+
+def _c(verdict: Verdict, ratio: float, low: float, high: float, **kw: Any) -> Comparison:
+    fields: dict[str, Any] = {
+        "metric": Metric.MEDIAN,
+        "mode": CompareMode.AB,
+        "decided_by": CompareMode.AB,
+        "source": SOURCE,
+        "baseline_commit": SHA,
+        "n": 3,
+        "n_baseline": 3,
+        "unit": "process pairs",
+        "process_pairs": 3,
+        "p_value": 0.3,
+        "detectable": 0.07,
+        "settled_because": "machine-moved",
+        "ci_level": 0.9,
+        **kw,
+    }
+    return Comparison(verdict, ratio=ratio, ci_low=low, ci_high=high, **fields)
+
+
+def _result(
+    test: str, median: float, c: Comparison, accept: tuple[AcceptRule, ...] = ()
+) -> BenchmarkResult:
+    """A result as the session records it: its comparison through the gate."""
+    base = median / (c.ratio or 1.0)
+    c = dataclasses.replace(c, current=median, baseline=base)
+    r = make_result(
+        _samples(median),
+        nodeid=f"tests/perf/test_models.py::{test}",
+        backend="torch",
+        path="tests/perf/test_models.py",
+        lineno=12,
+        comparison=c,
+    )
+    Gate(Policy(accept=accept)).apply(r)
+    return r
+
+
+def _runs() -> dict[str, list[BenchmarkResult]]:
+    unchanged = _c(Verdict.UNCHANGED, 1.004, 0.981, 1.027, work=SAME)
+    stored = _c(
+        Verdict.NO_REGRESSION, 0.97, 0.91, 1.03, decided_by=CompareMode.STORED,
+        mode=CompareMode.STORED, unit="time units", n=20, n_baseline=20, process_pairs=None,
+        settled_because=None, work=SAME,
+    )  # fmt: skip
+    regression = _c(Verdict.REGRESSION, 1.251, 1.226, 1.277, p_value=2e-9, work=MORE)
+    rule = AcceptRule(BERT, "one layer more, for accuracy", "9f3e2d1c0b" + "0" * 30)
+    undecided = _c(
+        Verdict.INCONCLUSIVE, 1.031, 0.948, 1.121, work=SAME, detectable=0.14,
+        reason=Reason.FUTILITY,
+    )  # fmt: skip
+    mlp = _result("test_mlp", 42.3e-6, unchanged)
+    ort = _result("test_bert_onnx", 54.6e-3, stored)
+    return {
+        "aa": [mlp, ort],
+        "regression": [mlp, _result("test_bert", 81.9e-3, regression)],
+        "accepted": [mlp, _result("test_bert", 81.9e-3, regression, (rule,))],
+        "inconclusive": [mlp, ort, _result("test_bert", 67.4e-3, undecided)],
+    }
+
+
+def _terminal(results: list[BenchmarkResult]) -> str:
+    """The terminal summary as session/terminal.py writes it at default verbosity."""
+    lines = [f"infperf: {notices.summary(results)}", f"compared with {SOURCE}"]
+    lines += text.summary_lines(results) + text.settle_summary(results, verbose=False)
+    lines += notices.accepted_lines(results)
+    lines += [f"warning: {w}" for w in notices.run_warnings(results, None)]
+    return "\n".join(lines) + "\n"
+
+
+def _doc(results: list[BenchmarkResult]) -> dict[str, Any]:
+    return {
+        "mode": "compare",
+        "benchmarks": [r.to_json() for r in results],
+        "warnings": notices.run_warnings(results, None),
+        "comparison": {"origin": "commit", "sha": SHA, "ref": "main", "distance": 0},
+        "run": {"complete": True, "exitstatus": 0},
+    }
+
+
+def _check(name: str, got: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("INFPERF_GOLDEN") == "update":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(got)
+    assert path.exists(), f"{path} missing: INFPERF_GOLDEN=update writes it"
+    assert got == path.read_text()
+
+
+@pytest.mark.parametrize("run", ["aa", "regression", "accepted", "inconclusive"])
+def test_what_each_output_says(run: str) -> None:
+    results = _runs()[run]
+    _check(f"{run}.terminal.txt", _terminal(results))
+    _check(f"{run}.md", markdown.render(results, source=_doc(results)["comparison"]))
+    _check(f"{run}.comment.md", comment.body(_doc(results))[0])
+
+
+def test_a_regressions_first_lines() -> None:
+    """The failure message: the percentage in the first line, Perf-Accept within six."""
+    bert = _runs()["regression"][1]
+    assert bert.comparison is not None
+    got = bert.comparison.message or ""
+    assert got == messages.failure_message(bert.key, bert.comparison, bert.nodeid)
+    _check("regression.failure.txt", got + "\n")
+    first = got.splitlines()[:6]
+    assert "25.1% slower" in first[0] and any("Perf-Accept" in line for line in first)
+    verbose = messages.failure_message(bert.key, bert.comparison, bert.nodeid, verbose=True)
+    assert verbose.startswith(got) and "p = 2e-09" in verbose
+
+
+def test_identical_code_says_no_warning() -> None:
+    """A/A: one summary line, no warning, no callout in the comment."""
+    results = _runs()["aa"]
+    assert notices.run_warnings(results, None) == []
+    assert "warning" not in _terminal(results)
+    body, _ = comment.body(_doc(results))
+    assert "[!WARNING]" not in body and "[!CAUTION]" not in body
+
+
+def test_drift_is_said_only_where_a_verdict_rests_on_the_stored_pass() -> None:
+    drift = {"gemm_ratio": 0.967, "python_ratio": 0.447, "limit": 0.025, "drifted": True}
+    results = _runs()["aa"]
+    said = notices.run_warnings(results, drift)
+    assert len(said) == 1 and "test_models.py::test_bert_onnx" in said[0]
+    assert "test_mlp" not in said[0]  # interleaved: both sides measured now
+    interleaved = [r for r in results if r.comparison and r.comparison.decided_by == "ab"]
+    assert notices.run_warnings(interleaved, drift) == []
+    assert notices.run_warnings(results, drift, ab=True) == []  # never suggests the mode
+    md = markdown.render(results, drift=drift, warnings=said)
+    assert md.count("The machine moved") == 1 and "<summary>Warnings" not in md
+
+
+def test_the_default_table_fits_120_columns() -> None:
+    name = "test_" + "x" * 150 + "[param-1-2-3]"
+    long = _result(name, 42e-6, _c(Verdict.UNCHANGED, 1, 0.98, 1.02))
+    lines = text.summary_lines([*_runs()["regression"], long])
+    assert max(len(line) for line in lines) <= 120
+    assert any("…" in line and line.rstrip().endswith("-") for line in lines)
+    wide = text.summary_lines([*_runs()["regression"], long], verbose=True)
+    assert max(len(line) for line in wide) > 120  # -v: every column, the name whole
