@@ -16,7 +16,7 @@ warms it with 10 greedy generations of 16 tokens. Variants (the worker changes o
 - ``big-free``: first allocates and frees tensors of 4, 16 and 30 MiB, as a larger model
   run before in the process would: glibc raises its mmap threshold to the size of a freed
   mmapped block, so later requests of that size reuse heap pages instead of fresh ones;
-- ``heap-steady``: glibc's thresholds fixed as ``--perf-heap=steady`` (the plugin's
+- ``heap-steady``: glibc's thresholds fixed as the expert ``heap=steady`` (the plugin's
   default) fixes them, 32 MiB and 64 MiB; ``heap-start``: fixed at its start values
   (128 KiB), every large request fresh pages; names combine (``big-free-heap-steady``);
 - a name ending in ``-core0``: that variant with its workers on CPU 0 only (``taskset -c 0``).
@@ -26,8 +26,8 @@ turns pair by pair: two fresh workers, ``--quads`` ABBA quads of one generation 
 each pair's figure the mean quad contrast (log B - log A) and its own standard error.
 Prints per variant the sd of the pair means against the pairs' own errors (their root mean
 square): the excess is what pooling process pairs has to average out. ``plain,plain-core0``
-is the experiment behind ``--perf-pin`` (docs/MEASURED.md, "One CPU for both sides");
-``plain,big-free,heap-start,heap-steady`` the one behind ``--perf-heap`` ("The same heap in
+is the experiment behind the expert ``pin`` (docs/MEASURED.md, "One CPU for both sides");
+``plain,big-free,heap-start,heap-steady`` the one behind the expert ``heap`` ("The same heap in
 every process").
 
 Without ``--pairs``: ``--processes`` workers per variant, all started at once, then asked in
@@ -82,7 +82,7 @@ def worker(args: argparse.Namespace) -> None:
         # glibc's start values, fixed: every large request gets fresh pages.
         heap.set_thresholds(128 * 1024, 128 * 1024)
     if "heap-steady" in args.worker:
-        heap.settle("steady")  # what --perf-heap=steady (the default) does
+        heap.settle("steady")  # what heap=steady (the default) does
     if "big-free" in args.worker:
         # What a larger model run before leaves behind: glibc raises its mmap threshold to
         # the size of a freed mmapped chunk (up to 32 MiB), so later allocations of that size

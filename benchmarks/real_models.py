@@ -16,10 +16,11 @@ verdict should be a regression.
 ``--threads 0`` runs torch and ONNX Runtime at their default threading (the examples' own
 default is one intra-op thread, the least noisy). ``-k`` narrows the examples (``-k
 generation``); ``--variants`` runs each repetition once per set of pytest arguments, in
-turn, and reports each apart (``--variants='--perf-heap=steady;--perf-heap=system'``: the
-comparison behind ``--perf-heap``). Prints the verdicts, who decided them, the process
-pairs and the spread of their log-ratios, and the comparing run's wall time against the
-plain run's of the same repetition (the issue's "<= 2.5x a plain run").
+turn, and reports each apart (``--variants='-o infperf_expert=heap=steady;-o
+infperf_expert=heap=system'``: the comparison behind the expert ``heap`` setting). Prints
+the verdicts, who decided them, the process pairs and the spread of their log-ratios (the
+first pair apart from the later ones), and the comparing run's wall time against the
+plain run's of the same repetition.
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ class Tally:
         # Root mean square of the process pairs' log-ratios, per metric (A/A: the spread
         # between processes that pooling has to average out).
         self.pair_logs: dict[str, list[float]] = collections.defaultdict(list)
+        # The first process pair (this process as the head, a worker as the base) apart from
+        # the later ones (two workers): both sides of a pair must compete for the CPU alike.
+        self.first_pairs: dict[str, list[float]] = collections.defaultdict(list)
+        self.later_pairs: dict[str, list[float]] = collections.defaultdict(list)
         self.runs = 0
         self.runs_with_regression = 0
 
@@ -107,6 +112,9 @@ class Tally:
             logs = details.get("pair_log_ratios") or {}
             for metric, values in logs.items():
                 self.pair_logs[metric] += [float(v) for v in values]
+                if values:
+                    self.first_pairs[metric].append(float(values[0]))
+                    self.later_pairs[metric] += [float(v) for v in values[1:]]
             if c.get("process_pairs"):
                 self.pairs.append(int(c["process_pairs"]))
             if c.get("detectable") is not None:
@@ -146,6 +154,14 @@ class Tally:
         for metric, logs in sorted(self.pair_logs.items()):
             rms = math.sqrt(statistics.fmean(v * v for v in logs))
             print(f"pair log-ratios, {metric}: rms {rms:.2%} (n {len(logs)})")
+        for metric in sorted(self.first_pairs):
+            first, later = self.first_pairs[metric], self.later_pairs[metric]
+            line = f"first pairs, {metric}: mean {statistics.fmean(first):+.3f}"
+            line += f", rms {_rms(first):.2%} (n {len(first)})"
+            if later:
+                line += f"; later pairs: mean {statistics.fmean(later):+.3f}"
+                line += f", rms {_rms(later):.2%} (n {len(later)})"
+            print(line)
         for kind, took in sorted(self.ready.items()):
             print(
                 f"worker pairs ready, {kind}: {len(took)}, median "
@@ -161,6 +177,10 @@ class Tally:
             print("inconclusive: " + ", ".join(self.undecided))
         for line in self.regressed:
             print("regression: " + line)
+
+
+def _rms(values: list[float]) -> float:
+    return math.sqrt(statistics.fmean(v * v for v in values))
 
 
 def main() -> None:
@@ -191,7 +211,7 @@ def main() -> None:
         "--variants",
         default="",
         help="';'-separated pytest arguments, given with '=' "
-        "(--variants='--perf-heap=steady;--perf-heap=system'): each repetition runs every "
+        "(--variants='-o infperf_expert=heap=system;...'): each repetition runs every "
         "variant in turn (its save, plain run and compare), and each is reported apart",
     )
     args = parser.parse_args()

@@ -50,10 +50,9 @@ def test_model(infer_bench, i):
 INI = """
 [pytest]
 infperf_max_time = 0.02
-infperf_warmup_time = 0.005
 infperf_warmup = 2
 infperf_rounds = 150
-infperf_max_rounds = 150
+infperf_expert = warmup_time=0.005 max_rounds=150
 """
 
 #: Runs one command and prints its wall time and the peak RSS of it and its children.

@@ -71,214 +71,27 @@ def pytest_load_initial_conftests(
     )
 
 
-#: The session's flags (the per-benchmark ones come from the options table). Help texts:
-#: lowercase start, no trailing period, defaults in parentheses. Each flag's dest is its
-#: name in snake case (``--perf-json``: ``perf_json``).
-SESSION_FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
-    (
-        "--perf-json",
-        {
-            "metavar": "PATH",
-            "default": None,
-            "help": "write the results (raw samples, statistics, environment) as JSON to PATH",
-        },
-    ),
-    (
-        "--perf-save",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "store this run's results as the baseline of the current commit",
-        },
-    ),
-    (
-        "--perf-compare",
-        {
-            "metavar": "REF",
-            "default": None,
-            "help": "compare against the baseline of REF (branch, tag, sha, HEAD~N) or a results "
-            "JSON file; regressions fail their tests",
-        },
-    ),
-    (
-        "--perf-ab",
-        {
-            "metavar": "REF",
-            "default": None,
-            "help": "measure the merge-base of REF and HEAD in the same job, interleaved with the "
-            "current code, and compare (robust to machine drift)",
-        },
-    ),
-    (
-        "--perf-baselines",
-        {
-            "metavar": "DIR",
-            "default": None,
-            "help": "baselines directory (default: ini infperf_baselines, else baselines/ at the "
-            "rootdir)",
-        },
-    ),
-    (
-        "--perf-run-alpha",
-        {
-            "metavar": "A",
-            "default": None,
-            "help": "per run: the chance that a run in which nothing changed fails at all "
-            "(default: ini infperf_run_alpha, else 0.01)",
-        },
-    ),
-    (
-        "--perf-budget",
-        {
-            "metavar": "SPEC",
-            "default": None,
-            "help": "how long a comparing run may take: seconds (120) or a multiple of the "
-            "plain run (1.5x, from the baseline's record); settling and the process pairs "
-            "after the first run only while it lasts (default: ini infperf_budget, else none)",
-        },
-    ),
-    (
-        "--perf-strict-env",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "fail benchmarks whose baseline comes from a different environment",
-        },
-    ),
-    (
-        "--perf-warn-only",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "report regressions without failing tests",
-        },
-    ),
-    (
-        "--perf-markdown",
-        {
-            "metavar": "PATH",
-            "default": None,
-            "help": "write a Markdown report (for PR comments and job summaries) to PATH",
-        },
-    ),
-    (
-        "--perf-no-summary",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "do not append the Markdown report to $GITHUB_STEP_SUMMARY",
-        },
-    ),
-    (
-        "--perf-disable",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "call each model once without timing (run perf tests as plain tests)",
-        },
-    ),
-    (
-        "--perf-count",
-        {
-            "action": "store_true",
-            "default": False,
-            "help": "no timing: call each model and count what one call does (the profiled "
-            "pass: FLOPs, operators, kernels); the JSON carries each benchmark's work "
-            "(infperf bisect searches on it before it times anything)",
-        },
-    ),
-    (
-        "--perf-settle",
-        {
-            "default": None,
-            "choices": _settings.SETTLE_CHOICES,
-            "help": "what a stored baseline cannot decide (a regression, an improvement, no "
-            "decision) is settled in this job by interleaved measurement against the baseline "
-            "commit's code. auto: and every benchmark is interleaved at once when the machine "
-            "moved since the baseline's run, or after a settling showed the stored pass "
-            "misread it; stored-first: always the stored pass first; off: "
-            "stored verdicts only (default: ini infperf_settle, else auto)",
-        },
-    ),
-    (
-        "--perf-pin",
-        {
-            "metavar": "auto|off|CPU",
-            "default": None,
-            "help": "interleaved comparisons: the timing thread of both sides runs on one CPU "
-            "(auto: the highest-numbered this process may use; or a CPU number) for benchmarks "
-            "that run on one thread on the CPU; off: where the scheduler puts it (default: "
-            "ini infperf_pin, else auto)",
-        },
-    ),
-    (
-        "--perf-heap",
-        {
-            "default": None,
-            "choices": _settings.HEAP_CHOICES,
-            "help": "steady: every process that measures (this one, xdist and A/B workers) "
-            "fixes glibc's malloc thresholds as a long-running process has them, so that "
-            "processes of identical code run alike; system: glibc as it is (default: ini "
-            "infperf_heap, else steady)",
-        },
-    ),
-    (
-        "--perf-gpu-throttle",
-        {
-            "default": None,
-            "choices": _settings.GPU_THROTTLE_CHOICES,
-            "help": "GPU blocks that ran throttled or beside another process on the GPU: "
-            "exclude: set aside, the verdict withheld past a quarter of a side's blocks; "
-            "keep: counted only; fail: any fails the test (default: ini "
-            "infperf_gpu_throttle, else exclude)",
-        },
-    ),
-    (
-        "--perf-accept",
-        {
-            "metavar": "PATTERN",
-            "action": "append",
-            "default": [],
-            "help": "accept a regression of the benchmarks matching PATTERN (node id or fnmatch "
-            "pattern, optionally followed by a reason) for this run; repeatable. In CI, put a "
-            "'Perf-Accept: PATTERN reason' trailer in a commit of the change instead",
-        },
-    ),
-    (
-        "--perf-allow-missing",
-        {
-            "action": "store_true",
-            "default": None,
-            "help": "let a --perf-compare that found no baseline for any benchmark pass (a first "
-            "run); without it such a session fails (default: ini infperf_allow_missing)",
-        },
-    ),
-    (
-        "--perf-require-baseline",
-        {
-            "action": "store_true",
-            "default": None,
-            "help": "fail every benchmark that has no baseline or an incomparable one (default: "
-            "ini infperf_require_baseline)",
-        },
-    ),
-    (
-        "--perf-progress",
-        {
-            "default": "auto",
-            "choices": ("auto", "lines", "off"),
-            "help": "a line per benchmark as it completes: auto (when the output is not a "
-            "terminal, as in CI logs, or with -v), lines, off (default auto)",
-        },
-    ),
-)
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Every flag and ini key, from the two tables: the session's settings
+    (``core.settings.TABLE``) and the per-benchmark options (``core.options``)."""
+    import argparse
+
     group = parser.getgroup("infperf", "pytest-infperf: inference performance testing")
     add = group.addoption
-    for flag, kwargs in SESSION_FLAGS:
-        add(flag, dest=flag[2:].replace("-", "_"), **kwargs)
+    for s in _settings.TABLE:
+        if s.flag is None:
+            continue
+        kwargs: dict[str, Any] = {"dest": s.dest}
+        if s.flag == _settings.SWITCH:
+            kwargs.update(action="store_true", default=None)
+        else:
+            kwargs.update(metavar=s.flag, default=None)
+        if s.append:
+            kwargs.update(action="append", default=[])
+        if s.choices:
+            kwargs.update(choices=s.choices)
+        kwargs["help"] = argparse.SUPPRESS if s.hidden else s.describe()
+        add(s.flag_name, **kwargs)
     # The per-benchmark options' flags, from the options table (their help and defaults are
     # the table's; their values go through the option's own parser).
     for spec in _options.FLAG_OPTIONS:
@@ -292,10 +105,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         )
     for spec in _options.INI_OPTIONS:
         parser.addini(_options.ini_name(spec.name), spec.describe(), type="string", default="")
-    for name, (text, _default) in _settings.SESSION_INI.items():
-        parser.addini(name, text, type="string", default="")
-    for name, text in _settings.BOOL_INI.items():
-        parser.addini(name, text, type="bool", default=False)
+    for s in _settings.TABLE:
+        if s.ini:
+            parser.addini(s.ini_key, s.describe(), type="string", default="")
+    parser.addini(_settings.EXPERT_KEY, _settings.EXPERT_HELP, type="string", default="")
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_configure")

@@ -55,14 +55,26 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "pytest_infperf" / "schema" / "results-v1.schema.json"
 
 #: Settings that keep inner pytest runs fast: benchmarks here test behaviour, not speed.
-FAST_INI = """
+#: The expert settings every fast run takes: short warmups, few samples at most.
+FAST_EXPERT = {"warmup_time": "0.01", "max_rounds": "200"}
+
+
+def expert(**extra: object) -> str:
+    """The ``infperf_expert`` value of a fast run plus ``extra`` (one line holds them all:
+    an ini file sets a key once, and ``-o infperf_expert=...`` replaces the file's)."""
+    pairs = {**FAST_EXPERT, **{k: str(v) for k, v in extra.items()}}
+    return " ".join(f"{k}={v}" for k, v in pairs.items())
+
+
+def fast_ini(**extra: object) -> str:
+    """A fast run's ini file, with ``extra`` expert settings."""
+    return f"""
 [pytest]
 console_output_style = classic
 infperf_max_time = 0.05
-infperf_warmup_time = 0.01
 infperf_warmup = 2
 infperf_rounds = 10
-infperf_max_rounds = 200
+infperf_expert = {expert(**extra)}
 # Whether the machine "moved" since a baseline's run depends on the machine: the tests take
 # the stored pass first (deterministic), and test_routing covers auto.
 infperf_settle = stored-first
@@ -70,6 +82,9 @@ infperf_settle = stored-first
 # bisect tests that name it): elsewhere it would only add its seconds to every run.
 infperf_profile = off
 """
+
+
+FAST_INI = fast_ini()
 
 
 @pytest.fixture
@@ -182,7 +197,13 @@ def test_steady(infer_bench):
 """
 )
 
-AB_INI = FAST_INI.replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
+
+def ab_ini(**extra: object) -> str:
+    """An A/B suite's ini: interleaved runs get more time."""
+    return fast_ini(**extra).replace("infperf_max_time = 0.05", "infperf_max_time = 0.3")
+
+
+AB_INI = ab_ini()
 
 
 def init_repo(path: Path, message: str = "suite") -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import AB_INI, AB_SUITE, ROOT, git, init_repo, load_json
+from .conftest import AB_INI, AB_SUITE, ROOT, ab_ini, git, init_repo, load_json
 
 
 def commit(path: Path, message: str) -> None:
@@ -90,7 +90,7 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
         p for b in doc["benchmarks"] for p in (b.get("extra") or {}).get("ab", {}).get("pairs", [])
     ]
     assert any(p["started_workers"] for p in every if p["head_process"] == "head1")
-    # one-thread callables: both sides timed on one CPU (--perf-pin=auto), where there are two
+    # one-thread callables: both sides timed on one CPU (expert pin=auto), where there are two
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
     pinned = max(cpus) if len(cpus) >= 2 else None
     interleaved = [v["details"] for v in verdicts.values() if "quads" in v["details"]]
@@ -211,10 +211,10 @@ def test_a_tests_body_never_runs_on_two_sides_at_once(
     pytester: pytest.Pytester, git_env: None, prestart: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The baseline's side of a test is asked when the head reaches infer_bench, never as
-    the head's call starts (infperf_prestart starts only the first worker pair early): two
+    the head's call starts (prestart starts only the first worker pair early): two
     bodies of one test at once fought over what the test holds before infer_bench, and
     where the test held it through infer_bench the run hung for good."""
-    pytester.makefile(".ini", pytest=AB_INI + f"infperf_prestart = {prestart}\n")
+    pytester.makefile(".ini", pytest=ab_ini(prestart=prestart))
     pytester.makepyfile(test_locked=LOCKED_SUITE)
     init_repo(pytester.path, "suite")
     git(pytester.path, "checkout", "-q", "-b", "feature")
@@ -253,11 +253,11 @@ def test_a_worker_that_stops_answering_is_killed_and_the_session_ends(
     pytester: pytest.Pytester, git_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The base side's model hangs inside a block: the controller's wait ends at
-    infperf_worker_timeout, the worker's whole process group is killed (a child it started
+    the expert worker_timeout, the worker's whole process group is killed (a child it started
     included), the test that needed it fails saying so, and the session ends on time."""
     import psutil
 
-    pytester.makefile(".ini", pytest=AB_INI + "infperf_worker_timeout = 3\n")
+    pytester.makefile(".ini", pytest=ab_ini(worker_timeout=3))
     hanging = AB_SUITE.replace(
         "infer_bench(lambda: busy(300 * FACTOR))",
         textwrap.indent(

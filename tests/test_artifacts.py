@@ -9,7 +9,7 @@ import pytest
 
 from pytest_infperf.core.results import SCHEMA_VERSION
 
-from .conftest import load_json
+from .conftest import expert, load_json
 
 SUITE = """
 import numpy as np
@@ -128,7 +128,9 @@ def test_junit_properties(run: Any, ourtester: pytest.Pytester) -> None:
 
 
 def test_terminal_table(run: Any) -> None:
-    result = run("-o", "infperf_max_rounds=40")  # n < 64 everywhere: the p90 footnote shows
+    result = run(
+        "-o", f"infperf_expert={expert(max_rounds=40)}"
+    )  # n < 64 everywhere: the p90 footnote shows
     result.stdout.fnmatch_lines(
         [
             "*- infperf: 4 benchmarks -*",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import BUSY_HEADER, FAST_INI, git, init_repo, load_json
+from .conftest import BUSY_HEADER, FAST_INI, expert, fast_ini, git, init_repo, load_json
 
 # Busy-waits are immune to the machine's speed, so verdicts here are deterministic: these
 # tests check behaviour; benchmarks/decision_quality.py checks the statistics.
@@ -32,14 +32,21 @@ def test_named(infer_bench):
 )
 
 
+#: The repository's expert settings (a test that overrides infperf_expert repeats them).
+REPO_EXPERT = {"remeasure": 1, "drift_guard": "warn"}
+
+
+def _expert(**extra: object) -> list[str]:
+    """``-o infperf_expert=...``: the repository's expert settings and ``extra``."""
+    return ["-o", f"infperf_expert={expert(**{**REPO_EXPERT, **extra})}"]
+
+
 @pytest.fixture
 def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     """A git repository with a perf suite committed on main."""
     # The drift guard only reports here: busy-waits do not slow down with the machine, and
     # its adjustments are tested on their own below.
-    pytester.makefile(
-        ".ini", pytest=FAST_INI + "infperf_remeasure = 1\ninfperf_drift_guard = warn\n"
-    )
+    pytester.makefile(".ini", pytest=fast_ini(**REPO_EXPERT))
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     (pytester.path / ".gitignore").write_text("__pycache__/\n*.json.out\n")
@@ -275,9 +282,9 @@ def test_search_depth_bounds_the_walk(repo: pytest.Pytester) -> None:
     for i in range(3):
         (repo.path / "notes.txt").write_text(str(i))
         commit_all(repo.path, f"c{i}")
-    result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_search_depth=2")
+    result = repo.runpytest("--perf-compare=HEAD", *_expert(search_depth=2))
     result.stdout.fnmatch_lines(["*no baseline for environment*3 first-parent commit(s)*"])
-    result = repo.runpytest("--perf-compare=HEAD", "-o", "infperf_search_depth=3")
+    result = repo.runpytest("--perf-compare=HEAD", *_expert(search_depth=3))
     result.stdout.fnmatch_lines(["compared with commit * (3 commits before HEAD)"])
 
 
@@ -581,14 +588,12 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
     path.write_text(json.dumps(doc))
     slow_down(repo.path)
 
-    def slowed(*args: str) -> dict[str, object]:
+    def slowed(**expert: object) -> dict[str, object]:
         result = repo.runpytest(
             "--perf-compare=HEAD",
             "--perf-json=out.json",
-            "-o",
-            "infperf_drift_guard=adjust",
+            *_expert(drift_guard="adjust", **expert),
             "--perf-settle=off",  # the stored verdict alone
-            *args,
         )
         result.assert_outcomes(passed=3)
         bench = next(
@@ -598,24 +603,24 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
         )
         return dict(bench["comparison"])
 
-    # beyond infperf_drift_limit (25%): the verdict is withheld
+    # beyond the drift limit (25%): the verdict is withheld
     c = slowed()
     assert c["verdict"] == "inconclusive"
     assert c["machine_speed"]["slower"] > 3  # type: ignore[index]
     assert "regression withheld by the drift guard" in str(c["note"])
     # within a (raised) limit the bar moves instead: 1.3 < 1.05 x 10
-    c = slowed("-o", "infperf_drift_limit=100")
+    c = slowed(drift_limit=100)
     assert c["verdict"] == "inconclusive"
     assert "regression without the drift guard" in str(c["note"])
     # with the guard only warning, the same comparison is a regression
     result = repo.runpytest(
-        "--perf-compare=HEAD", "-o", "infperf_drift_guard=warn", "--perf-settle=off"
+        "--perf-compare=HEAD", *_expert(drift_guard="warn"), "--perf-settle=off"
     )
     result.assert_outcomes(passed=2, failed=1)
     # by default, the withheld verdict is settled in the job: measured against the
     # baseline commit's code now, the machine's state cancels and the slowdown shows
     result = repo.runpytest_subprocess(
-        "--perf-compare=HEAD", "--perf-json=out.json", "-o", "infperf_drift_guard=adjust"
+        "--perf-compare=HEAD", "--perf-json=out.json", *_expert(drift_guard="adjust")
     )
     result.assert_outcomes(passed=2, failed=1)
     by_key = {

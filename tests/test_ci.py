@@ -19,7 +19,7 @@ import pytest
 from pytest_infperf.cli import action
 
 from .actions import Job, event, run_action
-from .conftest import BUSY_HEADER, FAST_INI, ROOT, git, init_repo, load_json
+from .conftest import BUSY_HEADER, ROOT, fast_ini, git, init_repo, load_json
 
 yaml = pytest.importorskip("yaml")
 
@@ -319,8 +319,7 @@ def test_n(infer_bench, n):
 """
 FLEET_INI = """[pytest]
 infperf_max_time = 0.02
-infperf_min_time = 0.01
-infperf_warmup_time = 0.01
+infperf_expert = min_time=0.01 warmup_time=0.01
 infperf_profile = off
 """
 #: What every job of the fleet passes the Action (pytest-args: no settling, so that a
@@ -555,7 +554,7 @@ def test_bad_inputs_are_named_with_their_fix(fleet: Path, tmp_path: Path) -> Non
 
 @pytest.fixture
 def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
-    pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
+    pytester.makefile(".ini", pytest=fast_ini(drift_guard="warn"))
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     init_repo(pytester.path, "suite")
@@ -689,7 +688,7 @@ def test_bench(infer_bench, i):
 @pytest.fixture
 def xrepo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     pytest.importorskip("xdist")
-    pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
+    pytester.makefile(".ini", pytest=fast_ini(drift_guard="warn"))
     pytester.makepyfile(test_x=XDIST_SUITE)
     (pytester.path / ".gitignore").write_text("calls.jsonl\n*.json\n")
     init_repo(pytester.path, "suite")

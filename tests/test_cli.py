@@ -15,7 +15,7 @@ import pytest
 
 from pytest_infperf.stats.changepoint import detect
 
-from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, infperf, init_repo
+from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, expert, fast_ini, git, infperf, init_repo
 
 SUITE = (
     BUSY_HEADER
@@ -38,7 +38,7 @@ def repo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """main with a saved baseline; HEAD one commit later, 30% slower, also saved. Built once
     (two pytest runs) and copied for each test: prune and report write into their copy."""
     root = tmp_path_factory.mktemp("cli")
-    (root / "pytest.ini").write_text(FAST_INI + "infperf_drift_guard = warn\n")
+    (root / "pytest.ini").write_text(fast_ini(drift_guard="warn"))
     (root / "test_suite.py").write_text(SUITE)
     (root / "factor.txt").write_text("1.0")
     (root / ".gitignore").write_text("baselines/\n*.json\n__pycache__/\n")
@@ -106,7 +106,7 @@ def test_cli_finds_the_baseline_the_plugin_finds(pytester: pytest.Pytester, git_
     """Baselines committed as the README suggests land in the commit after the one they
     measured: `--perf-compare=main` walks back one commit to find them, and so does the
     CLI (one resolver)."""
-    pytester.makefile(".ini", pytest=FAST_INI + "infperf_drift_guard = warn\n")
+    pytester.makefile(".ini", pytest=fast_ini(drift_guard="warn"))
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     (pytester.path / ".gitignore").write_text("*.json\n")
@@ -286,7 +286,7 @@ def test_progress_lines(pytester: pytest.Pytester) -> None:
         "def test_b(infer_bench):\n    infer_bench(lambda: None)\n"
         "    infer_bench(lambda: None, name='again')\n"
     )
-    result = pytester.runpytest("--perf-progress=lines")
+    result = pytester.runpytest("-o", f"infperf_expert={expert(progress='lines')}")
     # A skipped perf test counts as finished: the last line reads [3/3], not [2/3].
     result.stdout.fnmatch_lines(
         [
@@ -295,7 +295,7 @@ def test_progress_lines(pytester: pytest.Pytester) -> None:
             "infperf [[]3/3[]] test_progress_lines.py::test_b#again: median * (n=*)",
         ]
     )
-    result = pytester.runpytest("--perf-progress=off")
+    result = pytester.runpytest("-o", f"infperf_expert={expert(progress='off')}")
     assert "infperf [" not in result.stdout.str()
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_infperf.report import comment
 
-from .conftest import BUSY_HEADER, FAST_INI, git, infperf, init_repo, load_json
+from .conftest import BUSY_HEADER, fast_ini, git, infperf, init_repo, load_json
 
 SUITE = (
     BUSY_HEADER
@@ -37,9 +37,7 @@ ACCEPT = "Perf-Accept: test_suite.py::test_slow* tokenizer moved into the model"
 def repo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     """A suite on main with its baseline committed, and a feature branch that makes one
     benchmark 30% slower."""
-    pytester.makefile(
-        ".ini", pytest=FAST_INI + "infperf_remeasure = 1\ninfperf_drift_guard = warn\n"
-    )
+    pytester.makefile(".ini", pytest=fast_ini(remeasure=1, drift_guard="warn"))
     pytester.makepyfile(test_suite=SUITE)
     (pytester.path / "factor.txt").write_text("1.0")
     (pytester.path / ".gitignore").write_text("__pycache__/\n*.json\n*.xml\n*.md\n")

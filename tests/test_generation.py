@@ -17,7 +17,7 @@ import pytest
 
 from pytest_infperf.core.options import BenchOptions
 
-from .conftest import FAST_INI, GIT_ENV, git, infperf, init_repo, load_json, make_result
+from .conftest import FAST_INI, GIT_ENV, expert, git, infperf, init_repo, load_json, make_result
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -301,7 +301,7 @@ def test_metric_narrows_the_verdict_to_one(depth_repo: pytest.Pytester) -> None:
         # enough generations to decide (15, at the fixture's 0.5 s, left it inconclusive
         # under load).
         "-o",
-        "infperf_drift_guard=warn",
+        f"infperf_expert={expert(drift_guard='warn')}",
         "-o",
         "infperf_max_time=2",
     )

@@ -258,7 +258,7 @@ def test_fail_fails_the_test_of_a_benchmark_that_saw_one() -> None:
     assert c.reason is Reason.GPU_THROTTLED
     result = make_result([1e-3] * 20, comparison=c)
     failures = Gate(judge.policy).apply(result)
-    assert len(failures) == 1 and "--perf-gpu-throttle=fail" in failures[0]
+    assert len(failures) == 1 and "gpu_throttle=fail" in failures[0]
     assert Gate(Policy()).apply(make_result([1e-3] * 20, comparison=c)) == []
 
 

@@ -1,4 +1,4 @@
-"""--perf-heap: every process that measures runs on the same heap (measure/heap.py)."""
+"""The expert heap setting: every process that measures runs on the same heap (measure/heap.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from pytest_infperf.measure import heap
 
-from .conftest import AB_INI, git, init_repo, load_json
+from .conftest import AB_INI, ab_ini, expert, git, init_repo, load_json
 
 GLIBC = (
     (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
@@ -19,7 +19,7 @@ GLIBC = (
 
 #: A perf test that says, for the process running it, whether glibc serves a 20 MiB request
 #: with pages of its own mmap (the chunk's IS_MMAPPED bit): yes at glibc's start threshold
-#: (128 KiB, and nothing freed so large before), no where --perf-heap=steady fixed it at
+#: (128 KiB, and nothing freed so large before), no where heap=steady fixed it at
 #: 32 MiB. Each process appends "pid mmapped" to $HEAP_LOG.
 SUITE = """
 import ctypes, os
@@ -49,7 +49,8 @@ def _log(path: Path) -> dict[int, bool]:
 
 @pytest.mark.skipif(not GLIBC, reason="the heap policy is glibc's (mallopt)")
 @pytest.mark.parametrize(
-    ("args", "mmapped", "state"), [((), False, "steady"), (("--perf-heap=system",), True, "system")]
+    ("args", "mmapped", "state"),
+    [((), False, "steady"), (("-o", f"infperf_expert={expert(heap='system')}"), True, "system")],
 )
 def test_the_policy_holds_in_the_measuring_process(
     pytester: pytest.Pytester,
@@ -77,11 +78,13 @@ def test_interleaving_workers_take_the_controllers_policy(
     log = pytester.path / "heap.log"
     monkeypatch.setenv("HEAP_LOG", str(log))
     pytester.makepyfile(test_suite=SUITE)
-    pytester.makefile(".ini", pytest=AB_INI + "infperf_heap = system\n")
+    pytester.makefile(".ini", pytest=ab_ini(heap="system"))
     (pytester.path / ".gitignore").write_text("heap.log\n*.json\n__pycache__/\n")
     init_repo(pytester.path)
     git(pytester.path, "checkout", "-q", "-b", "change")
-    result = pytester.runpytest_subprocess("--perf-ab=main", "--perf-heap=steady")
+    result = pytester.runpytest_subprocess(
+        "--perf-ab=main", "-o", f"infperf_expert={expert(heap='steady')}"
+    )
     result.assert_outcomes(passed=1)
     seen = _log(log)
     assert len(seen) >= 2  # this process and the base worker at least
@@ -91,18 +94,18 @@ def test_interleaving_workers_take_the_controllers_policy(
 @pytest.mark.parametrize("value", ["fast", "1"])
 def test_a_bad_heap_setting_says_what_to_give(pytester: pytest.Pytester, value: str) -> None:
     pytester.makepyfile("def test_x(infer_bench):\n    infer_bench(lambda: None)\n")
-    pytester.makefile(".ini", pytest=f"[pytest]\ninfperf_heap = {value}\n")
+    pytester.makefile(".ini", pytest=f"[pytest]\ninfperf_expert = heap={value}\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [f"*--perf-heap / infperf_heap = '{value}': expected one of steady, system*"]
+        [f"*infperf_expert's heap = '{value}': expected one of steady, system*"]
     )
 
 
 def test_a_baseline_on_another_heap_is_said() -> None:
     assert heap.changed("steady", "steady") is None
     assert heap.changed("system", "system (not glibc)") is None  # steady on neither side
-    before = heap.changed(None, "steady")  # a baseline saved before --perf-heap existed
+    before = heap.changed(None, "steady")  # a baseline saved before the heap setting existed
     assert before is not None and "glibc's own malloc thresholds" in before
     assert "settled interleaved, both sides on this run's heap" in before
     assert "heap system and this run on heap steady" in str(heap.changed("system", "steady"))
@@ -120,7 +123,8 @@ def test_a_compare_against_a_baseline_on_another_heap_warns(
     # No baseline found: nothing to say about its heap.
     nothing = pytester.runpytest_subprocess("--perf-compare=main", "--perf-allow-missing")
     assert "measured on" not in nothing.stdout.str()
-    pytester.runpytest_subprocess("--perf-save", "--perf-heap=system").assert_outcomes(passed=1)
+    system = ("-o", f"infperf_expert={expert(heap='system')}")
+    pytester.runpytest_subprocess("--perf-save", *system).assert_outcomes(passed=1)
     result = pytester.runpytest_subprocess("--perf-compare=main")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
@@ -128,7 +132,5 @@ def test_a_compare_against_a_baseline_on_another_heap_warns(
     )
     assert (
         "measured on heap"
-        not in pytester.runpytest_subprocess(
-            "--perf-compare=main", "--perf-heap=system"
-        ).stdout.str()
+        not in pytester.runpytest_subprocess("--perf-compare=main", *system).stdout.str()
     )

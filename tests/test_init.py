@@ -4,6 +4,7 @@ what init writes and the Action's steps (tests/actions.py runs them as GitHub wo
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,8 +21,8 @@ yaml = pytest.importorskip("yaml")
 
 #: Short timings for the runs here (the written settings ask for 3 s per benchmark).
 QUICK = (
-    "-p no:cacheprovider -o infperf_max_time=0.05 -o infperf_min_time=0.01 "
-    "-o infperf_warmup_time=0.01"
+    "-p no:cacheprovider -o infperf_max_time=0.05 "
+    "-o 'infperf_expert=min_time=0.01 warmup_time=0.01'"
 )
 
 
@@ -211,7 +212,7 @@ def test_models_are_found_by_reading_and_the_written_test_runs(tmp_path: Path) -
     # others skipped until edited.
     _formatted(test)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", str(test), "-q", "-k", "not bert", *QUICK.split()],
+        [sys.executable, "-m", "pytest", str(test), "-q", "-k", "not bert", *shlex.split(QUICK)],
         cwd=repo,
         capture_output=True,
         text=True,
@@ -360,7 +361,7 @@ def test_what_init_writes_collects_and_runs(tmp_path: Path) -> None:
     # The torch tests wait for their inputs: these are the ones written.
     test.write_text(test.read_text().replace("@pytest.mark.skip(reason=EDIT)\n", ""))
     run = subprocess.run(
-        [command, "tests/perf", "-v", *QUICK.split()],
+        [command, "tests/perf", "-v", *shlex.split(QUICK)],
         cwd=repo,
         capture_output=True,
         text=True,

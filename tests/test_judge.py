@@ -20,7 +20,16 @@ from pytest_infperf.report.fmt import fmt_level, fmt_time
 from pytest_infperf.session.gate import Gate
 from pytest_infperf.stats.pooled import summarize_pair
 
-from .conftest import BUSY_HEADER, FAST_INI, GIT_ENV, git, init_repo, load_json, make_result
+from .conftest import (
+    BUSY_HEADER,
+    FAST_INI,
+    GIT_ENV,
+    fast_ini,
+    git,
+    init_repo,
+    load_json,
+    make_result,
+)
 
 #: The busy-wait helper without the factor file: these suites change by editing the code.
 BUSY = BUSY_HEADER.replace('FACTOR = float((Path(__file__).parent / "factor.txt").read_text())', "")
@@ -217,8 +226,8 @@ def test_metric_figures_are_labelled_by_what_they_are() -> None:
 def test_p90_failure_shows_p90s(pytester: pytest.Pytester, git_env: None) -> None:
     pytester.makefile(
         ".ini",
-        pytest=FAST_INI.replace("infperf_rounds = 10", "infperf_rounds = 80")
-        + "infperf_metric = p90\ninfperf_drift_guard = warn\n",
+        pytest=fast_ini(drift_guard="warn").replace("infperf_rounds = 10", "infperf_rounds = 80")
+        + "infperf_metric = p90\n",
     )
     pytester.makepyfile(
         test_p=BUSY_HEADER

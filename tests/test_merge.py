@@ -20,7 +20,7 @@ from pytest_infperf.judge.judge import Judge
 from pytest_infperf.judge.merged import rejudge
 from pytest_infperf.judge.plan import PairedPlan
 
-from .conftest import FAST_INI, GIT_ENV, git, infperf, init_repo
+from .conftest import GIT_ENV, fast_ini, git, infperf, init_repo
 
 pytest.importorskip("pytest_split")
 
@@ -34,7 +34,14 @@ def test_sum(infer_bench, n):
 def test_plain():
     pass
 """
-FAST = ["-o", "infperf_max_time=0.05", "-o", "infperf_min_time=0.01", "-p", "no:cacheprovider"]
+FAST = [
+    "-o",
+    "infperf_max_time=0.05",
+    "-o",
+    "infperf_expert=min_time=0.01",
+    "-p",
+    "no:cacheprovider",
+]
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +153,7 @@ def test_a(infer_bench, n):
 """
 SUITE_B = SUITE_A.replace("test_a", "test_b")
 #: A wide threshold: what is under test is what the merge makes of the verdicts, not noise.
-COMPARE_INI = FAST_INI + "infperf_threshold = 0.5\ninfperf_drift_guard = off\n"
+COMPARE_INI = fast_ini(drift_guard="off") + "infperf_threshold = 0.5\n"
 
 
 @pytest.fixture(scope="module")

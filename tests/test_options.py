@@ -103,12 +103,21 @@ def test_class_marker_and_function_marker_merge(pytester: pytest.Pytester) -> No
         ("infperf_threshold = abc", "*infperf_threshold='abc': expected a number in (0, 1)*"),
         ("infperf_alpha = 0.7", "*infperf_alpha='0.7': must be a number in (0, 0.5)*"),
         ("infperf_metric = p42", "*infperf_metric='p42': unknown metric; expected one of*"),
-        ("infperf_search_depth = x", "*infperf_search_depth = 'x': expected an integer*"),
+        ("infperf_expert = search_depth=x", "*search_depth = 'x': expected an integer*"),
         (
-            "infperf_gpu_throttle = ignore",
-            "*infperf_gpu_throttle = 'ignore': expected one of exclude, keep, fail*",
+            "infperf_expert = gpu_throttle=ignore",
+            "*gpu_throttle = 'ignore': expected one of exclude, keep, fail*",
         ),
-        ("infperf_rounds = 50\ninfperf_max_rounds = 10", "*max_rounds=10 is below rounds=50*"),
+        (
+            "infperf_rounds = 50\ninfperf_expert = max_rounds=10",
+            "*max_rounds=10 is below rounds=50*",
+        ),
+        ("infperf_expert = max_rounds", "*'max_rounds' is not name=value*"),
+        ("infperf_expert = hep=system", "*unknown setting 'hep': did you mean heap?*"),
+        (
+            "infperf_max_rounds = 10",
+            "*infperf_max_rounds * an expert setting: set it as infperf_expert = max_rounds=VALUE*",
+        ),
     ],
 )
 def test_bad_ini_values_are_usage_errors(pytester: pytest.Pytester, ini: str, message: str) -> None:
@@ -216,8 +225,8 @@ def test_a_bad_marker_stops_only_the_runs_that_select_it(pytester: pytest.Pytest
         ),
         (
             "[pytest]\n",
-            ("-o", "infperf_prestrt=off"),
-            "ERROR: unknown infperf ini key -o infperf_prestrt=...: did you mean infperf_prestart?",
+            ("-o", "infperf_setle=off"),
+            "ERROR: unknown infperf ini key -o infperf_setle=...: did you mean infperf_settle?",
         ),
         (
             '[tool.pytest.ini_options]\ninfperf_treshold = "0.1"\n',

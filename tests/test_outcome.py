@@ -216,10 +216,10 @@ def test_a_work_limit_that_cannot_be_checked_says_so(
     run counts no kernels): no measure is left to hold to max_work_increase. The gate
     says it did not check, in the terminal and the JSON, instead of passing in silence."""
     pytest.importorskip("torch")
-    from .conftest import FAST_INI
+    from .conftest import fast_ini
 
-    ini = FAST_INI.replace("infperf_profile = off", "infperf_profile = counts")
-    pytester.makefile(".ini", pytest=ini + "infperf_drift_guard = off\n")
+    ini = fast_ini(drift_guard="off").replace("infperf_profile = off", "infperf_profile = counts")
+    pytester.makefile(".ini", pytest=ini)
     pytester.makepyfile(test_varying=VARYING)
     (pytester.path / ".gitignore").write_text("baselines/\n*.json\n__pycache__/\n")
     init_repo(pytester.path)

@@ -1,4 +1,4 @@
-"""--perf-pin: both sides of an interleaved comparison time their blocks on one CPU."""
+"""The expert pin setting: both sides of an interleaved comparison time their blocks on one CPU."""
 
 from __future__ import annotations
 
@@ -53,14 +53,14 @@ def test_only_one_thread_benchmarks_are_pinned() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--perf-pin=sometimes"], "*--perf-pin / infperf_pin = 'sometimes': expected auto, off*"),
-        (["--perf-pin=99999"], "*--perf-pin / infperf_pin = '99999': this process may run on*"),
+        (["-o", "infperf_expert=pin=sometimes"], "*pin = 'sometimes': expected auto, off*"),
+        (["-o", "infperf_expert=pin=99999"], "*pin = '99999': this process may run on*"),
     ],
 )
 def test_a_bad_pin_says_what_to_give(
     pytester: pytest.Pytester, args: list[str], message: str
 ) -> None:
-    if "99999" in args[0] and not LINUX:
+    if "99999" in args[1] and not LINUX:
         pytest.skip("no CPU affinity to check a CPU number against")
     pytester.makepyfile("def test_x(infer_bench):\n    infer_bench(lambda: None)\n")
     result = pytester.runpytest(*args)

@@ -101,10 +101,9 @@ INI = textwrap.dedent(
     """
     [pytest]
     infperf_max_time = 0.05
-    infperf_warmup_time = 0.01
     infperf_warmup = 2
     infperf_rounds = 10
-    infperf_drift_guard = off
+    infperf_expert = warmup_time=0.01 drift_guard=off
     infperf_max_work_increase = 0.05
     filterwarnings =
         ignore::DeprecationWarning

@@ -15,7 +15,7 @@ from ..core.cmdline import Forwarded
 from ..store.git import GitError
 
 #: How long a worker may stay silent when asked for a block, a profile or its result
-#: (``infperf_worker_timeout``; a block expected to take long gets fifty times its
+#: (infperf_expert's ``worker_timeout``; a block expected to take long gets fifty times its
 #: expected length), and, times ``workers.READY_FACTOR``, while it collects or builds and
 #: warms a model. Past it the worker "stopped answering": its process group is killed and
 #: the test that needed it fails with that.
@@ -159,10 +159,10 @@ class Selection:
     inifile: str = ""
     #: Where pytest was invoked: a worker works in the same folder of its checkout.
     invocation_dir: Path | None = None
-    #: The session's heap policy (--perf-heap): every worker applies it before its session
+    #: The session's heap policy (infperf_expert's heap): every worker applies it before its session
     #: starts, whatever its own checkout's ini says, so both sides run alike.
     heap: str = "steady"
-    #: Seconds a worker may stay silent (``infperf_worker_timeout``: see WORKER_TIMEOUT_S).
+    #: Seconds a worker may stay silent (infperf_expert's ``worker_timeout``: see WORKER_TIMEOUT_S).
     timeout: float = WORKER_TIMEOUT_S
 
     def args_in(self, checkout: Checkout) -> list[str]:

@@ -498,8 +498,8 @@ def _worker_pair(
 
 
 def pinned_cpu(env: Mapping[str, Any], gpu_at: int | None, cpu: int | None) -> int | None:
-    """The CPU both sides time this benchmark's blocks on: the session's (--perf-pin) for a
-    benchmark that runs on one thread on the CPU; None (the scheduler's choice) for one
+    """The CPU both sides time this benchmark's blocks on: the session's (expert ``pin``)
+    for a benchmark that runs on one thread on the CPU; None (the scheduler's choice) for one
     that runs on several threads, which would share that one CPU, and for one on a GPU,
     whose xdist workers time at once, one per GPU, and would share it too."""
     if cpu is None or gpu_at is not None:

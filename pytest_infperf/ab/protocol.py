@@ -35,7 +35,7 @@ AUTHKEY_ENV = "INFPERF_AB_AUTHKEY"
 #: option lists, :class:`~pytest_infperf.core.cmdline.Forwarded`): the worker adds those its
 #: checkout defines and lists the others in ``collected``'s ``dropped``.
 OPTIONS_ENV = "INFPERF_AB_OPTIONS"
-#: Environment variable carrying the session's heap policy (--perf-heap), which the worker
+#: Environment variable carrying the session's heap policy (infperf_expert's heap), which the worker
 #: applies before its own session starts (:mod:`~pytest_infperf.measure.heap`).
 HEAP_ENV = "INFPERF_AB_HEAP"
 #: Environment variable carrying the controller's PID: the worker ends when its parent is

@@ -271,8 +271,8 @@ class WorkerProcess:
         self._reset(Event.TIMEOUT)
         raise ABError(
             f"the A/B {self.label} worker ({self.checkout.title}) stopped answering: no reply "
-            f"in {limit:.0f} s{' to ' + what if what else ''} (infperf_worker_timeout); its "
-            f"processes were killed. Its log: {self.log_tail(1500)}"
+            f"in {limit:.0f} s{' to ' + what if what else ''} (infperf_expert's "
+            f"worker_timeout); its processes were killed. Its log: {self.log_tail(1500)}"
         )
 
     def _crashed(self, detail: str = "") -> Any:
@@ -485,7 +485,7 @@ class ABController:
         pin_cpu: int | None = None,
     ) -> None:
         self.base_sha = base_sha
-        #: The CPU interleaved blocks are timed on (--perf-pin), for benchmarks that can be.
+        #: The CPU interleaved blocks are timed on (expert ``pin``), where they can be.
         self.pin_cpu = pin_cpu
         self.warn = warn
         self._noticed: set[str] = set()

@@ -48,7 +48,7 @@ RESULTS_DIR = Path("perf-results")
 SHARDS_DIR = Path("perf-shards")
 OUTCOME = "outcome.json"
 #: First-parent commits whose baselines a comparing job pulls: ``--perf-compare`` walks
-#: ``infperf_search_depth`` (50) of them.
+#: ``search_depth`` (50) of them.
 PULL_DEPTH = 60
 ROLES = ("measure", "merge", "push-baselines")
 TRUE, FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")

@@ -82,10 +82,10 @@ def _branch_name(ref: str, args: argparse.Namespace) -> str:
 
 
 def _search_depth() -> int:
-    """The plugin's default ``infperf_search_depth``: the CLI walks as far as it does."""
-    from ..core.settings import SESSION_INI
+    """The plugin's default ``search_depth``: the CLI walks as far as it does."""
+    from ..core.settings import SETTINGS
 
-    return int(SESSION_INI["infperf_search_depth"][1])
+    return int(SETTINGS["search_depth"].default)
 
 
 def _pick_env(store: BaselineStore) -> str:

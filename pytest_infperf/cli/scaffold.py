@@ -350,7 +350,7 @@ def _settings() -> list[tuple[str, str, str]]:
         (ini_name("max_time"), str(SPECS["max_time"].default), "seconds of samples per benchmark"),
         (
             "infperf_run_alpha",
-            settings.SESSION_INI["infperf_run_alpha"][1],
+            settings.SETTINGS["run_alpha"].default,
             "the chance a run with nothing changed fails",
         ),
     ]

@@ -1,11 +1,11 @@
-"""Which CPUs this process may run on, and the one ``--perf-pin`` names (see
+"""Which CPUs this process may run on, and the one infperf_expert's ``pin`` names (see
 :mod:`pytest_infperf.measure.pinning` for why interleaved blocks are pinned)."""
 
 from __future__ import annotations
 
 import os
 
-#: What --perf-pin / infperf_pin accept besides a CPU number.
+#: What infperf_expert's pin accept besides a CPU number.
 CHOICES = ("auto", "off")
 
 

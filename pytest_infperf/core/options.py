@@ -162,6 +162,7 @@ class OptionSpec:
     help: str
     ini: bool = True
     flag: str | None = None
+    expert: bool = False
 
     @property
     def flag_name(self) -> str:
@@ -183,10 +184,20 @@ class OptionSpec:
 
 
 def _option(
-    default: Any, parse: Parser, help: str, *, ini: bool = True, flag: str | None = None
+    default: Any,
+    parse: Parser,
+    help: str,
+    *,
+    ini: bool = True,
+    flag: str | None = None,
+    expert: bool = False,
 ) -> Any:
-    """A field of :class:`BenchOptions` and its row of the options table."""
-    return dataclasses.field(default=default, metadata={"spec": (parse, help, ini, flag)})
+    """A field of :class:`BenchOptions` and its row of the options table. ``expert``: set
+    in the marker, a keyword, or the session's ``infperf_expert``; no ini key or flag of
+    its own (what only an experiment or a rare model needs)."""
+    return dataclasses.field(
+        default=default, metadata={"spec": (parse, help, ini and not expert, flag, expert)}
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,15 +209,19 @@ class BenchOptions:
     # --- measurement ---------------------------------------------------------------------
     warmup: int = _option(10, _int(0), "minimum warmup calls before timing")
     warmup_time: float = _option(
-        2.0, _float(0.0), "seconds of extra warmup allowed while waiting for stable timings"
+        2.0,
+        _float(0.0),
+        "seconds of extra warmup allowed while waiting for stable timings",
+        expert=True,
     )
     warmup_tolerance: float = _option(
         0.05,
         _float(0.0, 1.0, low_open=True),
         "warmup ends when the median of the last 5 samples is within this fraction of the 5 before",
+        expert=True,
     )
     rounds: int = _option(20, _int(1), "minimum number of timed samples", flag="N")
-    max_rounds: int = _option(1000, _int(1), "maximum number of timed samples")
+    max_rounds: int = _option(1000, _int(1), "maximum number of timed samples", expert=True)
     max_time: float = _option(
         3.0,
         _float(0.0, low_open=True),
@@ -219,24 +234,29 @@ class BenchOptions:
         "seconds the timed samples must span before the precision stop may end "
         "sampling; fast calls are grouped so max_rounds samples still span it. Machine "
         "speed drifts over seconds: a snapshot of a few ms compares badly",
+        expert=True,
     )
     precision: float = _option(
         0.01,
         _float(0.0, 1.0, low_open=True),
         "stop sampling once the 95% CI of the median has this relative half-width",
+        expert=True,
     )
     min_sample_time: float = _option(
         20e-6,
         _float(0.0),
         "calls faster than this many seconds are timed in blocks lasting at least "
         "this long, one sample being the block's average",
+        expert=True,
     )
     batch_size: int | None = _option(
         None,
         _optional(_int(1)),
         "items per call for throughput (default: first dimension of the first array input)",
     )
-    disable_gc: bool = _option(True, _bool, "switch the garbage collector off while timing")
+    disable_gc: bool = _option(
+        True, _bool, "switch the garbage collector off while timing", expert=True
+    )
     profile: str = _option(
         "counts",
         _choice("off", "counts", "full"),
@@ -245,7 +265,7 @@ class BenchOptions:
         "full (also time per operator and kernel, and ONNX Runtime's per-node profile)",
         flag="MODE",
     )
-    check_nan: bool = _option(True, _bool, "fail when the model's output contains NaN")
+    check_nan: bool = _option(True, _bool, "fail when the model's output contains NaN", expert=True)
     # --- comparison ----------------------------------------------------------------------
     threshold: float = _option(
         0.05, _float(0.0, 1.0, low_open=True), "tolerated slowdown, a fraction in (0, 1)", flag="D"
@@ -264,8 +284,9 @@ class BenchOptions:
     remeasure: int = _option(
         1,
         _int(0),
-        "re-measure a benchmark judged regression or inconclusive this many times",
-        flag="N",
+        "where settling cannot happen, re-measure a benchmark judged regression or "
+        "inconclusive this many times",
+        expert=True,
     )
     max_work_increase: float | None = _option(
         None,
@@ -298,6 +319,7 @@ class BenchOptions:
         _optional(_mapping),
         "onnxruntime: provider options (dict), applied to the first provider",
         ini=False,
+        expert=True,
     )
     session_options: Any = _option(
         None,
@@ -311,12 +333,16 @@ class BenchOptions:
         "threads within an operator (torch.set_num_threads / ORT intra_op)",
     )
     inter_op_threads: int | None = _option(
-        None, _optional(_int(0)), "onnxruntime: threads across operators (ORT inter_op)"
+        None,
+        _optional(_int(0)),
+        "onnxruntime: threads across operators (ORT inter_op)",
+        expert=True,
     )
     graph_optimization_level: str | None = _option(
         None,
         _optional(_choice("disable", "basic", "extended", "all")),
         "onnxruntime: graph optimisation level for sessions made from a path",
+        expert=True,
     )
     io_binding: bool | None = _option(
         None,
@@ -325,13 +351,20 @@ class BenchOptions:
         ini=False,
     )
     allow_fallback: bool = _option(
-        False, _bool, "onnxruntime: accept a session that runs on fewer providers than requested"
+        False,
+        _bool,
+        "onnxruntime: accept a session that runs on fewer providers than requested",
+        expert=True,
     )
     cuda_graph: bool = _option(
         False, _bool, "capture the call in a CUDA graph (torch/ORT)", ini=False
     )
     include_copies: bool = _option(
-        False, _bool, "torch: copy outputs to the host inside the timed region", ini=False
+        False,
+        _bool,
+        "torch: copy outputs to the host inside the timed region",
+        ini=False,
+        expert=True,
     )
     params: dict[str, Any] | None = _option(
         None, _optional(_mapping), "extra parameters recorded with the benchmark", ini=False
@@ -344,8 +377,8 @@ class BenchOptions:
 def _specs() -> tuple[OptionSpec, ...]:
     rows = []
     for f in dataclasses.fields(BenchOptions):
-        parse, help_, ini, flag = f.metadata["spec"]
-        rows.append(OptionSpec(f.name, parse, f.default, help_, ini, flag))
+        parse, help_, ini, flag, expert = f.metadata["spec"]
+        rows.append(OptionSpec(f.name, parse, f.default, help_, ini, flag, expert))
     return tuple(rows)
 
 
@@ -354,7 +387,11 @@ _SPECS = _specs()
 SPECS: dict[str, OptionSpec] = {spec.name: spec for spec in _SPECS}
 INI_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.ini)
 #: The options with a ``--perf-*`` flag (they beat ini, lose to the marker).
-FLAG_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.flag)
+FLAG_OPTIONS: tuple[OptionSpec, ...] = tuple(
+    spec for spec in _SPECS if spec.flag and not spec.expert
+)
+#: The options set in the marker, a keyword or ``infperf_expert`` only.
+EXPERT_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.expert)
 DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in _SPECS}
 
 

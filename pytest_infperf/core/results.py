@@ -78,7 +78,7 @@ class Reason(str, enum.Enum):
     BASE_ERROR = "base-error"
     ENVIRONMENT = "environment-differs"
     #: Too many of the benchmark's GPU blocks ran throttled or beside another process on
-    #: the GPU (or, with --perf-gpu-throttle=fail, any of them did).
+    #: the GPU (or, with infperf_expert gpu_throttle=fail, any of them did).
     GPU_THROTTLED = "gpu-throttled"
     #: Left undecided because the run's time budget (--perf-budget) was spent (not the
     #: ``max_median_ms`` budget of a benchmark's own latency).

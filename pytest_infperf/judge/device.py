@@ -124,7 +124,7 @@ def gpu_withholds(blocks: Mapping[str, Any], policy: str) -> str | None:
         n = sum(flagged.values())
         return (
             f"{n} of {sum(total.values())} GPU blocks ran throttled or beside another "
-            f"process {seen}, and --perf-gpu-throttle=fail fails the test: fix the runner "
+            f"process {seen}, and infperf_expert gpu_throttle=fail fails the test: fix the runner "
             "(cooling, power limit, locked clocks, the GPU to this job alone)"
         )
     side, share = max(
@@ -136,7 +136,7 @@ def gpu_withholds(blocks: Mapping[str, Any], policy: str) -> str | None:
         f"{share:.0%} of the {side} side's GPU blocks ran throttled or beside another "
         f"process {seen}, more than the {GPU_SHARE_LIMIT:.0%} that may be set aside: the "
         "rest is not the GPU's usual state. Rerun on a GPU that is cool, at its clocks and "
-        "not shared (or --perf-gpu-throttle=keep to judge them anyway)"
+        "not shared (or infperf_expert gpu_throttle=keep to judge them anyway)"
     )
 
 
@@ -170,7 +170,7 @@ def gpu_stored(
     if not sides:
         return c
     note = f"{c.verdict} withheld: the GPU ran throttled or shared during {' and '.join(sides)}" + (
-        " (--perf-gpu-throttle=fail fails the test)" if policy == "fail" else ""
+        " (infperf_expert gpu_throttle=fail fails the test)" if policy == "fail" else ""
     )
     return dataclasses.replace(
         c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=note

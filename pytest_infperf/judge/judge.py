@@ -64,7 +64,7 @@ class Policy:
     accept: tuple[AcceptRule, ...] = ()
     #: The chance that a run in which nothing changed fails at all (--perf-run-alpha).
     run_alpha: float = 0.01
-    #: What a throttled or shared GPU block does (--perf-gpu-throttle).
+    #: What a throttled or shared GPU block does (infperf_expert's gpu_throttle).
     gpu_throttle: str = "exclude"
 
 
@@ -428,7 +428,7 @@ def _drift_guarded(
         note = (
             f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
             f"{way} than during the baseline's measurement ({_by(kind)}), beyond "
-            f"infperf_drift_limit={limit:g}: a stored baseline cannot be trusted now"
+            f"infperf_expert's drift_limit={limit:g}: a stored baseline cannot be trusted now"
         )
         return dataclasses.replace(
             c,

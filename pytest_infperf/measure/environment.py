@@ -137,7 +137,7 @@ def collect(with_gpu: bool = True) -> dict[str, Any]:
         "gpu_count": len(gpu["devices"]) if gpu else 0,
         # Soft: a locked-clock baseline and an unlocked run compare, flagged.
         "gpu_clocks_locked": _gpu.clocks_locked(gpu),
-        # Soft: a baseline saved before --perf-heap existed still compares (settling
+        # Soft: a baseline saved before the heap setting existed still compares (settling
         # measures both sides on the same heap).
         "heap": _heap.state(),
     }

@@ -1,4 +1,4 @@
-"""The same heap in every process that measures (``--perf-heap``, ini ``infperf_heap``).
+"""The same heap in every process that measures (infperf_expert's ``heap``).
 
 glibc's ``malloc`` serves a large request (from 128 KiB) with fresh pages of its own
 ``mmap``, zero-filled by the kernel on first touch, and returns them on ``free``; but each
@@ -88,7 +88,7 @@ def changed(baseline: object, now: str | None) -> str | None:
     was = baseline if isinstance(baseline, str) else None
     if (was == "steady") == (now == "steady"):
         return None
-    then = f"heap {was}" if was else "glibc's own malloc thresholds (saved before --perf-heap)"
+    then = f"heap {was}" if was else "glibc's own malloc thresholds (saved before the heap setting)"
     return (
         f"the baseline was measured on {then} and this run on heap {now}: allocation-heavy "
         "models (a transformer's prefill) can read a few percent to a fifth faster or slower "

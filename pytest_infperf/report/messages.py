@@ -281,7 +281,7 @@ def unjudged_failure(key: str, c: Comparison) -> str:
 
 
 def gpu_failure(key: str, c: Comparison) -> str:
-    """A GPU benchmark that ran throttled or shared, under ``--perf-gpu-throttle=fail``."""
+    """A GPU benchmark that ran throttled or shared, under ``infperf_expert gpu_throttle=fail``."""
     return f"{key}: {c.note or 'the GPU ran throttled or shared'}"
 
 

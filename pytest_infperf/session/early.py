@@ -1,4 +1,4 @@
-"""Workers started ahead of need (``infperf_prestart``): an interleaving session starts
+"""Workers started ahead of need (infperf_expert's ``prestart``): an interleaving session starts
 its first process pair while it collects, so that its imports and collection overlap the
 session's own, none of which is timed; and every worker is quiet (its test ended, its
 collection done) before anything is timed beside it.

@@ -77,7 +77,7 @@ class TerminalReport:
             tr.write_line(line)
 
     def _progress(self) -> bool:
-        mode = self.config.getoption("perf_progress")
+        mode = self.context.settings.progress
         if mode == "off" or self.config.get_verbosity() < 0:
             return False
         if mode == "lines":

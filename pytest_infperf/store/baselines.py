@@ -217,7 +217,7 @@ def _check_size(size: int, max_bytes: int, path: Path | str) -> None:
             path,
             f"is {size / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB limit for "
             "baseline files, so it was not read",
-            "If it is genuine, raise ini infperf_max_baseline_mb; otherwise delete it",
+            "If it is genuine, raise infperf_expert's max_baseline_mb; otherwise delete it",
         )
 
 
