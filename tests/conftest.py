@@ -51,6 +51,22 @@ if "INFPERF_CACHE_DIR" not in os.environ:
     os.environ["INFPERF_CACHE_DIR"] = tempfile.mkdtemp(prefix="infperf-test-cache-")
     atexit.register(shutil.rmtree, os.environ["INFPERF_CACHE_DIR"], ignore_errors=True)
 
+#: The pytest runs the tests start (pytester's, the interleaving workers', bisect's steps)
+#: load this plugin and no other: autoloading every installed one (hypothesis alone takes
+#: 2.7 s to import here) cost each of them seconds, hundreds of times a suite. A test about
+#: another plugin (xdist, pytest-split, pytest-benchmark) asks for them all (all_plugins).
+ONLY_OURS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_PLUGINS": "pytest_infperf.plugin"}
+if "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ:
+    os.environ.update(ONLY_OURS)
+
+
+@pytest.fixture
+def all_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs this test starts load every installed plugin, as a user's do."""
+    for name in ONLY_OURS:
+        monkeypatch.delenv(name, raising=False)
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "pytest_infperf" / "schema" / "results-v1.schema.json"
 

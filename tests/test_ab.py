@@ -53,8 +53,10 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "PERFORMANCE REGRESSION in test_suite.py::test_slowed",
-            "*ratio now/baseline 1.*",
+            "PERFORMANCE REGRESSION in test_suite.py::test_slowed: *% slower (median latency;*",
+            "*median latency: now * us, before * us",
+            "*decided by: interleaving in this job over * process pairs",
+            "*accept it: a 'Perf-Accept: test_suite.py::test_slowed <reason>' trailer*",
             f"*baseline: the merge-base {base[:10]} of main and HEAD, measured in this job, "
             "interleaved with it (A/B)",
         ]
@@ -462,7 +464,9 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
     assert work["torch"]["flops"] == [2 * 64 * 128 * 128, 2 * 64 * 512 * 512]
     assert work["torch"]["change"] == 15.0 and work["torch"]["measure"] == "FLOPs"
     assert work["onnxruntime"]["same"] and work["onnxruntime"]["measure"] == "graph nodes"
-    result.stdout.fnmatch_lines(["*work per call: FLOPs +1500.0% (2.1 MFLOP -> 33.6 MFLOP)*"])
+    result.stdout.fnmatch_lines(
+        ["*why: more work per call: FLOPs +1500.0% (2.1 MFLOP -> 33.6 MFLOP)*"]
+    )
 
 
 def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester, git_env: None) -> None:

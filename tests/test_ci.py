@@ -627,7 +627,7 @@ def test_job_summary_and_annotations(
         [
             "::error file=test_suite.py,line=12,title=Performance regression%3A "
             "test_suite.py%3A%3Atest_slowed::PERFORMANCE REGRESSION in test_suite.py::test_slowed"
-            "%0A  median: now *"
+            ": *% slower*%0A  median latency: now *"
         ]
     )
     assert result.stdout.str().count("::error ") == 1

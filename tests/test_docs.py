@@ -79,3 +79,13 @@ def test_the_interleaved_design_is_what_comparing_md_says() -> None:
     assert f"over up to {['', '', '', '', 'four', 'five', 'six'][d.max_pairs]}" in " ".join(
         (ROOT / "README.md").read_text().split()
     )
+
+
+def test_the_version_is_the_changelogs_latest_release() -> None:
+    import pytest_infperf
+
+    version = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert version and pytest_infperf.__version__ == version.group(1)
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d\d-\d\d$", changelog, re.M)
+    assert released and released[0] == version.group(1)

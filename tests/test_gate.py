@@ -78,8 +78,9 @@ def test_a_trailer_accepts_the_regression_it_names(repo: pytest.Pytester, valida
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
-            "*infperf: 3 benchmarks (1 accepted, 2 unchanged)*",
+            "*infperf: 3 benchmarks: no regressions (1 accepted, 2 unchanged)*",
             "*test_slowed*1.*accepted*",
+            "accepted: test_suite.py::test_slowed at +*%*, by a Perf-Accept trailer in commit *",
             "*warning: a Perf-Accept trailer in commit * accepts 'test_suite.py::test_slwed', "
             "which matches no benchmark of this run: check the pattern*",
         ]

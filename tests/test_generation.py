@@ -267,9 +267,9 @@ def test_four_times_the_layers_fails_on_ttft_and_tpot(
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "PERFORMANCE REGRESSION in test_gen.py::test_decoder",
-            "*TTFT: now *, baseline *, ratio *: regression",
-            "*TPOT: now *, baseline *, ratio *: regression",
+            "PERFORMANCE REGRESSION in test_gen.py::test_decoder: *% slower*",
+            "*TTFT: now *, before *, +*: regression",
+            "*TPOT: now *, before *, +*: regression",
         ]
     )
     validate(load_json(depth_repo.path / "cmp.json"))

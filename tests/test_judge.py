@@ -16,7 +16,7 @@ import pytest
 from pytest_infperf.core.options import BenchOptions, recorded
 from pytest_infperf.core.results import BenchmarkResult, Comparison, Origin, Reason, Verdict
 from pytest_infperf.judge.judge import Judge, Observation, Policy
-from pytest_infperf.report.fmt import fmt_level, fmt_time
+from pytest_infperf.report.fmt import fmt_time
 from pytest_infperf.session.gate import Gate
 from pytest_infperf.stats.pooled import summarize_pair
 
@@ -178,11 +178,10 @@ def test_interleaved_interval_carries_the_level_it_was_computed_at() -> None:
     assert c.ci_level == pytest.approx(1 - 2 * at) and c.bound_level == pytest.approx(1 - at)
     r = _result(head)
     r.comparison = c
-    (message,) = Gate(judge.policy).apply(r)
-    assert f"{fmt_level(c.bound_level)} one-sided confidence bound" in message
-    assert "95% one-sided" not in message
-    assert f"(alpha {at:g} at this look, 0.05 overall)" in message
-    assert "over 2 head/base process pairs" in message
+    (message,) = Gate(judge.policy, verbose=True).apply(r)
+    assert "90% interval" in message  # the run's level, named once everywhere
+    assert f"(alpha {at:g} at this look, 0.05 overall)" in message  # -v: the statistics
+    assert "over 2 process pairs" in message
     # the baseline figure is the median of the base samples (41, odd; 40, even below)
     assert c.baseline == statistics.median(base)
     even = judge.interleaved(
@@ -204,7 +203,8 @@ def test_ab_records_the_median_and_its_level(pytester: pytest.Pytester, git_env:
     assert c["current"] == pytest.approx(statistics.median(bench["samples"]))
     alpha = c["details"]["alpha_at_look"]
     assert c["ci_level"] == pytest.approx(1 - 2 * alpha)
-    assert f"({fmt_level(c['ci_level'])})" in (repo.path / "r.md").read_text()
+    # Every report names one level, the run's (the intervals of all looks hold at it).
+    assert "ratio [90% CI]" in (repo.path / "r.md").read_text()
 
 
 def test_metric_figures_are_labelled_by_what_they_are() -> None:
