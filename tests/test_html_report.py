@@ -40,6 +40,8 @@ def test_a_batch_sweep_shades_regimes_in_colours_no_series_uses() -> None:
     styles = re.findall(r'style="([^"]*)"', plot.svg.lower())
     regime = [s for s in styles if any(c in s for c in html.REGIME_COLORS.values())]
     assert regime and all("opacity: 0.08" in s for s in regime)
+    # Two lines over the same five steps: each step shaded once, not darker where lines agree.
+    assert len(regime) <= 5
 
 
 def test_a_batch_sweep_without_sequences_gets_both_panels_apart() -> None:
@@ -156,3 +158,12 @@ def test_a_distribution_says_what_its_axis_cuts_and_ticks_in_one_unit() -> None:
     assert any(t.startswith("12% off the axis, to 1.") for t in texts), texts
     tip = re.search(r'<g id="violin-now"[^>]*><title>([^<]*)</title>', svg)
     assert tip and "20 samples (12%) above the axis" in tip.group(1)
+
+
+def test_a_batch_axis_is_ticked_at_the_sizes_measured() -> None:
+    entries = [_entry(b, 0, 1e-4 * (1 + b / 16)) for b in (1, 8, 64)]
+    for e in entries:
+        del e["params"]["seq"]
+    texts = re.findall(r">([^<>]+)</text>", html.scaling_figure("test_mlp", entries).svg)
+    assert texts.count("64") == 2 and "100 us" in texts  # both panels; latency in us
+    assert not any("^" in t or "mathdefault" in t for t in texts)

@@ -273,7 +273,8 @@ def _throughput_panel(
 ) -> None:
     """Throughput against batch size per sequence length, the framework-tax regimes shaded
     and the host-bound ratio written beside each point; hover texts go into ``tips``."""
-    shaded = False
+    # Each step shaded once: lines sharing a step and a regime would stack their shades.
+    shaded: set[tuple[float, float, str]] = set()
     series3 = sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0))
     for (seq, pts3), color in zip(series3, _series_colors(len(series3)), strict=True):
         pts3.sort(key=lambda p: p[0])
@@ -286,9 +287,9 @@ def _throughput_panel(
         )
         for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
             regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
-            if regime in REGIME_COLORS:
+            if regime in REGIME_COLORS and (b0, b1, regime) not in shaded:
                 ax2.axvspan(b0, b1, color=REGIME_COLORS[regime], alpha=0.08)
-                shaded = True
+                shaded.add((b0, b1, regime))
         for b, tp, e in pts3:
             ratio = (e.get("extra") or {}).get("host_bound_ratio")
             if ratio is not None:
@@ -299,7 +300,7 @@ def _throughput_panel(
                 f"{_label(e['nodeid'])}\nmedian {fmt_time(e['stats']['median'])}, "
                 f"{tp:,.0f} items/s" + (f", host-bound ratio {ratio:.2f}" if ratio else "")
             )
-    ax2.set_xscale("log", base=2)
+    _batch_axis(ax2, [p[0] for pts in by_seq.values() for p in pts])
     regimes = " (shaded orange: framework-bound, green: compute-bound)" if shaded else ""
     ax2.set_xlabel(f"batch size{regimes}")
     ax2.set_ylabel("throughput (items/s)")
@@ -308,6 +309,15 @@ def _throughput_panel(
     if len(series3) > 1:
         ax2.legend(fontsize=6)
     ax2.grid(alpha=0.3)
+
+
+def _batch_axis(ax: Any, batches: Iterable[float]) -> None:
+    """A log2 batch axis ticked at the sizes measured, written plainly: 1, 8, 64, not
+    2^0, 2^3, 2^6 at sizes that were never run."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(batches))
+    ax.set_xticks(ticks, labels=[f"{b:g}" for b in ticks])
+    ax.minorticks_off()
 
 
 def scaling_figure(label: str, entries: list[dict[str, Any]], png: bool = False) -> Plot:
@@ -355,7 +365,7 @@ def scaling_figure(label: str, entries: list[dict[str, Any]], png: bool = False)
             for e in entries
         )
         ax1.plot([p[0] for p in pts2], [p[1] for p in pts2], marker="o", color=_series_colors(1)[0])
-        ax1.set_xscale("log", base=2)
+        _batch_axis(ax1, [p[0] for p in pts2])
         ax1.set_xlabel("batch size")
         ax1.set_title("latency vs batch size", fontsize=8)
     ax1.set_ylabel("median latency")
@@ -397,6 +407,7 @@ def generation_figure(label: str, entries: list[dict[str, Any]], png: bool = Fal
     for ax, metric, x_dim, title in panels:
         others = [d for d in varying if d != x_dim]
         lines: dict[tuple[int, ...], list[dict[str, Any]]] = defaultdict(list)
+        spans: set[tuple[float, float, str]] = set()  # each step shaded once, as above
         for e in entries:
             lines[tuple(dim(e, d) for d in others)].append(e)
         for fixed, members in sorted(lines.items()):
@@ -408,8 +419,9 @@ def generation_figure(label: str, entries: list[dict[str, Any]], png: bool = Fal
             if metric == "tpot" and x_dim == "batch_size":
                 for (x0, y0), (x1, y1) in itertools.pairwise(zip(xs, ys, strict=True)):
                     color = REGIME_COLORS.get(tax_regime(x0, y0, x1, y1))
-                    if color:
+                    if color and (x0, x1, color) not in spans:
                         ax.axvspan(x0, x1, color=color, alpha=0.08)
+                        spans.add((x0, x1, color))
             for x, y, e in zip(xs, ys, group, strict=True):
                 g = e["generation"]
                 share = g.get("decode_host_bound_ratio")
@@ -427,7 +439,7 @@ def generation_figure(label: str, entries: list[dict[str, Any]], png: bool = Fal
                     + (f", decode host share {share:.2f}" if share is not None else "")
                 )
         if x_dim == "batch_size":
-            ax.set_xscale("log", base=2)
+            _batch_axis(ax, [float(dim(e, x_dim)) for e in entries])
         xlabel = {"prompt_tokens": "prompt tokens", "new_tokens": "new tokens"}.get(x_dim)
         if xlabel is None:
             xlabel = "batch size (orange: flat, host-bound decode; green: compute-bound)"
