@@ -40,6 +40,8 @@ def test_a_batch_sweep_shades_regimes_in_colours_no_series_uses() -> None:
     styles = re.findall(r'style="([^"]*)"', plot.svg.lower())
     regime = [s for s in styles if any(c in s for c in html.REGIME_COLORS.values())]
     assert regime and all("opacity: 0.08" in s for s in regime)
+    # Two lines over the same five steps: each step shaded once, not darker where lines agree.
+    assert len(regime) <= 5
 
 
 def test_a_batch_sweep_without_sequences_gets_both_panels_apart() -> None:
@@ -89,3 +91,79 @@ def test_a_row_label_changed_once_shows_in_all_four_renderings(
         "comment": comment.body(doc)[0],
     }
     assert {k for k, v in rendered.items() if "interleaved-now" not in v} == set()
+
+
+def test_tick_labels_take_one_unit_per_axis_in_few_digits() -> None:
+    """Ticks read like the tables (fmt_time's units), not ``0.0325 ms``."""
+    from pytest_infperf.report.fmt import fmt_time
+    from pytest_infperf.report.plotdata import RATE_UNITS, tick_labels
+
+    assert tick_labels([30e-6, 32.5e-6, 35e-6]) == ["30.0 us", "32.5 us", "35.0 us"]
+    assert tick_labels([0, 5e-3, 10e-3, 20e-3]) == ["0", "5 ms", "10 ms", "20 ms"]
+    ticks = [i * 0.1e-3 for i in range(3, 10)]  # float steps: 0.30000000000000004e-3
+    assert tick_labels(ticks) == [f"{i}00 us" for i in range(3, 10)]
+    assert tick_labels([0.0325e-3]) == [fmt_time(0.0325e-3)] == ["32.5 us"]
+    # The locator's ticks past the view (not drawn) do not choose the unit.
+    shown = tick_labels([0.2e-3, 0.6e-3, 1.0e-3], within=(0.25e-3, 0.9e-3))
+    assert shown == ["200 us", "600 us", "1000 us"]
+    # Neighbours never read alike; zero needs no unit, and is never "-0".
+    assert tick_labels([300e-6, 300.5e-6, 301e-6]) == ["300.0 us", "300.5 us", "301.0 us"]
+    assert tick_labels([-1e-20, 1e-9, 2e-9]) == ["0", "1 ns", "2 ns"]
+    assert tick_labels([0, 4e4, 1.2e5], RATE_UNITS, sep="") == ["0", "40k", "120k"]
+
+
+def _tight_beside_stalls() -> tuple[Any, Any]:
+    """A tight baseline, and a slower "now" with 20 stalls of up to 1.2 ms: the user's
+    report drew the baseline as a line."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    base = 300e-6 + rng.normal(0, 0.5e-6, 400)
+    stalls = rng.uniform(0.6e-3, 1.2e-3, 20)
+    now = np.concatenate([390e-6 + rng.normal(0, 1.5e-6, 150), stalls])
+    return base, now
+
+
+def test_a_tight_violin_beside_a_long_tail_keeps_its_shape() -> None:
+    import numpy as np
+
+    from pytest_infperf.report.plotdata import violin, violin_range
+
+    base, now = _tight_beside_stalls()
+    lo, hi = violin_range([base, now])
+    # The axis holds both bodies, not the stalls.
+    assert lo < base.min() and np.percentile(now, 75) < hi < 0.45e-3
+    for samples, sigma in ((base, 0.5e-6), (now, 1.5e-6)):
+        v = violin(samples, lo, hi)
+        assert v.density.max() == 1.0  # each violin scaled to its own peak
+        # The peak is resolved and as wide as the body (a normal's FWHM is 2.355 sigma):
+        # matplotlib's bandwidth, from the stalls' standard deviation, made now's 88 us.
+        top = v.coords[v.density > 0.5]
+        assert len(top) >= 5
+        assert 0.6 < (top.max() - top.min()) / (2.355 * sigma) < 1.6
+    tail = violin(now, lo, hi)
+    assert (tail.below, tail.above, tail.highest) == (0, 20, now.max())
+    assert tail.tail_note().startswith("20 samples (12%) above the axis, to ")
+    assert violin(base, lo, hi).tail_note() == ""
+    # Identical samples (a coarse clock) are a point, not an error.
+    assert violin([1e-3] * 5, *violin_range([[1e-3] * 5, [2e-3]])).density.max() == 1.0
+
+
+def test_a_distribution_says_what_its_axis_cuts_and_ticks_in_one_unit() -> None:
+    base, now = _tight_beside_stalls()
+    svg = html.distribution_figure("test_m.py::test_m", list(now), list(base), None).svg
+    texts = re.findall(r">([^<>]+)</text>", svg)
+    ticks = [t for t in texts if t.endswith(" us")]
+    assert ticks and all(re.fullmatch(r"\d{3} us", t) for t in ticks), texts
+    assert any(t.startswith("12% off the axis, to 1.") for t in texts), texts
+    tip = re.search(r'<g id="violin-now"[^>]*><title>([^<]*)</title>', svg)
+    assert tip and "20 samples (12%) above the axis" in tip.group(1)
+
+
+def test_a_batch_axis_is_ticked_at_the_sizes_measured() -> None:
+    entries = [_entry(b, 0, 1e-4 * (1 + b / 16)) for b in (1, 8, 64)]
+    for e in entries:
+        del e["params"]["seq"]
+    texts = re.findall(r">([^<>]+)</text>", html.scaling_figure("test_mlp", entries).svg)
+    assert texts.count("64") == 2 and "100 us" in texts  # both panels; latency in us
+    assert not any("^" in t or "mathdefault" in t for t in texts)

@@ -2,6 +2,6 @@
 
 ``fmt`` (numbers as text), ``messages`` (the failure message and the warnings of a
 verdict), ``text`` (the terminal table), ``markdown`` (job summary, annotations),
-``html`` (``infperf report``), ``comment`` (the PR comment). Reads typed records; never
-decides a verdict and never parses message text.
+``html`` (``infperf report``; ``plotdata``: what its figures show), ``comment`` (the PR
+comment). Reads typed records; never decides a verdict and never parses message text.
 """

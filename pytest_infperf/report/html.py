@@ -30,28 +30,21 @@ from ..stats.changepoint import ChangePoint
 from ..store.baselines import iter_entries
 from ..store.history import Point, Series, bisect_command
 from .fmt import fmt_ratio, fmt_time
-from .rows import generation_row, result_row
-
-BATCH_KEYS = ("batch", "batch_size", "bs", "mlp_batch")
-SEQ_KEYS = ("seq", "seq_len", "sequence_length", "seqlen", "length")
-#: Parameters a generation sweep varies along (its figures come from the record itself);
-#: any other parameter (model, decoding setup) makes a separate figure.
-GENERATION_SWEEP_KEYS = (
-    *BATCH_KEYS,
-    *SEQ_KEYS,
-    "gen_batch",
-    "prompt",
-    "prompt_tokens",
-    "prompt_len",
-    "new",
-    "new_tokens",
-    "max_new_tokens",
-    "output_tokens",
+from .plotdata import (
+    BATCH_KEYS,
+    RATE_UNITS,
+    SEQ_KEYS,
+    TIME_UNITS,
+    Violin,
+    generation_groups,
+    param,
+    sweep_groups,
+    tax_regime,
+    tick_labels,
+    violin,
+    violin_range,
 )
-#: Scaling exponent of latency in batch size below which a step is framework-bound (flat)
-#: and above which it is compute-bound.
-FLAT_EXPONENT = 0.3
-COMPUTE_EXPONENT = 0.7
+from .rows import generation_row, result_row
 
 
 def _plt() -> Any:
@@ -103,14 +96,6 @@ def _render(fig: Any, tips: dict[str, str], png: bool, tight: bool = True) -> Pl
     return Plot(svg, image.getvalue())
 
 
-def _param(entry: dict[str, Any], names: Sequence[str]) -> Any:
-    params = entry.get("params") or {}
-    for name in names:
-        if name in params:
-            return params[name]
-    return None
-
-
 def _label(key: str) -> str:
     path, _, rest = key.partition("::")
     return f"{path.rsplit('/', 1)[-1]}::{rest}" if rest else path
@@ -127,37 +112,45 @@ def distribution_figure(
     base_commit: str | None = None,
     png: bool = False,
 ) -> Plot:
+    """Now vs baseline as two violins on one axis. The axis is shared because the figure
+    exists to compare where the two sit (an axis each would make any two shapes look
+    alike). It stops at each side's body (Tukey's far fences, plotdata.violin_range): a few
+    stalls of one side stretched it until the other's body was a hairline. What it cuts is
+    said, not hidden: a note at the edge and the tooltip give how many samples lie past it
+    and the farthest, and the medians are of all samples. Each violin is scaled to its own
+    peak: the sides hold different numbers of samples, so a shared density scale would
+    compare counts, not shapes."""
     import numpy as np  # noqa: PLC0415 (numpy: this module is imported at start-up)
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(4.8, 2.6), layout="constrained")
-    data = [np.asarray(base) * 1e3, np.asarray(now) * 1e3]
-    # Tails of a few stalls would squash the bodies: draw the 1st-99th percentiles of both
-    # sides, so no violin runs past the axes (the medians are of all samples).
-    lo, hi = np.percentile(np.concatenate(data), [1, 99])
-    pad = (hi - lo) * 0.05 or hi * 0.05
-    shown = [d[(d >= lo) & (d <= hi)] if np.any((d >= lo) & (d <= hi)) else d for d in data]
-    parts = ax.violinplot(shown, vert=False, showmedians=False, showextrema=False)
+    data = [np.asarray(base, dtype=float), np.asarray(now, dtype=float)]
+    lo, hi = violin_range(data)
     tips = {}
-    for i, (body, color, name, d) in enumerate(
-        zip(parts["bodies"], ("#7f8c8d", "#c0392b"), ("baseline", "now"), data, strict=True)
-    ):
-        body.set_facecolor(color)
-        body.set_alpha(0.55)
-        body.set_gid(f"violin-{name}")
+    sides = zip(("#7f8c8d", "#c0392b"), ("baseline", "now"), data, strict=True)
+    for pos, (color, name, d) in enumerate(sides, start=1):
+        v = violin(d, lo, hi)
+        half = 0.4 * v.density
+        shape = ax.fill_between(v.coords, pos - half, pos + half, color=color, alpha=0.55)
+        shape.set_gid(f"violin-{name}")
         median = float(np.median(d))
-        ax.plot([median, median], [i + 0.7, i + 1.3], color=color, linewidth=2)
-        tip = f"{name}: median {fmt_time(median / 1e3)}, {len(d)} samples"
+        ax.plot([median, median], [pos - 0.3, pos + 0.3], color=color, linewidth=2)
+        tip = f"{name}: median {fmt_time(median)}, {len(d)} samples"
         if name == "baseline" and base_commit:
             tip += f", commit {base_commit[:10]}"
+        if v.tail_note():
+            tip += f"\n{v.tail_note()}"
+            _tail_marks(ax, v, pos, color)
         if name == "now" and comparison and comparison.get("ratio"):
             tip += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
             if comparison.get("ci_low") is not None and comparison.get("ci_high") is not None:
                 tip += f" [{comparison['ci_low']:.3f}, {comparison['ci_high']:.3f}]"
         tips[f"violin-{name}"] = tip
     ax.set_yticks([1, 2], labels=["baseline", "now"])
-    ax.set_xlim(lo - pad, hi + pad)
-    ax.set_xlabel("latency per call (ms), 1st-99th percentile range")
+    ax.set_ylim(0.45, 2.8)  # room above each violin for its tail note
+    ax.set_xlim(lo, hi)
+    _unit_axis(ax.xaxis)
+    ax.set_xlabel("latency per call (each violin scaled to its own peak)", fontsize=8)
     title = _label(key)
     if comparison and comparison.get("ratio"):
         title += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
@@ -166,6 +159,35 @@ def distribution_figure(
     ax.set_title(title, fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     return _render(fig, tips, png)
+
+
+def _tail_marks(ax: Any, v: Violin, pos: int, color: str) -> None:
+    """A triangle where a violin runs past the axis, and above it how many and how far."""
+    ends = ((v.below, 0.0, "<", "left", v.lowest), (v.above, 1.0, ">", "right", v.highest))
+    for count, x, marker, ha, farthest in ends:
+        if count:
+            edge = ax.get_yaxis_transform()  # x in axes fractions, y in data
+            ax.plot([x], [pos], marker, color=color, transform=edge, clip_on=False, ms=5)
+            note = f"{100 * count / v.n:.2g}% off the axis, to {fmt_time(farthest)}"
+            inset = 0.01 if x == 0 else 0.99
+            ax.text(inset, pos + 0.42, note, transform=edge, ha=ha, fontsize=7, color=color)
+
+
+def _unit_axis(axis: Any, units: Sequence[tuple[str, float]] = TIME_UNITS, sep: str = " ") -> None:
+    """Tick labels of an axis in one unit chosen for it, ``32.5 us`` (plotdata.tick_labels:
+    the units of fmt_time, or of fmt_rate), not ``0.0325 ms``. The data are in seconds (or
+    items per second)."""
+    from matplotlib.ticker import Formatter  # noqa: PLC0415 (matplotlib: when drawn)
+
+    class UnitFormatter(Formatter):
+        def format_ticks(self, values: Sequence[float]) -> list[str]:
+            view = tuple(axis.get_view_interval())
+            return tick_labels(list(values), units, (view[0], view[1]), sep)
+
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return tick_labels([x], units, None, sep)[0]  # the cursor's readout
+
+    axis.set_major_formatter(UnitFormatter())
 
 
 #: Points of a history that get a tooltip each (an artist each): the newest ones and the
@@ -181,9 +203,9 @@ def history_figure(series: Series, png: bool = False) -> Plot:
     fig, ax = plt.subplots(figsize=(6.4, 2.8))
     fig.subplots_adjust(left=0.16, right=0.98, bottom=0.2, top=0.9)
     xs = list(range(len(series.points)))
-    med = [p.median * 1e3 for p in series.points]
-    lo = [(p.ci_low or p.median) * 1e3 for p in series.points]
-    hi = [(p.ci_high or p.median) * 1e3 for p in series.points]
+    med = [p.median for p in series.points]
+    lo = [p.ci_low or p.median for p in series.points]
+    hi = [p.ci_high or p.median for p in series.points]
     tipped = set(range(max(0, len(xs) - TIPPED_POINTS), len(xs)))
     tipped |= {c.index for c in series.changes} | {c.index - 1 for c in series.changes}
     # A year of commits is more points than the figure has pixels: the line, band and
@@ -208,7 +230,7 @@ def history_figure(series: Series, png: bool = False) -> Plot:
             continue
         # One artist per point, so each has its own tooltip.
         gid = f"point-{x}"
-        ax.plot([x], [p.median * 1e3], "o", markersize=4, color="#2980b9", gid=gid)
+        ax.plot([x], [p.median], "o", markersize=4, color="#2980b9", gid=gid)
         tip = f"{p.sha[:10]} {p.subject or ''}".strip()
         tip += f"\nmedian {fmt_time(p.median)}"
         if p.ci_low is not None and p.ci_high is not None:
@@ -229,27 +251,11 @@ def history_figure(series: Series, png: bool = False) -> Plot:
     step = max(1, math.ceil(len(xs) / 6))
     ax.set_xticks(xs[::step], labels=[p.sha[:7] for p in series.points][::step], fontsize=8)
     ax.set_xlabel("commit (oldest left)", fontsize=8)
-    ax.set_ylabel("median (ms)")
+    ax.set_ylabel("median")
+    _unit_axis(ax.yaxis)
     ax.set_title(_label(series.key), fontsize=8)
     ax.grid(alpha=0.3)
     return _render(fig, tips, png, tight=False)
-
-
-def sweep_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Benchmarks of one parametrized sweep: same test function and same parameters apart
-    from batch and sequence length."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in entries:
-        params = e.get("params") or {}
-        if e.get("generation") or (_param(e, BATCH_KEYS) is None and _param(e, SEQ_KEYS) is None):
-            continue  # a generation sweep has its own view (generation_figure)
-        others = {k: v for k, v in sorted(params.items()) if k not in BATCH_KEYS + SEQ_KEYS}
-        func = e["nodeid"].split("[")[0]
-        label = func.rsplit("::", 1)[-1] + "".join(f" {v}" for v in others.values())
-        if e.get("name"):
-            label += f" #{e['name']}"
-        groups[label].append(e)
-    return {k: v for k, v in groups.items() if len(v) >= 2}
 
 
 #: The series of a figure: shades of blue, so that orange and green mean only the regimes
@@ -267,7 +273,8 @@ def _throughput_panel(
 ) -> None:
     """Throughput against batch size per sequence length, the framework-tax regimes shaded
     and the host-bound ratio written beside each point; hover texts go into ``tips``."""
-    shaded = False
+    # Each step shaded once: lines sharing a step and a regime would stack their shades.
+    shaded: set[tuple[float, float, str]] = set()
     series3 = sorted(by_seq.items(), key=lambda kv: float(kv[0] or 0))
     for (seq, pts3), color in zip(series3, _series_colors(len(series3)), strict=True):
         pts3.sort(key=lambda p: p[0])
@@ -280,9 +287,9 @@ def _throughput_panel(
         )
         for (b0, _, e0), (b1, _, e1) in itertools.pairwise(pts3):
             regime = tax_regime(b0, e0["stats"]["median"], b1, e1["stats"]["median"])
-            if regime in REGIME_COLORS:
+            if regime in REGIME_COLORS and (b0, b1, regime) not in shaded:
                 ax2.axvspan(b0, b1, color=REGIME_COLORS[regime], alpha=0.08)
-                shaded = True
+                shaded.add((b0, b1, regime))
         for b, tp, e in pts3:
             ratio = (e.get("extra") or {}).get("host_bound_ratio")
             if ratio is not None:
@@ -293,14 +300,24 @@ def _throughput_panel(
                 f"{_label(e['nodeid'])}\nmedian {fmt_time(e['stats']['median'])}, "
                 f"{tp:,.0f} items/s" + (f", host-bound ratio {ratio:.2f}" if ratio else "")
             )
-    ax2.set_xscale("log", base=2)
+    _batch_axis(ax2, [p[0] for pts in by_seq.values() for p in pts])
     regimes = " (shaded orange: framework-bound, green: compute-bound)" if shaded else ""
     ax2.set_xlabel(f"batch size{regimes}")
     ax2.set_ylabel("throughput (items/s)")
+    _unit_axis(ax2.yaxis, RATE_UNITS, sep="")
     ax2.set_title("throughput vs batch size", fontsize=8)
     if len(series3) > 1:
         ax2.legend(fontsize=6)
     ax2.grid(alpha=0.3)
+
+
+def _batch_axis(ax: Any, batches: Iterable[float]) -> None:
+    """A log2 batch axis ticked at the sizes measured, written plainly: 1, 8, 64, not
+    2^0, 2^3, 2^6 at sizes that were never run."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(batches))
+    ax.set_xticks(ticks, labels=[f"{b:g}" for b in ticks])
+    ax.minorticks_off()
 
 
 def scaling_figure(label: str, entries: list[dict[str, Any]], png: bool = False) -> Plot:
@@ -310,11 +327,11 @@ def scaling_figure(label: str, entries: list[dict[str, Any]], png: bool = False)
     by_batch: dict[Any, list[tuple[float, float]]] = defaultdict(list)
     by_seq: dict[Any, list[tuple[float, float, dict[str, Any]]]] = defaultdict(list)
     for e in entries:
-        batch = _param(e, BATCH_KEYS) or e.get("batch_size") or 1
-        seq = _param(e, SEQ_KEYS)
+        batch = param(e, BATCH_KEYS) or e.get("batch_size") or 1
+        seq = param(e, SEQ_KEYS)
         median = e["stats"]["median"]
         if seq is not None:
-            by_batch[batch].append((float(seq), median * 1e3))
+            by_batch[batch].append((float(seq), median))
         throughput = e.get("throughput") or float(batch) / median
         by_seq[seq].append((float(batch), throughput, e))
     seqs_vary = any(len({p[0] for p in pts}) > 1 for pts in by_batch.values())
@@ -344,34 +361,20 @@ def scaling_figure(label: str, entries: list[dict[str, Any]], png: bool = False)
             ax1.legend(fontsize=6)
     else:  # no sequence dimension: latency against batch size instead
         pts2 = sorted(
-            (float(_param(e, BATCH_KEYS) or e.get("batch_size") or 1), e["stats"]["median"] * 1e3)
+            (float(param(e, BATCH_KEYS) or e.get("batch_size") or 1), e["stats"]["median"])
             for e in entries
         )
         ax1.plot([p[0] for p in pts2], [p[1] for p in pts2], marker="o", color=_series_colors(1)[0])
-        ax1.set_xscale("log", base=2)
+        _batch_axis(ax1, [p[0] for p in pts2])
         ax1.set_xlabel("batch size")
         ax1.set_title("latency vs batch size", fontsize=8)
-    ax1.set_ylabel("median latency (ms)")
+    ax1.set_ylabel("median latency")
+    _unit_axis(ax1.yaxis)
     ax1.grid(alpha=0.3)
     if batches_vary:
         _throughput_panel(axes[-1], by_seq, tips)
     fig.suptitle(label, fontsize=9)
     return _render(fig, tips, png)
-
-
-def generation_groups(entries: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Generation benchmarks of one sweep: same test function, any prompt length, output
-    length or batch (read from the ``generation`` record itself, not from parameter names)."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in entries:
-        if not e.get("generation"):
-            continue
-        params = e.get("params") or {}
-        others = [v for k, v in sorted(params.items()) if k not in GENERATION_SWEEP_KEYS]
-        label = e["nodeid"].split("[")[0].rsplit("::", 1)[-1]
-        label += "".join(f" {v}" for v in others)
-        groups[label + (f" #{e['name']}" if e.get("name") else "")].append(e)
-    return {k: v for k, v in groups.items() if len(v) >= 2}
 
 
 #: How a generation's dimensions are named in legends.
@@ -404,19 +407,21 @@ def generation_figure(label: str, entries: list[dict[str, Any]], png: bool = Fal
     for ax, metric, x_dim, title in panels:
         others = [d for d in varying if d != x_dim]
         lines: dict[tuple[int, ...], list[dict[str, Any]]] = defaultdict(list)
+        spans: set[tuple[float, float, str]] = set()  # each step shaded once, as above
         for e in entries:
             lines[tuple(dim(e, d) for d in others)].append(e)
         for fixed, members in sorted(lines.items()):
             group = sorted(members, key=lambda e: dim(e, x_dim))
             xs = [float(dim(e, x_dim)) for e in group]
-            ys = [median(e, metric) * 1e3 for e in group]
+            ys = [median(e, metric) for e in group]
             name = ", ".join(f"{_GEN_DIMS[d]} {v}" for d, v in zip(others, fixed, strict=True))
             (line,) = ax.plot(xs, ys, marker="o", label=name or None)
             if metric == "tpot" and x_dim == "batch_size":
                 for (x0, y0), (x1, y1) in itertools.pairwise(zip(xs, ys, strict=True)):
                     color = REGIME_COLORS.get(tax_regime(x0, y0, x1, y1))
-                    if color:
+                    if color and (x0, x1, color) not in spans:
                         ax.axvspan(x0, x1, color=color, alpha=0.08)
+                        spans.add((x0, x1, color))
             for x, y, e in zip(xs, ys, group, strict=True):
                 g = e["generation"]
                 share = g.get("decode_host_bound_ratio")
@@ -434,12 +439,13 @@ def generation_figure(label: str, entries: list[dict[str, Any]], png: bool = Fal
                     + (f", decode host share {share:.2f}" if share is not None else "")
                 )
         if x_dim == "batch_size":
-            ax.set_xscale("log", base=2)
+            _batch_axis(ax, [float(dim(e, x_dim)) for e in entries])
         xlabel = {"prompt_tokens": "prompt tokens", "new_tokens": "new tokens"}.get(x_dim)
         if xlabel is None:
             xlabel = "batch size (orange: flat, host-bound decode; green: compute-bound)"
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(f"{metric.upper()}, median (ms)")
+        ax.set_ylabel(f"{metric.upper()}, median")
+        _unit_axis(ax.yaxis)
         ax.set_ylim(bottom=0)
         ax.set_title(title, fontsize=8)
         if others:
@@ -447,19 +453,6 @@ def generation_figure(label: str, entries: list[dict[str, Any]], png: bool = Fal
         ax.grid(alpha=0.3)
     fig.suptitle(label, fontsize=9)
     return _render(fig, tips, png)
-
-
-def tax_regime(b0: float, lat0: float, b1: float, lat1: float) -> str:
-    """How latency grows from batch b0 to b1: exponent e of lat ~ batch^e. Near 0 (flat) the
-    call is framework-bound; near 1 it is compute-bound."""
-    if b1 <= b0 or lat0 <= 0 or lat1 <= 0:
-        return "unknown"
-    exponent = math.log(lat1 / lat0) / math.log(b1 / b0)
-    if exponent < FLAT_EXPONENT:
-        return "framework-bound"
-    if exponent > COMPUTE_EXPONENT:
-        return "compute-bound"
-    return "transition"
 
 
 # --- the document ------------------------------------------------------------------------
@@ -495,7 +488,7 @@ def _build(
     for key, e in sorted(entries.items()):
         base = base_entries.get(key)
         base_samples = base["samples"] if base else (e.get("extra") or {}).get("base_samples")
-        if base_samples:
+        if base_samples and e.get("samples"):  # a violin needs samples on both sides
             figure = distribution_figure(
                 key, e["samples"], base_samples, e.get("comparison"), base_commit, png
             )
@@ -519,9 +512,9 @@ def _build(
     sweeps = [(label, scaling_figure(label, group, png)) for label, group in groups]
     if sweeps:
         # Name only the dimensions that vary, as the figures draw only those.
-        seq = any(len({_param(e, SEQ_KEYS) for e in g}) > 1 for _, g in groups)
+        seq = any(len({param(e, SEQ_KEYS) for e in g}) > 1 for _, g in groups)
         batch = any(
-            len({_param(e, BATCH_KEYS) or e.get("batch_size") or 1 for e in g}) > 1
+            len({param(e, BATCH_KEYS) or e.get("batch_size") or 1 for e in g}) > 1
             for _, g in groups
         )
         if seq and batch:
