@@ -18,6 +18,7 @@ import pytest
 
 from .core import cmdline as _cmdline
 from .core import options as _options
+from .core import session_table as _table
 from .core import settings as _settings
 from .core.keys import forwarded_key, pin_warning_key, settings_key
 from .measure.mode import mode_key
@@ -73,16 +74,16 @@ def pytest_load_initial_conftests(
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Every flag and ini key, from the two tables: the session's settings
-    (``core.settings.TABLE``) and the per-benchmark options (``core.options``)."""
+    (``core.session_table.TABLE``) and the per-benchmark options (``core.options``)."""
     import argparse
 
     group = parser.getgroup("infperf", "pytest-infperf: inference performance testing")
     add = group.addoption
-    for s in _settings.TABLE:
+    for s in _table.TABLE:
         if s.flag is None:
             continue
         kwargs: dict[str, Any] = {"dest": s.dest}
-        if s.flag == _settings.SWITCH:
+        if s.flag == _table.SWITCH:
             kwargs.update(action="store_true", default=None)
         else:
             kwargs.update(metavar=s.flag, default=None)
@@ -105,10 +106,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         )
     for spec in _options.INI_OPTIONS:
         parser.addini(_options.ini_name(spec.name), spec.describe(), type="string", default="")
-    for s in _settings.TABLE:
+    for s in _table.TABLE:
         if s.ini:
             parser.addini(s.ini_key, s.describe(), type="string", default="")
-    parser.addini(_settings.EXPERT_KEY, _settings.EXPERT_HELP, type="string", default="")
+    parser.addini(_table.EXPERT_KEY, _table.EXPERT_HELP, type="string", default="")
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_configure")

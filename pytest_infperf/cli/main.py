@@ -83,7 +83,7 @@ def _branch_name(ref: str, args: argparse.Namespace) -> str:
 
 def _search_depth() -> int:
     """The plugin's default ``search_depth``: the CLI walks as far as it does."""
-    from ..core.settings import SETTINGS
+    from ..core.session_table import SETTINGS
 
     return int(SETTINGS["search_depth"].default)
 

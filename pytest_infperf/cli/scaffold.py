@@ -342,7 +342,7 @@ def benchmark_module(found: Found, depth: int) -> tuple[str, list[str]]:
 
 #: The settings ``init`` writes: the defaults, said where a team changes them.
 def _settings() -> list[tuple[str, str, str]]:
-    from ..core import settings
+    from ..core import session_table
     from ..core.options import SPECS, ini_name
 
     return [
@@ -350,7 +350,7 @@ def _settings() -> list[tuple[str, str, str]]:
         (ini_name("max_time"), str(SPECS["max_time"].default), "seconds of samples per benchmark"),
         (
             "infperf_run_alpha",
-            settings.SETTINGS["run_alpha"].default,
+            session_table.SETTINGS["run_alpha"].default,
             "the chance a run with nothing changed fails",
         ),
     ]

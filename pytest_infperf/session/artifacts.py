@@ -16,6 +16,7 @@ import pytest
 from ..core.budget import process_started
 
 if TYPE_CHECKING:
+    from ..core.results import BenchmarkResult
     from ..core.settings import Settings
     from .collector import Collector
     from .context import RunContext
@@ -170,7 +171,7 @@ class ArtifactWriter(RunOutcome):
         self.drift = context.drift()
         new_status = self._check_gate()
         self._unmatched_accepts()
-        self._selection_differs()
+        selection_differs(self.context, self.collector.results)
         if self.settings.save:
             new_status = self._save(exitstatus) or new_status
         if new_status is not None and exitstatus == 0:
@@ -211,54 +212,6 @@ class ArtifactWriter(RunOutcome):
                 "run: check the pattern (a node id or an fnmatch pattern of node ids)"
             )
 
-    def _selection_differs(self) -> None:
-        """A benchmark's speed depends on what ran before it in the process (measured here:
-        a numpy test at 262 us in the full suite, 1.1-1.5 ms alone), so a stored verdict
-        from another selection of tests is less comparable than it looks: say so."""
-        from ..report.notices import on_stored_pass
-
-        source = self.context.source
-        if self.settings.ab or source is None or not source.entries:
-            return
-        if not on_stored_pass(self.collector.results):  # every verdict measured both sides
-            return
-        now = {r.key for r in self.collector.results}
-        base = set(source.entries)
-        if not now or now == base:
-            return
-        left_out, added = len(base - now), len(now - base)
-        parts = []
-        if left_out:
-            parts.append(f"{left_out} of the baseline's {len(base)} benchmarks did not run")
-        if added:
-            parts.append(f"{added} {'benchmarks are' if added != 1 else 'benchmark is'} new")
-        self.context.warn(
-            f"this run's selection of tests differs from the baseline's run ({'; '.join(parts)})"
-            ": a benchmark's speed depends on what ran before it in the process, so compare "
-            "the same selection (settling and --perf-ab measure both sides in this run's order)"
-        )
-
-    def _untracked(self, commit: str) -> None:
-        """Benchmarks from files git does not track: the baseline is saved for a commit
-        that lacks them, so a later compare settles nothing against it and a reproduce
-        command at that commit finds no such test."""
-        from ..store import git as gitinfo
-
-        files = sorted({Path(r.path) for r in self.collector.results if r.path})
-        try:
-            repo = gitinfo.open_repo(self.settings.rootdir)
-        except gitinfo.GitError:
-            return
-        lacking = gitinfo.untracked(repo, [self.settings.rootdir / f for f in files])
-        if lacking:
-            shown = ", ".join(lacking[:5]) + (
-                f" and {len(lacking) - 5} more" if len(lacking) > 5 else ""
-            )
-            self.context.warn(
-                f"benchmarks come from files git does not track ({shown}): the baseline is "
-                f"saved for commit {commit}, which lacks them; commit them, then save again"
-            )
-
     def _save(self, exitstatus: int) -> int | None:
         from ..store.baselines import BaselineFileError, BaselineStore
 
@@ -267,7 +220,7 @@ class ArtifactWriter(RunOutcome):
             context.warn("not saving the baseline: the run was interrupted")
             return None
         assert context.commit is not None and context.env_key and self.environment is not None
-        self._untracked(context.commit.short)
+        untracked(context, self.collector.results, context.commit.short)
         store = BaselineStore(self.settings.baselines, self.settings.max_baseline_bytes)
         try:
             path, n, total = store.save(
@@ -390,3 +343,53 @@ def _relative(path: Any, root: Any) -> str:
         return str(Path(path).relative_to(root))
     except ValueError:
         return str(path)
+
+
+def selection_differs(context: RunContext, results: list[BenchmarkResult]) -> None:
+    """A benchmark's speed depends on what ran before it in the process (measured here:
+    a numpy test at 262 us in the full suite, 1.1-1.5 ms alone), so a stored verdict
+    from another selection of tests is less comparable than it looks: say so."""
+    from ..report.notices import on_stored_pass
+
+    source = context.source
+    if context.settings.ab or source is None or not source.entries:
+        return
+    if not on_stored_pass(results):  # every verdict measured both sides
+        return
+    now = {r.key for r in results}
+    base = set(source.entries)
+    if not now or now == base:
+        return
+    left_out, added = len(base - now), len(now - base)
+    parts = []
+    if left_out:
+        parts.append(f"{left_out} of the baseline's {len(base)} benchmarks did not run")
+    if added:
+        parts.append(f"{added} {'benchmarks are' if added != 1 else 'benchmark is'} new")
+    context.warn(
+        f"this run's selection of tests differs from the baseline's run ({'; '.join(parts)})"
+        ": a benchmark's speed depends on what ran before it in the process, so compare "
+        "the same selection (settling and --perf-ab measure both sides in this run's order)"
+    )
+
+
+def untracked(context: RunContext, results: list[BenchmarkResult], commit: str) -> None:
+    """Benchmarks from files git does not track: the baseline is saved for a commit
+    that lacks them, so a later compare settles nothing against it and a reproduce
+    command at that commit finds no such test."""
+    from ..store import git as gitinfo
+
+    files = sorted({Path(r.path) for r in results if r.path})
+    try:
+        repo = gitinfo.open_repo(context.settings.rootdir)
+    except gitinfo.GitError:
+        return
+    lacking = gitinfo.untracked(repo, [context.settings.rootdir / f for f in files])
+    if lacking:
+        shown = ", ".join(lacking[:5]) + (
+            f" and {len(lacking) - 5} more" if len(lacking) > 5 else ""
+        )
+        context.warn(
+            f"benchmarks come from files git does not track ({shown}): the baseline is "
+            f"saved for commit {commit}, which lacks them; commit them, then save again"
+        )
