@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from .conftest import GIT_ENV, ROOT
+from .conftest import GIT_ENV, ONLY_OURS, ROOT
 
 ACTION = ROOT / "action.yml"
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.S)
@@ -113,8 +113,11 @@ def run_action(
     temp = cwd.parent / f"{cwd.name}-runner"
     temp.mkdir(exist_ok=True)
     summary = temp / "summary.md"
+    # A runner loads every plugin installed, as a user's does (the suite's own nested runs
+    # load only this one: conftest.ONLY_OURS).
+    user = {k: v for k, v in os.environ.items() if k not in ONLY_OURS}
     base = {
-        **os.environ,
+        **user,
         **GIT_ENV,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "GITHUB_ACTIONS": "true",

@@ -514,7 +514,7 @@ def test_ab_usage_errors(repo: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
     # In this process the suite's filterwarnings = error holds: pytest-benchmark (the dev
     # extra's) would stop the run first, with its own usage error (tests/test_coexist.py).
-    result = repo.runpytest("--perf-ab=main", "-n", "2", "-p", "no:benchmark")
+    result = repo.runpytest("--perf-ab=main", "-p", "xdist", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --perf-ab measures one benchmark at a time*without*-n"])
     assert worktrees(repo.path) == [f"worktree {repo.path}"]

@@ -134,7 +134,7 @@ def test_terminal_table(run: Any) -> None:
     result.stdout.fnmatch_lines(
         [
             "*- infperf: 4 benchmarks -*",
-            "benchmark*backend*median*p90*95% CI of median*CV*items/s*n*mem",
+            "benchmark*backend*median*p90*95% CI of median*spread*items/s*n*mem",
             "test_suite.py::test_model[[]1[]]*callable*",
             "test_suite.py::test_two#other*callable*",
             "* p90 from fewer than 64 samples*",

@@ -13,7 +13,9 @@ def test_model(infer_bench):
 """
 
 
-def test_pytest_benchmark_under_xdist_with_warnings_as_errors(pytester: pytest.Pytester) -> None:
+def test_pytest_benchmark_under_xdist_with_warnings_as_errors(
+    pytester: pytest.Pytester, all_plugins: None
+) -> None:
     pytest.importorskip("xdist")
     benchmark = pytest.importorskip("pytest_benchmark")
     from pytest_infperf.session.coexist import DEFERRED_FROM, IGNORE, WITHOUT, _release

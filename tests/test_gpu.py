@@ -554,7 +554,7 @@ def test_xdist_workers_are_pinned_before_conftest(
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
         mp.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-        result = pytester.runpytest_subprocess("-n", "2")
+        result = pytester.runpytest_subprocess("-p", "xdist", "-n", "2")
     result.assert_outcomes(passed=2)
     pins = {p.stem: p.read_text() for p in pytester.path.glob("pin-gw*.txt")}
     assert pins, result.stdout.str()

@@ -106,8 +106,9 @@ def test_memory_regression_from_zero_has_a_message() -> None:
     now.comparison = judge.against(Observation.of(now), entry, opts, ORIGIN)
     assert now.comparison.verdict is Verdict.REGRESSION and now.comparison.ratio is None
     (message,) = Gate(judge.policy).apply(now)
-    assert "memory: now 50.0 MiB, baseline 0 B" in message
-    assert "memory grew from 0 B to 50.0 MiB, past the 1.0 MiB floor" in message
+    assert "peak memory grew, from 0 B to 50.0 MiB" in message.splitlines()[0]
+    assert "memory: now 50.0 MiB, before 0 B" in message
+    assert "differences under 1.0 MiB are ignored" in message
 
 
 def test_memory_metric_from_zero_in_a_real_run(pytester: pytest.Pytester, git_env: None) -> None:
@@ -133,7 +134,7 @@ def test_memory_metric_from_zero_in_a_real_run(pytester: pytest.Pytester, git_en
     (pytester.path / "size.txt").write_text(str(16 * 2**20))  # 128 MiB per call
     result = pytester.runpytest("--perf-compare=HEAD")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*memory grew from 0 B to * MiB, past the 1.0 MiB floor*"])
+    result.stdout.fnmatch_lines(["*peak memory grew, from 0 B to * MiB"])
     assert "TypeError" not in result.stdout.str()
 
 
@@ -220,7 +221,7 @@ def test_metric_figures_are_labelled_by_what_they_are() -> None:
     assert r.comparison.current == pytest.approx(p90_now)
     assert r.comparison.current != pytest.approx(statistics.median(now))
     (message,) = Gate(judge.policy).apply(r)
-    assert message.splitlines()[1].startswith("  p90: now 1.6")
+    assert message.splitlines()[1].startswith("  p90 latency: now 1.6")
 
 
 def test_p90_failure_shows_p90s(pytester: pytest.Pytester, git_env: None) -> None:
@@ -243,9 +244,10 @@ def test_p90_failure_shows_p90s(pytester: pytest.Pytester, git_env: None) -> Non
     c = bench["comparison"]
     fresh = bench["extra"].get("remeasured_samples") or bench["samples"]
     assert c["current"] == pytest.approx(statistics.quantiles(fresh, n=100, method="inclusive")[89])
-    result.stdout.fnmatch_lines(
-        [f"  p90: now {fmt_time(c['current'])}, baseline {fmt_time(c['baseline'])}"]
-    )
+    # The figures the ratio compares: before, and before times the ratio (for a p90, the
+    # ratio of the two p90s).
+    now = fmt_time(c["baseline"] * c["ratio"])
+    result.stdout.fnmatch_lines([f"  p90 latency: now {now}, before {fmt_time(c['baseline'])}"])
 
 
 @pytest.mark.parametrize(

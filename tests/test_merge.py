@@ -57,7 +57,10 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         for args in (
             ["--perf-json=all.json"],
-            *(["--splits=3", f"--group={i}", f"--perf-json=shard{i}.json"] for i in (1, 2, 3)),
+            *(
+                ["-p", "pytest-split", "--splits=3", f"--group={i}", f"--perf-json=shard{i}.json"]
+                for i in (1, 2, 3)
+            ),
             ["-k", "nothing_here", "--perf-json=empty.json"],
         )
     ]
@@ -179,6 +182,8 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             [
                 *run,
                 f"--perf-compare={c0}",
+                "-p",
+                "pytest-split",
                 "--splits=3",
                 f"--group={i}",
                 f"--perf-json=shard{i}.json",
@@ -347,7 +352,7 @@ def test_a_shard_that_did_not_complete_is_refused_by_name(shards: Path, tmp_path
     the run record existed is refused where the run is held to its groups."""
     (tmp_path / "stopper.py").write_text(STOPPER)
     (tmp_path / "test_suite.py").write_text(SUITE)
-    group = ["--splits=3", "--group=2", "--perf-json=cut.json"]
+    group = ["-p", "pytest-split", "--splits=3", "--group=2", "--perf-json=cut.json"]
     cut = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", *FAST, "-p", "stopper", *group],
         cwd=tmp_path,

@@ -47,14 +47,21 @@ def test_a_noisy_twenty_benchmark_aa_compare_says_no_warning(
     doc = load_json(pytester.path / "cmp.json")
     noisy = [b for b in doc["benchmarks"] if (b["comparison"].get("detectable") or 0) > 0.1]
     assert len(noisy) >= 10, "the 5% tolerance should be out of reach of most of them"
-    assert not [line for line in out.splitlines() if line.startswith("warning:")]
-    assert doc["warnings"] == []
+    # No warning, but where the machine moved since the baseline's run: these verdicts rest
+    # on the stored pass alone (--perf-settle=off), and then that is said, once, the same
+    # in the terminal, the JSON and the Markdown.
+    said = [
+        line.removeprefix("warning: ") for line in out.splitlines() if line.startswith("warning:")
+    ]
+    assert said == doc["warnings"]
+    assert all(w.startswith("the machine moved since the baseline's run") for w in said)
     markdown = (pytester.path / "cmp.md").read_text()
-    assert "Warnings" not in markdown and "[!WARNING]" not in markdown
+    assert "Warnings" not in markdown
+    assert markdown.count("[!WARNING]") == len(said)
     # One summary line says the verdicts; the table fits 120 columns.
     assert "infperf: 20 benchmarks: no regressions (" in out
-    table = out.split("compared with", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0]
-    assert max(len(line) for line in table.splitlines()) <= 120
+    table = [x for x in out.splitlines() if x.startswith(("benchmark ", "test_models.py::"))]
+    assert len(table) == 21 and max(len(line) for line in table) <= 120
     # -v: each row says what its comparison could have caught, and the spread.
     verbose = _compare(pytester, "-v", "-k", "model and 1").stdout.str()
     assert "catches" in verbose and ">= +" in verbose and "spread" in verbose

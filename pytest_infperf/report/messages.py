@@ -96,6 +96,10 @@ def parts_lines(c: Comparison) -> list[str]:
             f"  {METRIC_LABELS.get(metric, metric)}: now {fmt_figure(metric, now)}, before "
             f"{fmt_figure(metric, before)}, {fmt_change(part)}: {part.verdict}"
         )
+    # A host-bound latency says what moved it and what measures the model instead.
+    lines += [
+        f"  {p.note}" for p in (c.parts or {}).values() if (p.note or "").startswith("host-bound")
+    ]
     return lines
 
 
@@ -121,7 +125,10 @@ def _headline(key: str, c: Comparison) -> str:
     level = fmt_level(level_of(c))
     if c.metric == "memory":
         grown = "" if c.ratio is None else f" by {c.ratio - 1:+.1%}"
-        return f"PERFORMANCE REGRESSION in {key}: peak memory grew{grown}"
+        return (
+            f"PERFORMANCE REGRESSION in {key}: peak memory grew{grown}, from "
+            f"{fmt_bytes(c.baseline)} to {fmt_bytes(c.current)}"
+        )
     if c.ratio is None or c.ci_low is None or c.ci_high is None:
         return f"PERFORMANCE REGRESSION in {key}"
     if c.metric == "throughput":  # a rate: slower is lower
@@ -159,12 +166,17 @@ def _accept_line(key: str, c: Comparison) -> str:
 NO_SUCH_TEST = "the baseline's commit has no such test or call"
 
 
+#: The metrics an interleaved run judges: a reproduce command of another (p90, memory) would
+#: measure something else.
+_INTERLEAVED = ("median", "ttft", "tpot", "gpu_time")
+
+
 def repro_command(nodeid: str, c: Comparison) -> str | None:
     """The command that measures this benchmark again, interleaved against the baseline's
     commit on this machine (run from the rootdir); None where it could not: no commit, or
     one that lacks the test (settling found none there)."""
     sha = c.baseline_commit
-    if not sha or c.not_settled == NO_SUCH_TEST:
+    if not sha or c.not_settled == NO_SUCH_TEST or c.metric not in _INTERLEAVED:
         return None
     return f"pytest {shlex.quote(nodeid)} --perf-ab={sha[:12]}"
 

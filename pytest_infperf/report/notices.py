@@ -90,7 +90,8 @@ def drift_warning(
     return (
         f"the machine moved since the baseline's run (reference workload {parts}), and "
         f"{n} verdict{'s rest' if n != 1 else ' rests'} on the stored pass alone: {shown}. "
-        "Interleaved with the baseline's commit (--perf-ab) they would not depend on it"
+        f"Interleaved with the baseline's commit (--perf-ab), {'they' if n != 1 else 'it'} "
+        "would not depend on it"
     )
 
 

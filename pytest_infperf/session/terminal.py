@@ -126,7 +126,7 @@ class TerminalReport:
                 )
             if self.context.source is not None:
                 tr.write_line(f"compared with {self.context.source.describe()}")
-            if self.collector.workers and verbosity > 0:
+            if self.collector.workers:
                 tr.write_line(
                     f"measured on {len(self.collector.workers)} xdist workers; timing "
                     "serialised by a cross-process lock, so no two benchmarks timed at once"
