@@ -602,3 +602,36 @@ def test_workers_see_the_session_as_the_head_does(
     (bench,) = load_json(sub / "ab.json")["benchmarks"]
     assert bench["key"].endswith("perf_sized.py::test_sized[7]")
     assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]
+
+
+def test_the_base_times_with_the_heads_settings_whatever_its_ini_says(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base commit's ini times with the garbage collector on; the head's (the default)
+    with it off. Both sides time the head's way: an ini that moved a key between the two
+    commits timed the base with the collector on and called a regression of +113%."""
+    log = repo.path.parent / "gc.log"
+    monkeypatch.setenv("GC_LOG", str(log))
+    (repo.path / "test_gc.py").write_text(
+        "import gc, os\n\n"
+        "def test_gc(infer_bench):\n"
+        "    def call():\n"
+        "        with open(os.environ['GC_LOG'], 'a') as f:\n"
+        "            f.write(f'{os.getpid()} {gc.isenabled()}\\n')\n"
+        "    infer_bench(call)\n"
+    )
+    git(repo.path, "checkout", "-q", "main")
+    (repo.path / "pytest.ini").write_text(ab_ini(disable_gc="false"))
+    commit(repo.path, "timed with the collector on")
+    git(repo.path, "checkout", "-q", "feature")
+    git(repo.path, "merge", "-q", "main")
+    (repo.path / "pytest.ini").write_text(AB_INI)
+    commit(repo.path, "the default again")
+    result = repo.runpytest_subprocess("--perf-ab=main", "-k", "test_gc")
+    result.assert_outcomes(passed=1)
+    seen: dict[str, set[str]] = {}
+    for line in log.read_text().splitlines():
+        pid, enabled = line.split()
+        seen.setdefault(pid, set()).add(enabled)
+    # the head (this process) and the base (a worker) saw the collector alike
+    assert len(seen) >= 2 and len({frozenset(s) for s in seen.values()}) == 1, seen

@@ -67,11 +67,55 @@ def test_ctrl_c_while_a_torch_model_is_timed_ends_the_run_in_order(tmp_path: Pat
     assert "terminate called" not in out and "KeyboardInterrupt" in out
 
 
-SLOW_SUITE = """
+SLEEPING_SUITE = """
+import threading
 import time
+from pathlib import Path
+
+import pytest
+
+@pytest.fixture(autouse=True)
+def threads_after():
+    yield
+    names = [t.name for t in threading.enumerate()]
+    Path("threads").write_text(repr(names))
+
+def test_sleepy(infer_bench):
+    def call():
+        Path("timing").write_text("")
+        time.sleep(1.5)
+    infer_bench(call, warmup=0, rounds=100, max_rounds=100, max_time=600)
+"""
+
+
+def test_ctrl_c_waits_for_the_call_in_flight(tmp_path: Path) -> None:
+    """Ctrl-C while the timed call sits in C (a sleep, an ONNX Runtime run): the sampling
+    thread is waited for, not left running while teardown and exit go on (before 3.13 an
+    interrupted join marked it stopped while it still ran)."""
+    (tmp_path / "test_s.py").write_text(SLEEPING_SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    proc = _start(tmp_path)
+    _wait_for(lambda: (tmp_path / "timing").exists() or proc.poll() is not None)
+    time.sleep(0.3)  # inside the sleep
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "infperf-sampling" not in (tmp_path / "threads").read_text(), out
+
+
+#: Calls whose time varies fourfold at random: no verdict for many process pairs, and each
+#: side's process leaves its PID, so the test knows when both interleave.
+SLOW_SUITE = """
+import os
+import random
+import time
+from pathlib import Path
 
 def test_slow(infer_bench):
-    infer_bench(lambda: time.sleep(0.002), max_time=60, rounds=100000, max_rounds=100000)
+    def call():
+        Path(os.environ["PIDS"], str(os.getpid())).touch()
+        time.sleep(random.choice((0.001, 0.004)))
+    infer_bench(call, max_time=60, rounds=100000, max_rounds=100000)
 """
 
 
@@ -82,9 +126,15 @@ def test_sigterm_is_an_interrupt_that_leaves_no_worktree(tmp_path: Path, git_env
     (tmp_path / "test_s.py").write_text(SLOW_SUITE)
     (tmp_path / "pytest.ini").write_text(AB_INI)
     init_repo(tmp_path, "suite")
-    proc = _start(tmp_path, "--perf-ab=HEAD", "--perf-json=out.json")
-    _wait_for(lambda: len(_worktrees(tmp_path)) > 1 or proc.poll() is not None)
-    time.sleep(3.0)  # the workers up, the blocks interleaving
+    pids = tmp_path.parent / f"{tmp_path.name}-pids"
+    pids.mkdir()
+    os.environ["PIDS"] = str(pids)
+    try:
+        proc = _start(tmp_path, "--perf-ab=HEAD", "--perf-json=out.json")
+    finally:
+        del os.environ["PIDS"]
+    # both sides timing: the blocks interleave
+    _wait_for(lambda: len(list(pids.iterdir())) >= 2 or proc.poll() is not None)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
@@ -96,25 +146,57 @@ def test_a_worktree_a_killed_run_left_is_pruned_by_the_next(tmp_path: Path, git_
     """A run killed outright (SIGKILL) cannot clean up: the next run that checks a commit
     out in the repository removes the worktrees whose owner is gone, and keeps one whose
     owner still runs."""
-    from pytest_infperf.ab.checkout import OWNER, Checkout
+    from pytest_infperf.ab.checkout import Checkout
 
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "a.txt").write_text("a")
     init_repo(repo, "one")
     sha = git(repo, "rev-parse", "HEAD")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], text=True,
-                          capture_output=True, check=True)  # fmt: skip
+    gone_tmp = tmp_path / "infperf-ab-gone"
+    owner = subprocess.Popen(  # a run that checks the commit out, then is killed
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from pytest_infperf.ab.checkout import Checkout; "
+         "c = Checkout(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])); c.add(); "
+         "print('added', flush=True); time.sleep(60)", str(repo), sha, str(gone_tmp)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert owner.stdout is not None and owner.stdout.readline().strip() == "added"
     alive = Checkout(repo, sha, tmp_path / "infperf-ab-alive")
     alive.add()  # owned by this process, which runs
-    gone = Checkout(repo, sha, tmp_path / "infperf-ab-gone")
-    gone.add()
-    (gone.tmp / OWNER).write_text(f"{dead.stdout.strip()} 1")  # a process that ended
     assert len(_worktrees(repo)) == 3
+    owner.kill()
+    owner.communicate()
     fresh = Checkout(repo, sha, tmp_path / "infperf-ab-fresh")
     fresh.add()
     listed = _worktrees(repo)
-    assert f"worktree {gone.root}" not in listed and not gone.tmp.exists()
+    assert f"worktree {gone_tmp}/tree-{sha[:10]}" not in listed and not gone_tmp.exists()
     assert f"worktree {alive.root}" in listed and f"worktree {fresh.root}" in listed
     for checkout in (alive, fresh):
         checkout.remove()
+
+
+def test_pruning_never_touches_what_this_tool_did_not_make(tmp_path: Path, git_env: None) -> None:
+    """A repository checked out in a folder named like this tool's (a project called
+    ``infperf-ab-demo`` on a persistent runner), old and with no owner file, and a
+    worktree of the user's own in such a folder: both stay, and so does what lies beside
+    them."""
+    from pytest_infperf.ab.checkout import LEGACY_AGE_S, Checkout
+
+    home = tmp_path / "infperf-ab-projects"
+    repo = home / "repo"
+    repo.mkdir(parents=True)
+    (repo / "a.txt").write_text("a")
+    (home / "NOTES.txt").write_text("mine")
+    init_repo(repo, "one")
+    sha = git(repo, "rev-parse", "HEAD")
+    own = tmp_path / "infperf-bisect-mine"
+    git(repo, "worktree", "add", "--detach", str(own / "tree-0123456789"), sha)
+    old = time.time() - 2 * LEGACY_AGE_S
+    for folder in (home, own):
+        os.utime(folder, (old, old))
+    checkout = Checkout(repo, sha, tmp_path / "infperf-ab-run")
+    checkout.add()
+    checkout.remove()
+    assert (home / "NOTES.txt").read_text() == "mine" and (repo / "a.txt").exists()
+    assert f"worktree {own}/tree-0123456789" in _worktrees(repo)

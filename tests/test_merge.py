@@ -1,5 +1,5 @@
 """``infperf merge``: the shards of a suite split with pytest-split, merged into what one
-unsplit run writes (issue 26). Real pytest runs, real pytest-split groups."""
+unsplit run writes. Real pytest runs, real pytest-split groups."""
 
 from __future__ import annotations
 
@@ -134,18 +134,20 @@ def test_the_merged_run_fails_once_for_any_shard_that_regressed(
     one = json.loads((shards / "shard1.json").read_text())
     two = json.loads((shards / "shard2.json").read_text())
     (tmp_path / "a.json").write_text(json.dumps(one))
-    assert (
-        infperf(tmp_path, "merge", "a.json", "-o", "m.json", "--fail-on-regression").returncode == 0
-    )
+    (tmp_path / "b.json").write_text(json.dumps(two))
+    (tmp_path / "c.json").write_text((shards / "shard3.json").read_text())
+    merge = ("merge", "a.json", "b.json", "c.json", "-o", "m.json", "--fail-on-regression")
+    out = infperf(tmp_path, *merge)
+    assert out.returncode == 0, out.stdout + out.stderr
     # A shard whose benchmark regressed (the verdict a comparing shard writes).
     two["benchmarks"][0]["comparison"] = {"verdict": "regression", "ratio": 1.3}
     (tmp_path / "b.json").write_text(json.dumps(two))
-    out = infperf(tmp_path, "merge", "a.json", "b.json", "-o", "m.json", "--fail-on-regression")
+    out = infperf(tmp_path, *merge)
     assert out.returncode == 1
     assert f"regression: {two['benchmarks'][0]['key']}" in out.stdout
 
 
-# --- a comparing split run: order, fail-closed, the run's family (issue 45) ---------------
+# --- a comparing split run: order, fail-closed, the run's family ------------------------
 
 SUITE_A = """
 import pytest
@@ -228,16 +230,17 @@ def test_merge_is_one_document_and_one_exit_code_in_any_order(
     shard3 = json.loads((root / "shard3.json").read_text())
     assert shard3["split"] == {"group": 3, "splits": 3}
     assert shard3["family"]["perf_tests"] == 2 and shard3["compared_nothing"]
-    # The shard alone fails closed, as its own run would have without --perf-warn-only.
+    # The shard alone is not the run: refused by the split it records, --expect or not.
     alone = infperf(root, "merge", "shard3.json", "-o", "alone.json", "--fail-on-regression")
-    assert alone.returncode == 1 and "compared nothing: " in alone.stdout
+    assert alone.returncode == 2 and not (root / "alone.json").exists()
+    assert "2 of 3 shards missing (the shards' own --splits)" in alone.stderr
 
 
 def test_a_missing_shard_fails_the_merge_with_its_group(compared: tuple[Path, str]) -> None:
     root, _ = compared
     out = infperf(root, "merge", "shard3.json", "shard1.json", "-o", "gap.json", "--expect", "3")
     assert out.returncode == 2
-    assert "1 of 3 shards missing: group(s) 2 of 3 sent no results" in out.stderr
+    assert "1 of 3 shards missing (--expect 3): group(s) 2 of 3 sent no results" in out.stderr
     assert not (root / "gap.json").exists()
     out = infperf(
         root, "merge", "shard1.json", "shard2.json", "shard3.json", "-o", "x.json", "--expect", "4"
@@ -269,7 +272,7 @@ def test_the_merged_run_holds_a_shards_regression_to_the_whole_family(
     for name in ("shard2.json", "shard3.json"):
         (tmp_path / name).write_text((root / name).read_text())
     alone = infperf(tmp_path, "merge", "one.json", "-o", "a.json", "--fail-on-regression")
-    assert alone.returncode == 1  # its own family: 2
+    assert alone.returncode == 2 and "shards missing" in alone.stderr  # not the run
     for order in (
         ["one.json", "shard2.json", "shard3.json"],
         ["shard3.json", "shard2.json", "one.json"],
@@ -330,6 +333,21 @@ def test_rejudge_only_ever_withdraws_a_claim() -> None:
     again = rejudge(both_weak, 6, 0.01)
     assert again.verdict is Verdict.INCONCLUSIVE
     assert again.parts and {p.verdict for p in again.parts.values()} == {Verdict.INCONCLUSIVE}
+    # A GPU regression its quiet evidence decided: Bonferroni over the whole run's family.
+    device = Comparison(
+        Verdict.REGRESSION,
+        ratio=1.08,
+        p_value=1e-4,
+        parts={"gpu_time": Comparison(Verdict.REGRESSION, ratio=1.08, p_value=1e-4)},
+        evidence={"part": "gpu_time", "counts": "grew"},
+        family_size=1,
+        holm_p=1e-4,
+        message="PERFORMANCE REGRESSION ...",
+    )
+    assert rejudge(device, 40, 0.01).holm_p == pytest.approx(4e-3)
+    held = rejudge(device, 200, 0.01)
+    assert held.verdict is Verdict.INCONCLUSIVE and held.reason is Reason.MULTIPLICITY
+    assert held.message is None and "200 perf tests" in (held.note or "")
     # Never a promotion: an inconclusive verdict stays so at any family.
     assert rejudge(dataclasses.replace(ab, verdict=Verdict.INCONCLUSIVE), 1, 0.5).verdict is (
         Verdict.INCONCLUSIVE

@@ -201,7 +201,7 @@ def test_a_bad_marker_stops_only_the_runs_that_select_it(pytester: pytest.Pytest
             pass
         """
     )
-    result = pytester.runpytest("-n", "1", "-p", "no:benchmark")
+    result = pytester.runpytest("-p", "xdist", "-n", "1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [

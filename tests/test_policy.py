@@ -57,13 +57,14 @@ def gpu(
     latency: Verdict = Verdict.INCONCLUSIVE,
     work: WorkDiff | None = SAME,
     p: float = 1e-6,
+    lat: tuple[float, float, float] = (1.05, 0.75, 1.4),
     **kw: Any,
 ) -> Comparison:
     """A CUDA benchmark's stored verdict: its latency and device-time parts, the worst
     heading the record (as judge.combined does)."""
     dev_ratio = {R: 1.08, X: 0.9}.get(device, 1.0)
     parts = {
-        "median": cmp(latency, 1.05, 0.75, 1.4, metric=Metric.MEDIAN),
+        "median": cmp(latency, *lat, metric=Metric.MEDIAN),
         "gpu_time": cmp(
             device,
             dev_ratio,
@@ -82,6 +83,8 @@ def gpu(
 
 
 GPU = {"domain": "gpu", "clocks_held": True, "device_share": 0.3}
+#: Latency parts (ratio, interval): twice as slow, and within a host's own spread.
+X2, X13 = (2.0, 1.8, 2.2), (1.3, 1.2, 1.4)
 #: Stored verdicts of a CPU benchmark.
 UNC, NOREG = cmp(U), cmp(N, 0.95, 0.8, 1.04)
 REG, UND, IMP = cmp(R, 1.2, 1.1, 1.3), cmp(IN, 1.04, 0.9, 1.2), cmp(X, 0.8, 0.7, 0.9)
@@ -145,6 +148,8 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("gpu: host's Python calls grew", on_gpu(gpu(U, work=HOST_MOVED)), Step.SETTLE, "counts grew"),
     ("gpu: counts moved both ways", on_gpu(gpu(R, work=MIXED)), Step.SETTLE, "both ways"),
     ("gpu device-bound: latency regressed", on_gpu(gpu(U, R), device_share=0.9), SETTLE, "lat"),
+    ("gpu host-bound: latency x2, same device", on_gpu(gpu(U, R, lat=X2)), SETTLE, "x1.3"),
+    ("gpu host-bound: latency x1.3 reachable", on_gpu(gpu(U, R, lat=X13)), Step.STAND, None),
     ("gpu regression, not over the family", on_gpu(LAYER_WEAK, family=200), Step.SETTLE, None),
     ("gpu clocks moved: usual rule", on_gpu(gpu(U), clocks_held=False), Step.SETTLE, None),
     ("gpu no clock reference: usual rule", on_gpu(LAYER, clocks_held=None), Step.SETTLE, None),
@@ -294,3 +299,41 @@ def test_the_misread_watch_names_what_stood_before_it() -> None:
     assert (
         watch.check("t.py::test_c", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab)) is None
     )
+
+
+def test_a_device_share_reads_a_result_and_a_stored_entry_alike() -> None:
+    """Host-bound is judged on both sides (the session takes the larger share): a change
+    that made a device-bound model host-bound shows in its latency."""
+    from pytest_infperf.core.results import WorkProfile
+    from pytest_infperf.judge.device import device_share
+
+    work = WorkProfile(gpu_time=[0.5e-3, 0.5e-3, 0.5e-3])
+    entry = {"samples": [1e-3, 1e-3, 1e-3], "work": work.to_json()}
+    assert device_share(entry) == pytest.approx(0.5)
+    assert device_share({"samples": [1e-3]}) is None and device_share(None) is None
+
+
+#: The drift guard: (the verdict, the interval, the machine's speed now over then (python
+#: probe ratio, > 1: slower now), what the guard leaves).
+DRIFT = [
+    ("regression, machine slower beyond the limit: withheld", R, (1.2, 1.3), 1.5, IN),
+    ("regression, machine faster beyond the limit: stands", R, (1.2, 1.3), 1 / 1.5, R),
+    ("improvement, machine faster beyond the limit: withheld", X, (0.7, 0.8), 1 / 1.5, IN),
+    ("improvement, machine slower beyond the limit: stands", X, (0.7, 0.8), 1.5, X),
+    ("regression, machine slower within the limit: explained", R, (1.08, 1.12), 1.1, IN),
+]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "interval", "speed", "left"), [r[1:] for r in DRIFT], ids=[r[0] for r in DRIFT]
+)
+def test_the_drift_guard_withholds_only_what_the_machine_could_explain(
+    verdict: Verdict, interval: tuple[float, float], speed: float, left: Verdict
+) -> None:
+    from pytest_infperf.judge.judge import Observation, _drift_guarded
+
+    c = cmp(verdict, sum(interval) / 2, *interval, threshold=0.05)
+    then = Observation([1.0], reference={"python_s": 1.0})
+    now = Observation([1.0], reference={"python_s": speed})
+    guarded = _drift_guarded(c, now, then, limit=0.25)
+    assert guarded.verdict is left, guarded.note

@@ -141,7 +141,7 @@ def test_futility_stops_what_cannot_be_decided() -> None:
 
 
 def test_futility_weighs_where_the_truth_may_still_be() -> None:
-    """Two pairs at +4% with 2% errors. Taken as the truth (the rule until 2026-11-25),
+    """Two pairs at +4% with 2% errors. Taken as the truth (the rule before),
     +4% cannot be passed by the sixth pair: the first look would give up. Four more pairs
     may still move the estimate by 1.6% (sd), which leaves a pass about 17% in reach, so
     the predictive rule goes on."""

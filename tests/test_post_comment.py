@@ -1,6 +1,6 @@
 """The pull-request comment of perf-comment.yml goes to the triggering run's own pull request,
 looked up through the API from the run's head commit, never to a number the pull request's
-code wrote into its artifact (issue 45). GitHub's API is faked at the HTTP boundary: a
+code wrote into its artifact. GitHub's API is faked at the HTTP boundary: a
 local server that the real poster, run as the workflow runs it (the standard library alone,
 no site-packages), is pointed at through ``GITHUB_API_URL``."""
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import os
+import re
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from ..core.cmdline import Forwarded
 from ..store.git import GitError
@@ -34,6 +38,8 @@ class Checkout:
         self.title = title or (f"commit {sha[:10]}" if sha else "the working tree")
         self.root = toplevel if sha is None else tmp / f"tree-{sha[:10]}"
         self._added = False
+        #: The open owner file whose lock says this run still uses ``tmp``.
+        self._owner: IO[str] | None = None
 
     def add(self) -> None:
         if self.sha is None or self._added:
@@ -44,7 +50,8 @@ class Checkout:
         try:
             prune_stale(self.toplevel)
             self.tmp.mkdir(parents=True, exist_ok=True)
-            (self.tmp / OWNER).write_text(_identity(os.getpid()) or str(os.getpid()))
+            if self._owner is None:
+                self._owner = _own(self.tmp)
             repo.git.worktree("add", "--detach", "--force", str(self.root), self.sha)
         except git.GitCommandError as exc:
             raise GitError(
@@ -65,22 +72,32 @@ class Checkout:
         self._added = False
         for args in (["worktree", "remove", "--force", str(self.root)], ["worktree", "prune"]):
             subprocess.run(["git", *args], cwd=self.toplevel, capture_output=True, check=False)
+        if self._owner is not None:
+            self._owner.close()  # releases the lock
+            self._owner = None
 
 
-#: A file in a temporary folder this tool checked a commit out in: the PID and start time
-#: of the process that owns it. A run killed outright (a cancelled CI job's SIGKILL, a
-#: crash) cannot remove its worktree; the next run in the repository does, once its owner
-#: is gone: a persistent self-hosted runner must not pile them up.
+#: A file in a temporary folder this tool checked a commit out in, locked (``flock``) by the
+#: run that owns the folder for as long as it uses it. A run killed outright (a cancelled CI
+#: job's SIGKILL, a crash) cannot remove its worktree; the kernel drops its lock, and the
+#: next run in the repository removes it: a persistent self-hosted runner must not pile
+#: them up. A lock, not a PID: a run in another container (another PID namespace) sharing
+#: the repository holds its lock where its PID would look dead.
 OWNER = "infperf-owner"
-#: A worktree in a folder named like this tool's temporary ones, but with no owner file
+#: The folders this tool makes (``tempfile.mkdtemp`` with these prefixes) and the name of a
+#: worktree in one: nothing else is ever removed.
+PREFIXES = ("infperf-ab-", "infperf-bisect-")
+TREE = re.compile(r"tree-[0-9a-f]{10}")
+#: A worktree in such a folder right in the temporary directory, but with no owner file
 #: (made by a version before it), is taken for a dead run's after this long.
 LEGACY_AGE_S = 24 * 3600.0
 
 
 def prune_stale(toplevel: Path) -> list[Path]:
     """Remove this tool's worktrees whose run is gone (their folders too), then let git
-    forget worktrees whose folders are gone; the worktrees removed. Never one whose
-    owner still runs (another session checking a commit out in the same repository)."""
+    forget worktrees whose folders are gone; the worktrees removed. Never the repository's
+    main worktree, never a folder this tool did not make, never one whose owner still
+    runs (another session checking a commit out in the same repository)."""
     listed = subprocess.run(
         ["git", "worktree", "list", "--porcelain"],
         cwd=toplevel,
@@ -88,12 +105,14 @@ def prune_stale(toplevel: Path) -> list[Path]:
         text=True,
         check=False,
     ).stdout
+    trees = [
+        Path(line[len("worktree ") :])
+        for line in listed.splitlines()
+        if line.startswith("worktree ")
+    ]
     removed = []
-    for line in listed.splitlines():
-        if not line.startswith("worktree "):
-            continue
-        tree = Path(line[len("worktree ") :])
-        if _stale(tree.parent):
+    for tree in trees[1:]:  # the first is the main worktree: the user's repository
+        if TREE.fullmatch(tree.name) and _stale(tree.parent):
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(tree)],
                 cwd=toplevel,
@@ -103,44 +122,40 @@ def prune_stale(toplevel: Path) -> list[Path]:
             shutil.rmtree(tree.parent, ignore_errors=True)
             removed.append(tree)
     subprocess.run(["git", "worktree", "prune"], cwd=toplevel, capture_output=True, check=False)
+    # Folders whose worktree git no longer lists (removed, or another repository's): the
+    # owner file says they are this tool's; git forgets a missing worktree on its own.
+    with contextlib.suppress(OSError):
+        for folder in Path(tempfile.gettempdir()).iterdir():
+            if (folder / OWNER).is_file() and _stale(folder):
+                shutil.rmtree(folder, ignore_errors=True)
     return removed
 
 
+def _own(folder: Path) -> IO[str]:
+    """Mark ``folder`` as this run's: its owner file, locked while the file stays open."""
+    owner = open(folder / OWNER, "a+")  # noqa: SIM115 (held open for the run)
+    fcntl.flock(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    owner.write(f"{os.getpid()}\n")
+    owner.flush()
+    return owner
+
+
 def _stale(folder: Path) -> bool:
+    """Whether ``folder`` is one this tool made and no live run uses."""
+    if not folder.name.startswith(PREFIXES):
+        return False
     owner = folder / OWNER
     if not owner.is_file():
-        legacy = folder.name.startswith(("infperf-ab-", "infperf-bisect-"))
+        legacy = folder.parent.resolve() == Path(tempfile.gettempdir()).resolve()
         with contextlib.suppress(OSError):
             return legacy and time.time() - folder.stat().st_mtime > LEGACY_AGE_S
         return False
     try:
-        pid_text, _, started = owner.read_text().partition(" ")
-        pid = int(pid_text)
-    except (OSError, ValueError):
+        with open(owner) as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released as the file closes
+    except OSError:  # held: its run goes on (or the file cannot be read: leave it)
         return False
-    now = _identity(pid)
-    if now is None:  # no /proc (macOS): alive is all that can be told
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            return False
-        return False
-    return now == "" or (bool(started) and now != f"{pid} {started.strip()}")
-
-
-def _identity(pid: int) -> str | None:
-    """``"PID START"`` (its start in clock ticks after boot: a PID is reused, its start is
-    not); "" when no such process runs; None where /proc cannot tell."""
-    if not Path("/proc/self/stat").exists():
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            # Field 22 is the start time; the command name in field 2 may hold spaces.
-            return f"{pid} {f.read().rsplit(')', 1)[1].split()[19]}"
-    except (OSError, IndexError):
-        return ""
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,6 +177,8 @@ class Selection:
     #: The session's heap policy (infperf_expert's heap): every worker applies it before its session
     #: starts, whatever its own checkout's ini says, so both sides run alike.
     heap: str = "steady"
+    #: The session's run-wide benchmark options (JSON): the worker times with them.
+    layer: str = "{}"
     #: Seconds a worker may stay silent (infperf_expert's ``worker_timeout``: see WORKER_TIMEOUT_S).
     timeout: float = WORKER_TIMEOUT_S
 

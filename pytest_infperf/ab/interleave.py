@@ -54,8 +54,8 @@ from .workers import ABController, ABError, BaseCall, Block
 #: four of them; the process pair, not the block, is the unit the verdict replicates, so
 #: blocks are short and pairs many (half the 50 ms blocks of before).
 #: A generation's block follows the same rule: one generation when it takes 25 ms or more.
-#: Until 2026-11-25 it held at least three, their median the block's figure (against the
-#: penalty of the first generation after a switch). But this VM's speed moves for tens to
+#: It once held at least three, their median the block's figure (against the penalty of
+#: the first generation after a switch). But this VM's speed moves for tens to
 #: hundreds of milliseconds at a time, on the CPU (no run-queue wait to subtract), and the
 #: median of three neighbouring generations does not remove that; a shorter quad cancels
 #: more of it. ``python benchmarks/generation_blocks.py`` (A/A, a tiny Llama in one

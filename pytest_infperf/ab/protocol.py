@@ -38,6 +38,9 @@ OPTIONS_ENV = "INFPERF_AB_OPTIONS"
 #: Environment variable carrying the session's heap policy (infperf_expert's heap), which the worker
 #: applies before its own session starts (:mod:`~pytest_infperf.measure.heap`).
 HEAP_ENV = "INFPERF_AB_HEAP"
+#: Environment variable carrying the controller's run-wide benchmark options (JSON; see
+#: ``core.keys.served_layer_key``).
+LAYER_ENV = "INFPERF_AB_LAYER"
 #: Environment variable carrying the controller's PID: the worker ends when its parent is
 #: not that process any more (the controller is gone), even before it could look.
 PARENT_ENV = "INFPERF_AB_PARENT"

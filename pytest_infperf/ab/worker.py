@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from ..core import cmdline
+from ..core.settings import served_layer, served_layer_key
 from ..measure import heap, profile
 from ..measure.call import BenchCall, from_warm
 from ..measure.mode import mode_key
@@ -56,8 +57,15 @@ class ABWorkerPlugin:
 
     name = "ab-base"
 
-    def __init__(self, conn: Connection, options: Sequence[Sequence[str]] = ()) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        options: Sequence[Sequence[str]] = (),
+        layer: dict[str, Any] | None = None,
+    ) -> None:
         self.conn = conn
+        #: The controller's run-wide benchmark options, which this side times with.
+        self.layer = layer
         self.items: dict[str, pytest.Item] = {}
         self.ending = False
         self.outcome: dict[str, Any] = {}
@@ -76,6 +84,8 @@ class ABWorkerPlugin:
     def pytest_configure(self, config: pytest.Config) -> None:
         # Before infperf's own configure, which then keeps this mode instead of choosing.
         config.stash[mode_key] = self
+        if self.layer is not None:
+            config.stash[served_layer_key] = self.layer
 
     @pytest.hookimpl(wrapper=True)
     def pytest_load_initial_conftests(
@@ -224,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         # Where pytest was invoked, in this checkout (a test may open paths relative to
         # it); the rootdir where that folder is not in this checkout.
         os.chdir(os.environ.pop(protocol.CWD_ENV, "") or rootdir)
-        plugin = ABWorkerPlugin(conn, options)
+        layer = served_layer(os.environ.pop(protocol.LAYER_ENV, ""))
+        plugin = ABWorkerPlugin(conn, options, layer)
         # No xdist: this process serves one measurement at a time, in its own session.
         options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
         options.append("--no-header")

@@ -153,6 +153,7 @@ class WorkerProcess:
         # The project's options: the worker adds those its checkout's conftest defines.
         env[protocol.OPTIONS_ENV] = json.dumps(self.selection.forwarded.project)
         env[protocol.HEAP_ENV] = self.selection.heap
+        env[protocol.LAYER_ENV] = self.selection.layer
         env[protocol.PARENT_ENV] = str(os.getpid())
         rootdir = self.checkout.map(self.selection.rootdir)
         here = self.checkout.map(self.selection.invocation_dir or self.selection.rootdir)
@@ -351,9 +352,10 @@ class WorkerSide(WorkerProcess):
             self._send(op=protocol.SKIP)
             self._on(Event.SKIP)
         while True:
+            call = f"{self.current}'s call {name!r}" if name else f"{self.current}'s call"
             what = (
-                f"reaching {self.current} call {name!r} (a test that holds a lock, a fixed "
-                "port or a whole GPU through infer_bench keeps its other side from it)"
+                f"reaching {call} (a test that holds a lock, a fixed port or a whole GPU "
+                "through infer_bench keeps its other side from it)"
             )
             message = self._kept or self._recv(self._ready_timeout, what)
             self._kept = None

@@ -142,8 +142,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=_expect,
         default=None,
         metavar="N",
-        help="the number of groups the run was split into (the matrix's): a group missing, "
-        "twice or of another split is an error naming it, and nothing is written",
+        help="the number of groups the run was split into (the matrix's; default: the split "
+        "the shards record): a group missing, twice or of another split is an error naming "
+        "it, and nothing is written",
     )
     merge.add_argument(
         "--fail-on-regression",

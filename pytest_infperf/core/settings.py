@@ -256,11 +256,29 @@ def _budget_for(config: pytest.Config, compare: str | None, ab: str | None) -> B
     return budget
 
 
+#: An interleaving worker: its controller's run-wide benchmark options (ini keys,
+#: ``infperf_expert``'s, --perf-* flags), set before configure. Both sides of a comparison
+#: time with them: the served checkout's own ini (an older commit's, from before a key
+#: moved) would time the base another way than the head.
+served_layer_key: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
+
+
+def served_layer(text: str) -> dict[str, Any] | None:
+    """The controller's options as a worker reads them (JSON), each through its own parser
+    (None: none were given)."""
+    import json  # noqa: PLC0415 (an interleaving worker's start-up only)
+
+    if not text:
+        return None
+    return {k: _options.SPECS[k].parse(k, v) for k, v in json.loads(text).items()}
+
+
 def from_config(config: pytest.Config, serving: bool = False) -> Settings:
     """Read and validate every infperf setting; a bad one is a ``pytest.UsageError``.
     ``serving``: an A/B worker in another commit's checkout, whose ini file is that
     commit's (checked when that commit is the one under test, not a reason to stop this
-    run): its unknown keys are not checked."""
+    run): its unknown keys are not checked, and its benchmark options are its
+    controller's (``served_layer_key``)."""
     if not serving:
         check_ini_keys(config)
     expert = expert_values(config)
@@ -269,6 +287,8 @@ def from_config(config: pytest.Config, serving: bool = False) -> Settings:
         return value(config, name, expert)
 
     layer = _bench_layer(config, expert)
+    if serving:
+        layer = config.stash.get(served_layer_key, layer)
     rootdir = Path(str(config.rootpath))
     baselines, json_path = _paths(config, rootdir)
     md = config.getoption("perf_markdown")

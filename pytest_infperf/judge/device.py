@@ -2,8 +2,8 @@
 
 A CUDA benchmark's latency is what a caller sees; at small batch in eager mode it is mostly
 host dispatch, which moved by 20-30% between processes on an H100 while the device's busy
-time moved by 0.05-0.24% (issue 44). So where both sides of a comparison have the profiled
-pass's device time (``gpu_time``), the judge judges it beside the latency
+time moved by 0.05-0.24% (docs/MEASURED.md, "GPU"). So where both sides of a comparison
+have the profiled pass's device time (``gpu_time``), the judge judges it beside the latency
 (:func:`device_parts`), the drift guard reads the reference that can speak for each
 (:func:`reference_kind`), and a host-bound latency says so (:func:`host_bound_noted`). Also
 here: what a throttled or shared GPU does to a verdict (:func:`gpu_withholds`,
@@ -42,13 +42,16 @@ def work_of(source: BenchmarkResult | Mapping[str, Any]) -> WorkProfile | None:
     return WorkProfile.from_json(source.get("work"))
 
 
-def device_share(result: BenchmarkResult) -> float | None:
+def device_share(source: BenchmarkResult | Mapping[str, Any] | None) -> float | None:
     """A CUDA benchmark's device busy time over its latency, medians of the profiled pass
-    and of the timed samples (None: no device time)."""
-    work = result.work
-    if work is None or not work.gpu_time or not result.samples:
+    and of the timed samples, for a result or a stored entry (None: no device time)."""
+    if source is None:
         return None
-    latency = statistics.median(result.samples)
+    work = work_of(source)
+    samples = source.samples if isinstance(source, BenchmarkResult) else source.get("samples")
+    if work is None or not work.gpu_time or not samples:
+        return None
+    latency = statistics.median(samples)
     return statistics.median(work.gpu_time) / latency if latency > 0 else None
 
 

@@ -420,11 +420,17 @@ def _drift_guarded(
         low, high = 1.0 / high, 1.0 / low
     plain = c.verdict
     guarded = _cmp.classify(low, high, c.threshold, slower, faster)
-    moved = max(slower, faster)
     speed = {"slower": round(slower, 4), "faster": round(faster, 4)}
-    decided = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-    if moved > 1.0 + limit and (plain in decided or guarded in decided):
-        way = "slower" if slower >= faster else "faster"
+    verdicts = (plain, guarded)
+    # Withheld only where the machine's move could explain the verdict: a machine that ran
+    # faster can only have hidden part of a slowdown, never made one.
+    if Verdict.REGRESSION in verdicts and slower > 1.0 + limit:
+        moved, way = slower, "slower"
+    elif Verdict.IMPROVEMENT in verdicts and faster > 1.0 + limit:
+        moved, way = faster, "faster"
+    else:
+        moved, way = 1.0, ""
+    if way:
         note = (
             f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
             f"{way} than during the baseline's measurement ({_by(kind)}), beyond "

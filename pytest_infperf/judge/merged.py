@@ -43,6 +43,8 @@ def rejudge(c: Comparison, family: int, run_alpha: float) -> Comparison:
     family = max(1, family)
     if c.remeasured and c.family_size is not None and c.p_value is not None:
         return _bonferroni(c, family)
+    if c.evidence and c.p_value is not None and c.verdict in _CLAIMED:
+        return _quiet(c, family, run_alpha)
     if c.parts:
         return _generation(c, family, run_alpha)
     why = _guard(c, family, run_alpha)
@@ -59,6 +61,24 @@ def _bonferroni(c: Comparison, family: int) -> Comparison:
     if c.verdict in _CLAIMED and again.verdict is not Verdict.REGRESSION:
         return dataclasses.replace(again, message=None, accepted_by=None)
     return dataclasses.replace(c, family_size=again.family_size, holm_p=again.holm_p)
+
+
+def _quiet(c: Comparison, family: int, run_alpha: float) -> Comparison:
+    """A regression its quiet evidence decided on a stored pass: held over the run's family
+    as the policy holds it (Bonferroni), where the unsplit run would have settled it."""
+    assert c.p_value is not None
+    holm = min(1.0, c.p_value * family)
+    if holm <= run_alpha:
+        return dataclasses.replace(c, family_size=family, holm_p=holm)
+    why = (
+        f"its p = {c.p_value:.2g} does not hold over the run's {family} perf tests at "
+        f"{run_alpha:g} (the unsplit run would have settled it)"
+    )
+    return dataclasses.replace(
+        _unclaimed(c, f"a regression by its device time, not claimed: {why}"),
+        family_size=family,
+        holm_p=holm,
+    )
 
 
 def _guard(c: Comparison, family: int, run_alpha: float) -> str | None:

@@ -42,7 +42,7 @@ class Design:
 
     #: Process pairs at most: the first is this process and the base worker, the others
     #: pairs of worker processes started for it (reused by the session's later benchmarks).
-    #: Six, not four (2026-11-24): the variance lives between processes, so the undecided
+    #: Six, not four: the variance lives between processes, so the undecided
     #: minority gets more of them; A/A inconclusive 3/36 -> 1/36, +10% caught 30 -> 31 of
     #: 36 with the neighbour (docs/MEASURED.md, "Six process pairs").
     max_pairs: int = 6
@@ -60,7 +60,7 @@ class Design:
     slow_quads: int = 4
     #: The between-process sd assumed at least (log units): one or two pairs cannot show
     #: it. A/A process pairs on the 2-core VM differ by an sd of 2.6-3.7% (own error
-    #: included; docs/MEASURED.md, "Where the offset lives"). 2%, not 1.5% (2026-11-24):
+    #: included; docs/MEASURED.md, "Where the offset lives"). 2%, not 1.5%:
     #: with a true between-process sd of 2.5%, a slowdown of exactly the threshold was
     #: passed as "no regression" 14% of the time at 1.5% and 8% at 2%
     #: (benchmarks/sequential_design.py).
@@ -68,11 +68,11 @@ class Design:
     #: The same floor for the device's busy time (``gpu_time``): on an H100, the kernel
     #: sum per call of eager BERT-base differed between five fresh processes by an sd of
     #: 0.05% (batch 1) and 0.24% (batch 32, fp16), CUDA-graph latency by 0.15-0.33%
-    #: (issue 44's measurements; docs/MEASURED.md). Half a percent is twice the largest.
+    #: (docs/MEASURED.md, "GPU"). Half a percent is twice the largest.
     device_tau_floor: float = 0.005
     #: A regression claim is also held to the pairs' own spread, shrunk towards the floor as
     #: if the floor were this many pairs' worth of evidence (a moderated t,
-    #: :mod:`~pytest_infperf.stats.pooled`). Four (2026-11-24): at a true between-process
+    #: :mod:`~pytest_infperf.stats.pooled`). Four: at a true between-process
     #: sd of 5-7%, a slowdown of exactly the threshold was flagged 5% of the time (14-16%
     #: with the floor alone), and at 2% sd +10% was still flagged 98% of the time (99%)
     #: (benchmarks/sequential_design.py; docs/MEASURED.md). ``math.inf``: the floor alone
@@ -97,7 +97,7 @@ class Design:
     #: How "within reach" is judged: ``"predictive"`` averages over what the true effect may
     #: still be given the pairs so far (the final estimate drawn around the current one with
     #: the variance the remaining pairs add), ``"conditional"`` takes the current estimate as
-    #: the truth (the rule until 2026-11-25). Two or three pairs pin the estimate down
+    #: the truth. Two or three pairs pin the estimate down
     #: poorly: taken as the truth, an estimate near the threshold stopped generations for
     #: futility after two pairs and 4 s (docs/MEASURED.md, "Futility from what may still
     #: come"; benchmarks/sequential_design.py).

@@ -117,12 +117,12 @@ def speed_factors(
 
     Not the largest-moving one: each is a noisy ratio of two short timings, and the max of
     three of them, with no real drift, widened about a fifth of comparisons by more than the
-    whole tolerance (issue 24). The median moves only when most indicators agree.
+    whole tolerance. The median moves only when most indicators agree.
 
     ``kind="gpu"``: the GPU's own reference instead (:func:`gpu_reference`, its clocks; a
     clock at half the speed takes twice the time): the CPU probes say nothing of a GPU's
     clocks, and the host's speed moved by tens of percent between processes where the
-    device's time moved by a fraction of one (issue 44). None where either side lacks
+    device's time moved by a fraction of one. None where either side lacks
     them (no NVML, a baseline saved before them): no guard, rather than the CPU's."""
     if not current or not baseline:
         return None

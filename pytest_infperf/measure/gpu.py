@@ -159,7 +159,7 @@ class Ours(Container[int]):
     workers), and the PIDs given. One rule for both watches (the stored pass's region
     watch and the interleaved run's block watch): on an H100 the block watch, built with
     the PIDs known before a pair's workers started, took the session's own workers for
-    tenants and withheld every interleaved verdict (issue 44)."""
+    tenants and withheld every interleaved verdict."""
 
     def __init__(self, pids: Collection[int] = (), root: int | None = None) -> None:
         self.pids = set(pids) | {os.getpid()}

@@ -188,6 +188,9 @@ def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
     __tracebackhide__ = True
     box: list[T] = []
     error: list[BaseException] = []
+    # Set as ``run`` ends. Not ``thread.is_alive()``: before 3.13, a join interrupted by
+    # Ctrl-C marks the thread stopped while it still runs the model.
+    done = threading.Event()
 
     def run() -> None:
         __tracebackhide__ = True
@@ -197,11 +200,13 @@ def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
                 box.append(fn())
         except BaseException as exc:  # handed to the caller's thread below
             error.append(exc)
+        finally:
+            done.set()
 
     thread = threading.Thread(target=run, name="infperf-sampling", daemon=True)
     thread.start()
     try:
-        thread.join()
+        done.wait()
     except BaseException as exc:
         # Ctrl-C (or a SIGTERM taken as one) lands here, on the caller's thread, while the
         # model runs on the sampling thread inside torch's or ONNX Runtime's C++ thread
@@ -210,9 +215,9 @@ def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
         # of pytest's orderly exit 2. It is stopped at its next Python instruction and
         # waited for; a second Ctrl-C stops it again, never leaves it running.
         _stop_thread(thread, type(exc) if isinstance(exc, KeyboardInterrupt) else SystemExit)
-        while thread.is_alive():
+        while not done.is_set():
             try:
-                thread.join()
+                done.wait(0.1)
             except BaseException:
                 _stop_thread(thread, KeyboardInterrupt)
         raise

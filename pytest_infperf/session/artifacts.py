@@ -87,12 +87,16 @@ class RunOutcome:
         else:
             what = (
                 f"{perf} of the {tests} collected use infer_bench, but none measured a "
-                "benchmark (skipped, or failed before calling infer_bench)"
+                "benchmark (skipped, or failed before their measurement ended)"
             )
-        self.nothing = (
-            f"{flag} measured no benchmark: {what}. Point the run at the perf tests (the "
-            "test paths, the Action's `tests` input), or run without " + flag
+        # Pointing the run elsewhere helps only where no test here uses infer_bench.
+        fix = (
+            ". Point the run at the perf tests (the test paths, the Action's `tests` input), "
+            f"or run without {flag}"
+            if not perf
+            else ": the test results above say why"
         )
+        self.nothing = f"{flag} measured no benchmark: {what}{fix}"
         if self.split is not None or s.warn_only or exitstatus != 0:
             return None
         return int(pytest.ExitCode.TESTS_FAILED)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,8 @@ from .collector import is_perf
 from .context import RunContext
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ..ab.checkout import Selection
     from ..ab.workers import ABController
     from ..core.results import BenchmarkResult, Comparison, Origin
@@ -324,7 +327,7 @@ class Stored(Plain):
             stored=c,
             timed_s=float(result.decisions.get("timed_s") or 0.0),
             clocks_held=_clocks_held(result, entry),
-            device_share=_device_share(result),
+            device_share=_device_share(result, entry),
         )
         self._refused = ""
         d = policy.after_stored(facts)
@@ -514,10 +517,14 @@ def _clocks_held(result: BenchmarkResult, entry: dict[str, Any] | None) -> bool 
     return None if factors is None else factors == (1.0, 1.0)
 
 
-def _device_share(result: BenchmarkResult) -> float | None:
+def _device_share(result: BenchmarkResult, entry: Mapping[str, Any] | None) -> float | None:
+    """The larger side's: a benchmark is host-bound only where both sides were (a change
+    that made a device-bound model host-bound is what its latency shows)."""
     from ..judge.device import device_share
 
-    return device_share(result)
+    head = device_share(result)
+    base = device_share(entry)
+    return head if head is None or base is None else max(head, base)
 
 
 class ABHead(Plain):
@@ -622,6 +629,7 @@ def selection(config: pytest.Config, settings: Settings) -> Selection:
         inifile=str(config.inipath) if config.option.inifilename and config.inipath else "",
         invocation_dir=Path(config.invocation_params.dir),
         heap=settings.heap,
+        layer=json.dumps(settings.bench_layer),
         timeout=settings.worker_timeout,
     )
 

@@ -35,8 +35,16 @@ class TermAsInterrupt:
         signal.signal(signal.SIGTERM, _interrupt)
         self._installed = True
 
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        # The session's outcome is written: what is left is its teardown (the workers, the
+        # worktree). A SIGTERM now lets it finish instead of breaking it off halfway with a
+        # traceback; a second one ends the process at once.
         if self._installed and signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, _finishing)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._installed and signal.getsignal(signal.SIGTERM) in (_interrupt, _finishing):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
         self._installed = False
 
@@ -44,3 +52,7 @@ class TermAsInterrupt:
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise KeyboardInterrupt("SIGTERM: the run was cancelled")
+
+
+def _finishing(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

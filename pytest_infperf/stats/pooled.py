@@ -103,7 +103,7 @@ class Pooled:
     def lower_claim(self, alpha: float, prior_df: float) -> float:
         """The one-sided (1 - alpha) lower bound a regression claim is held to: the lower of
         :meth:`lower` and the moderated bound. One pair, or ``prior_df`` infinite (the floor
-        taken as certain: the rule until 2026-11-24): :meth:`lower` alone; ``prior_df`` 0:
+        taken as certain): :meth:`lower` alone; ``prior_df`` 0:
         the Hartung-Knapp-Sidik-Jonkman bound (t with k - 1 degrees of freedom)."""
         low = self.lower(alpha)
         if self.k < 2 or math.isinf(prior_df):

@@ -132,7 +132,7 @@ def moses_rank(n: int, m: int, alpha: float) -> int:
     confidence bound of the shift; the upper bound is the (n*m + 1 - k)-th. 0 when no
     difference is such a bound: so few samples cannot give that confidence (2 and 2: even
     the smallest of the four differences lies above the true shift with chance 1/6, so a
-    "95%" bound there would hold 83% of the time; until 2026-11-25 it was claimed)."""
+    "95%" bound there would hold 83% of the time, so none is claimed)."""
     z = _NORMAL.inv_cdf(1.0 - alpha)
     k = math.floor(n * m / 2.0 - z * _sigma_u(n, m) + 0.5)
     return max(k, 0)

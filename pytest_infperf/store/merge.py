@@ -24,7 +24,7 @@ would pass for its whole group. Pure: reading and writing are the caller's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.outcome import UNMARKED, incomplete, run_record
@@ -123,10 +123,14 @@ def check_groups(shards: Sequence[tuple[str, dict[str, Any]]], expect: int | Non
             f"--expect {expect}, but the shards were split into {splits.pop()} groups: "
             "pass the matrix's number of groups"
         )
+    _missing(held, expect, f"--expect {expect}")
+
+
+def _missing(held: Mapping[int, str], expect: int, said: str) -> None:
     missing = sorted(set(range(1, expect + 1)) - set(held))
     if missing:
         raise MergeError(
-            f"{len(missing)} of {expect} shards missing: group(s) "
+            f"{len(missing)} of {expect} shards missing ({said}): group(s) "
             f"{', '.join(map(str, missing))} of {expect} sent no results (a shard that failed "
             "or was cancelled before writing them, or whose artifact did not arrive); the run "
             "is not judged on fewer shards than it has"
@@ -230,6 +234,13 @@ def merge(
                 raise MergeError(_twice(key, owner[key], name, keys, several))
             owner[key] = name
             entries.append({**entry, "environment_key": keys[name]} if several else entry)
+    if expect is None:
+        # The split the shards record: a fleet merged without one of its shards would judge
+        # the run on what the others measured, and pass. (Last: a mix-up the checks above
+        # name is the better message.)
+        groups = [g for g in (_group(doc) for _, doc in shards) if g is not None]
+        if groups:
+            _missing({g[0]: "" for g in groups}, groups[0][1], "the shards' own --splits")
         warnings += [w for w in doc.get("warnings") or [] if w not in warnings]
     # A run-level field from the first shard (in group order) that has it: a shard that
     # found no baseline has no `comparison`, and must not erase the others'.
