@@ -5,7 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 rc=0
-"${INFPERF_VENV:-.venv}/bin/python" -m pytest tests "$@" || rc=$?
+# Two or more processes (pytest-xdist): most of the suite waits on subprocesses, git and
+# imports. What the tests time stays serialised by the plugin's machine-wide timing lock;
+# the tests of one module-scoped fixture share a worker (xdist_group), so it is built once.
+# pytest-benchmark (a dev extra, for tests/test_coexist.py) is kept out of this process: under
+# xdist it warns at start-up, which this project's warnings-as-errors would make fatal.
+"${INFPERF_VENV:-.venv}/bin/python" -m pytest tests -n auto --dist loadgroup -p no:benchmark "$@" \
+    || rc=$?
 if [ "$rc" -eq 5 ]; then
     # pytest's "no tests collected" (e.g. a -k that selects nothing): say so, and do not
     # fail the job over a selection.

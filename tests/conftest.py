@@ -40,6 +40,29 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in ("torch", "torch._dynamo", "onnxruntime", "transformers", "matplotlib"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    controller = bool(getattr(config.option, "numprocesses", 0)) and not hasattr(
+        config, "workerinput"
+    )
+    if not controller and "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ:
+        os.environ.update(ONLY_OURS)
+    if hasattr(config, "workerinput"):
+        # An xdist worker's identity is its own: the pytest runs its tests start would take
+        # it for theirs (a worker pins itself to a GPU by PYTEST_XDIST_WORKER).
+        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+            os.environ.pop(name, None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks into its groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist (scripts/test.sh: --dist loadgroup) the tests of a module-scoped fixture
+    run in one worker, which builds it once: spread over two, each built its own (the
+    slowest take 10-30 s: a saved baseline, a fleet of shards, profiled runs)."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)  # a Function's; pytest has no public view
+        defs = info.name2fixturedefs if info is not None else {}
+        if any(d and d[-1].scope == "module" for d in defs.values()):
+            module = item.module.__name__ if isinstance(item, pytest.Function) else ""
+            item.add_marker(pytest.mark.xdist_group(module))
 
 
 pytest_plugins = ["pytester"]
@@ -55,9 +78,9 @@ if "INFPERF_CACHE_DIR" not in os.environ:
 #: load this plugin and no other: autoloading every installed one (hypothesis alone takes
 #: 2.7 s to import here) cost each of them seconds, hundreds of times a suite. A test about
 #: another plugin (xdist, pytest-split, pytest-benchmark) asks for them all (all_plugins).
+#: Set in pytest_configure, not here: xdist's controller runs no test, and the workers it
+#: starts inherit its environment, so it must leave them free to load xdist itself.
 ONLY_OURS = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_PLUGINS": "pytest_infperf.plugin"}
-if "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ:
-    os.environ.update(ONLY_OURS)
 
 
 @pytest.fixture
