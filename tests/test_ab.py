@@ -251,6 +251,43 @@ def test_a_crashing_base_worker_fails_the_affected_test(
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 
+def test_an_ab_run_that_compared_nothing_fails_closed(repo: pytest.Pytester) -> None:
+    """The base commit has none of the selected benchmarks: nothing was compared, and a gate
+    that compared nothing does not pass, whichever mode it runs in."""
+    (repo.path / "test_new.py").write_text(
+        "def test_new(infer_bench):\n    infer_bench(lambda: None)\n\n"
+        "def test_newer(infer_bench):\n    infer_bench(lambda: None)\n"
+    )
+    commit(repo.path, "two new benchmarks")
+    result = repo.runpytest_subprocess("--perf-ab=main", "-k", "new")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*compared nothing*main has none of the benchmarks*"])
+    allowed = repo.runpytest_subprocess("--perf-ab=main", "-k", "new", "--perf-allow-missing")
+    assert allowed.ret == 0
+
+
+def test_a_later_process_pair_that_cannot_measure_fails_the_test(repo: pytest.Pytester) -> None:
+    """Pair 1 (this process and a base worker) reads test_slowed twice as slow, which one
+    pair never claims; pair 2's head worker cannot run it (a GPU with room for one more copy
+    of the model, a test that needs the session's process). Ending on pair 1 would pass
+    it as inconclusive: it fails, as a crash in the first pair does."""
+    suite = AB_SUITE.replace(
+        "def test_slowed(infer_bench):\n",
+        "def test_slowed(infer_bench):\n"
+        "    import sys\n"
+        "    if 'abworker' in sys.argv[0] and 'infperf-ab-' not in __file__:\n"
+        "        raise RuntimeError('no room for another copy of the model')\n",
+    )
+    assert suite != AB_SUITE
+    (repo.path / "test_suite.py").write_text(suite)
+    (repo.path / "factor.txt").write_text("2.0")
+    commit(repo.path, "twice as slow, and no second head worker")
+    result = repo.runpytest_subprocess("--perf-ab=main", "-k", "slowed")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*process pair 2 could not measure*"])
+    assert worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
 def test_a_worker_that_stops_answering_is_killed_and_the_session_ends(
     pytester: pytest.Pytester, git_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

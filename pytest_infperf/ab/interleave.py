@@ -392,7 +392,7 @@ def _paired(
     _add_summaries(summaries, runs[0])
     gpu = _gpu_blocks(runs)
     look = plan.look(summaries) if summaries[metrics[0]] else None
-    stopped_early = spent = ""
+    spent = ""
     while look is not None and not look.stop:
         if gpu is not None and gpu_withholds(gpu, judge.policy.gpu_throttle):
             break
@@ -401,9 +401,8 @@ def _paired(
             break
         try:
             run = _worker_pair(controller, k, call, warm, per_sample, plan, watch(), cpu)
-        except ABError as exc:
-            stopped_early = f"process pair {k + 1} could not measure: {exc}"
-            break
+        except ABError as exc:  # fails as pair 1's would: the pairs so far did not decide
+            raise ABError(f"process pair {k + 1} could not measure: {exc}") from exc
         runs.append(run)
         _add_summaries(summaries, run)
         gpu = _gpu_blocks(runs)
@@ -415,8 +414,8 @@ def _paired(
         "pair_log_ratios": {m: [round(sm.mean, 6) for sm in summaries[m]] for m in metrics},
         "pinned_cpu": cpu,
     }
-    if stopped_early or spent:
-        details["replication_stopped"] = stopped_early or spent
+    if spent:
+        details["replication_stopped"] = spent
     head, base_values = _side_values(runs, "head"), _side_values(runs, "base")
     if look is None:  # every quad was set aside: nothing to judge
         c = no_clean_blocks(opts, origin, details)

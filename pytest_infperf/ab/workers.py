@@ -643,17 +643,20 @@ class ProcessPair:
     head: WorkerSide
 
     def begin(self, nodeid: str, name: str | None) -> bool:
-        """Both sides to ``nodeid``'s call ``name``, getting ready at the same time (model
-        building and warmup are not timed, so they may overlap). Whether a worker process
-        was started for it, or serves its first test with it (one prestarted)."""
+        """Both sides to ``nodeid``'s call ``name``, one after the other: the base's test
+        body starts once the head's has reached its call, as in the first pair, so two
+        bodies never run at once (a test may hold what only one process can have while it
+        builds its model: a lock, a fixed port, a whole GPU). Whether a worker process was
+        started for it, or serves its first test with it (one prestarted)."""
         started = [side.launch() or side.served == 0 for side in (self.base, self.head)]
         for side in (self.base, self.head):
             side.connect()
-        asked = [side for side in (self.base, self.head) if side.request(nodeid)]
+        asked: list[WorkerSide] = []
         try:
-            if len(asked) < 2:
-                raise ABError(f"a worker process pair does not collect {nodeid}")
-            for side in asked:
+            for side in (self.head, self.base):
+                if not side.request(nodeid):
+                    raise ABError(f"a worker process pair does not collect {nodeid}")
+                asked.append(side)
                 ready = side.await_ready(name)
                 if not ready.ready:
                     detail = f": {ready.error}" if ready.error else ""

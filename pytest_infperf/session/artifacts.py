@@ -199,9 +199,20 @@ class ArtifactWriter(RunOutcome):
         from ..judge.judge import compared_nothing
 
         s = self.settings
-        if not s.compare or s.allow_missing or not compared_nothing(self.collector.results):
+        if not (s.compare or s.ab) or s.allow_missing:
             return None
-        self.gate = self.context.missing_cause()
+        if not compared_nothing(self.collector.results):
+            return None
+        # --perf-ab against a commit that has none of these benchmarks measured nothing on
+        # its side: as blind a gate as a --perf-compare without baselines.
+        self.gate = (
+            self.context.missing_cause()
+            if s.compare
+            else (
+                f"the commit {s.ab} has none of the benchmarks this run measured (new tests, "
+                "renamed ones, or another selection?); --perf-allow-missing passes such a run"
+            )
+        )
         # --perf-warn-only reports it as loudly but, as for regressions, does not fail.
         return None if s.warn_only else int(pytest.ExitCode.TESTS_FAILED)
 
