@@ -150,6 +150,19 @@ def test_compare_exit_codes(repo: Path) -> None:
     out = infperf(repo, "compare", "old.json", "HEAD", "--markdown", "cmp.md")  # a mix
     assert out.returncode == 1
     assert (repo / "cmp.md").read_text().startswith("## pytest-infperf: 1 regression in 7")
+    # A gate on `compare` fails closed: a run that stopped part-way, or the wrong file.
+    stopped = json.loads((repo / "new.json").read_text())
+    stopped["run"] = {"complete": False, "exitstatus": 2, "incomplete": "interrupted (Ctrl-C)"}
+    (repo / "stopped.json").write_text(json.dumps(stopped))
+    out = infperf(repo, "compare", "HEAD", "stopped.json")
+    assert out.returncode == 1 and "did not complete (interrupted (Ctrl-C))" in out.stdout
+    renamed = json.loads((repo / "new.json").read_text())
+    for entry in renamed["benchmarks"]:
+        entry["nodeid"] = entry["nodeid"].replace("test_suite.py", "test_renamed.py")
+        entry.pop("key", None)
+    (repo / "renamed.json").write_text(json.dumps(renamed))
+    out = infperf(repo, "compare", "old.json", "renamed.json")
+    assert out.returncode == 1 and "compared nothing" in out.stdout, out.stdout + out.stderr
     out = infperf(repo, "compare", "nope", "HEAD")
     assert out.returncode == 2
     assert out.stderr.startswith("infperf: error: 'nope' is neither a JSON file, a git ref")

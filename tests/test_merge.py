@@ -97,6 +97,21 @@ def test_merged_shards_hold_what_one_run_holds(shards: Path) -> None:
     assert infperf(shards, "comment", "merged.json").returncode == 0
 
 
+@pytest.mark.parametrize("expect", [3, None])
+def test_every_shards_warnings_reach_the_merged_run(shards: Path, expect: int | None) -> None:
+    """The Action merges with --expect: the warnings of every shard, not the last's, are the
+    merged run's (its job summary and pull request comment say them)."""
+    from pytest_infperf.store.merge import merge
+
+    docs = [
+        (f"shard{i}.json", json.loads((shards / f"shard{i}.json").read_text())) for i in (1, 2, 3)
+    ]
+    docs[0][1]["warnings"] = ["W1: settling is off"]
+    docs[1][1]["warnings"] = ["W2: no baseline for 3 benchmarks", "W1: settling is off"]
+    merged = merge(docs, expect=expect)
+    assert merged["warnings"][:2] == ["W1: settling is off", "W2: no baseline for 3 benchmarks"]
+
+
 @pytest.mark.parametrize("case", ["overlap", "twice", "commits", "truncated", "mode"])
 def test_shards_that_cannot_merge_get_a_clear_error_and_nothing_is_written(
     shards: Path, case: str, tmp_path: Path

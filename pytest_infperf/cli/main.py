@@ -208,7 +208,23 @@ def _compare(args: argparse.Namespace) -> int:
     more = sorted(set(failed) - {r.key for r in regressions})
     if more:
         print(f"{len(more)} failed on their work (max_work_increase): " + ", ".join(more))
-    return 1 if failed else 0
+    return 1 if failed or not _whole(args, head, results) else 0
+
+
+def _whole(args: argparse.Namespace, head: dict[str, Any], results: list[Any]) -> bool:
+    """Whether B's verdicts can gate: a CI step that gates on `compare` must not pass a run
+    that stopped part-way, or one that shares no benchmark with A (the wrong file)."""
+    from ..core.outcome import UNMARKED, incomplete
+    from ..judge.judge import compared_nothing
+
+    why = incomplete(head)
+    if why is not None and why != UNMARKED:  # a baseline (no `run` record) is whole
+        print(f"FAILED: {args.b} is from a run that did not complete ({why})")
+        return False
+    if compared_nothing(results):
+        print(f"FAILED: compared nothing: {args.a} has none of the benchmarks of {args.b}")
+        return False
+    return True
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -234,6 +234,7 @@ def merge(
                 raise MergeError(_twice(key, owner[key], name, keys, several))
             owner[key] = name
             entries.append({**entry, "environment_key": keys[name]} if several else entry)
+        warnings += [w for w in doc.get("warnings") or [] if w not in warnings]
     if expect is None:
         # The split the shards record: a fleet merged without one of its shards would judge
         # the run on what the others measured, and pass. (Last: a mix-up the checks above
@@ -241,7 +242,6 @@ def merge(
         groups = [g for g in (_group(doc) for _, doc in shards) if g is not None]
         if groups:
             _missing({g[0]: "" for g in groups}, groups[0][1], "the shards' own --splits")
-        warnings += [w for w in doc.get("warnings") or [] if w not in warnings]
     # A run-level field from the first shard (in group order) that has it: a shard that
     # found no baseline has no `comparison`, and must not erase the others'.
     extra: dict[str, Any] = {}
