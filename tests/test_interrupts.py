@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -200,3 +201,24 @@ def test_pruning_never_touches_what_this_tool_did_not_make(tmp_path: Path, git_e
     checkout.remove()
     assert (home / "NOTES.txt").read_text() == "mine" and (repo / "a.txt").exists()
     assert f"worktree {own}/tree-0123456789" in _worktrees(repo)
+
+
+def test_an_interrupted_call_that_never_returns_is_not_waited_for_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call stuck in C (here a sleep, as a hung kernel would be) never sees the stop
+    raised in its thread: the interrupted run waits for it a bounded time, then ends."""
+    import contextlib
+
+    from pytest_infperf.measure import timing
+
+    class Sampler:
+        def context(self) -> contextlib.AbstractContextManager[None]:
+            return contextlib.nullcontext()
+
+    monkeypatch.setattr(timing, "STOP_GRACE_S", 0.5)
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        timing.on_fresh_stack(Sampler(), lambda: time.sleep(5))  # type: ignore[arg-type]
+    assert time.monotonic() - started < 3

@@ -358,7 +358,7 @@ TABLE: tuple[Setting, ...] = (
         "0.25",
         _fraction(0.0, 1e9, "0.25"),
         "when the machine itself ran more than this fraction slower or faster than during a "
-        "benchmark's baseline, its stored verdict is withheld",
+        "benchmark's baseline, a stored verdict that drift could explain is withheld",
         expert=True,
     ),
     Setting(

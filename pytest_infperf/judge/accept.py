@@ -39,10 +39,11 @@ class AcceptRule:
         """A benchmark key (``nodeid`` or ``nodeid#name``) against the pattern: the node id
         alone matches all of its measurements."""
         nodeid = key.split("#", 1)[0]
-        # The key itself first: a parametrized id's brackets ("test_x[3]") are a character
-        # class to fnmatch, so the key a failure message suggests would not match itself.
+        # Brackets are a parametrized id's ("test_x[*]", "test_x[3]"), never fnmatch's
+        # character class: the pattern the docs show must match the tests it names.
+        literal = "".join({"[": "[[]", "]": "[]]"}.get(c, c) for c in self.pattern)
         return self.pattern in (key, nodeid) or any(
-            fnmatch.fnmatchcase(k, self.pattern) for k in (key, nodeid)
+            fnmatch.fnmatchcase(k, literal) for k in (key, nodeid)
         )
 
     def where(self) -> str:

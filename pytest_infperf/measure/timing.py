@@ -171,6 +171,10 @@ def same_threads_here() -> None:
         torch.set_num_threads(torch.get_num_threads())
 
 
+#: Seconds an interrupted run waits for the timed call in flight to return.
+STOP_GRACE_S = 30.0
+
+
 def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
     """Run ``fn`` inside ``sampler.context()`` on a new thread; return what it returns and
     raise what it raises.
@@ -215,10 +219,14 @@ def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
         # of pytest's orderly exit 2. It is stopped at its next Python instruction and
         # waited for; a second Ctrl-C stops it again, never leaves it running.
         _stop_thread(thread, type(exc) if isinstance(exc, KeyboardInterrupt) else SystemExit)
-        while not done.is_set():
+        # Bounded: a call into C that never returns (a hung kernel) would hold the run
+        # for good. Past STOP_GRACE_S, or at a third Ctrl-C, the run ends without it.
+        deadline, presses = time.monotonic() + STOP_GRACE_S, 0
+        while not done.is_set() and time.monotonic() < deadline and presses < 2:
             try:
                 done.wait(0.1)
             except BaseException:
+                presses += 1
                 _stop_thread(thread, KeyboardInterrupt)
         raise
     if error:
