@@ -45,24 +45,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not controller and "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ:
         os.environ.update(ONLY_OURS)
+    if controller:
+        # The suite's workers stay on every GPU: the runs their tests start pin themselves
+        # where a test asks (test_gpu), and inherit no worker's pin.
+        os.environ["INFPERF_NO_GPU_PINNING"] = "1"
     if hasattr(config, "workerinput"):
         # An xdist worker's identity is its own: the pytest runs its tests start would take
         # it for theirs (a worker pins itself to a GPU by PYTEST_XDIST_WORKER).
         for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
             os.environ.pop(name, None)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks into its groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under xdist (scripts/test.sh: --dist loadgroup) the tests of a module-scoped fixture
-    run in one worker, which builds it once: spread over two, each built its own (the
-    slowest take 10-30 s: a saved baseline, a fleet of shards, profiled runs)."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)  # a Function's; pytest has no public view
-        defs = info.name2fixturedefs if info is not None else {}
-        if any(d and d[-1].scope == "module" for d in defs.values()):
-            module = item.module.__name__ if isinstance(item, pytest.Function) else ""
-            item.add_marker(pytest.mark.xdist_group(module))
+        os.environ.pop("INFPERF_NO_GPU_PINNING", None)  # the controller's, for this worker
+        # A store index of its own: test_store corrupts the indexes in its cache folder.
+        os.environ["INFPERF_CACHE_DIR"] = tempfile.mkdtemp(prefix="infperf-test-cache-")
+        atexit.register(shutil.rmtree, os.environ["INFPERF_CACHE_DIR"], ignore_errors=True)
 
 
 pytest_plugins = ["pytester"]

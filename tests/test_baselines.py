@@ -442,12 +442,15 @@ def test_drift_guard_warns(repo: pytest.Pytester) -> None:
     result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
     result.stdout.fnmatch_lines(
         [
-            "*warning: the machine moved since the baseline's run (reference workload gemm x*, "
-            "python x*), and * rest* on the stored pass alone: test_suite.py::*"
+            # (a reference part whose ratio is past x10 is not named: the other part is)
+            "*warning: the machine moved since the baseline's run (reference workload *), "
+            "and * rest* on the stored pass alone: test_suite.py::*"
         ]
     )
     drift = load_json(repo.path / "out.json")["comparison"]["environment_drift"]
-    assert drift["drifted"] is True and drift["python_ratio"] > 3
+    # Fourfold in at least one part (on a loaded machine the other part moves by its own).
+    parts = [drift[k] for k in ("python_ratio", "gemm_ratio") if drift.get(k)]
+    assert drift["drifted"] is True and max(parts) > 3, drift
 
 
 def test_interrupted_run_keeps_the_stored_baseline(repo: pytest.Pytester) -> None:

@@ -66,7 +66,9 @@ SUITE = textwrap.dedent(
             with torch.inference_mode():
                 return model(**IDS)
 
-        infer_bench(call, intra_op_threads=1)
+        # The stored pass alone judges it: samples enough that a loaded machine (the
+        # suite's other xdist worker) does not leave x5 undecided, as 0.05 s did.
+        infer_bench(call, intra_op_threads=1, max_time=0.5)
 
 
     @pytest.mark.infperf(rounds=2, max_rounds=2, max_time=0.001, remeasure=0)
