@@ -89,3 +89,48 @@ def test_the_version_is_the_changelogs_latest_release() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text()
     released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d\d-\d\d$", changelog, re.M)
     assert released and released[0] == version.group(1)
+
+
+def _texts() -> dict[str, str]:
+    """Every file a reader or maintainer reads a claim in: the docs, the code, the tests,
+    the scripts."""
+    paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for folder in ("pytest_infperf", "tests", "benchmarks", "scripts", "examples"):
+        paths += sorted((ROOT / folder).rglob("*.py")) + sorted((ROOT / folder).rglob("*.sh"))
+    return {str(p.relative_to(ROOT)): p.read_text() for p in paths}
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_measured_section_named_exists() -> None:
+    """A comment or a doc that sends its reader to a section of docs/MEASURED.md (its
+    heading in quotes after the file's name and a comma, or a link to its anchor) finds
+    that section there."""
+    measured = (ROOT / "docs" / "MEASURED.md").read_text()
+    headings = list(re.findall(r"^#+ (.+)$", measured, re.M))
+    anchors = {_anchor(h) for h in headings}
+    missing = []
+    for name, text in _texts().items():
+        flat = re.sub(r"\s+#?:?\s*", " ", text)  # a name wrapped over comment lines
+        for section in re.findall(r"MEASURED\.md, \"([^\"]+)\"", flat):
+            if section not in headings:
+                missing.append(f"{name}: {section!r}")
+        for anchor in re.findall(r"MEASURED\.md#([\w-]+)", text):
+            if anchor not in anchors:
+                missing.append(f"{name}: #{anchor}")
+    assert not missing
+
+
+def test_benchmarks_holds_what_the_docs_cite() -> None:
+    """benchmarks/ holds the scripts whose figures the docs show, and nothing else: each is
+    named in the README or docs/, and each script the docs name exists."""
+    docs = "\n".join(
+        p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    )
+    scripts = {p.name for p in (ROOT / "benchmarks").iterdir() if p.suffix in (".py", ".sh")}
+    assert not sorted(s for s in scripts if f"benchmarks/{s}" not in docs)
+    named = set(re.findall(r"benchmarks/(\w+\.(?:py|sh))", docs))
+    assert not sorted(named - scripts)
