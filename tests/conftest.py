@@ -55,19 +55,23 @@ def pytest_configure(config: pytest.Config) -> None:
         for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
             os.environ.pop(name, None)
         os.environ.pop("INFPERF_NO_GPU_PINNING", None)  # the controller's, for this worker
-        # A store index of its own: test_store corrupts the indexes in its cache folder.
-        os.environ["INFPERF_CACHE_DIR"] = tempfile.mkdtemp(prefix="infperf-test-cache-")
-        atexit.register(shutil.rmtree, os.environ["INFPERF_CACHE_DIR"], ignore_errors=True)
+        _own_cache_dir()  # test_store corrupts the indexes in its cache folder
 
 
 pytest_plugins = ["pytester"]
 
+
 # The store index (pytest_infperf/store/index.py) is a cache under ~/.cache: keep the suite's
 # (and its subprocesses', which inherit the variable) out of the user's, and remove it at
 # exit (every run used to leave one behind in the temp folder).
-if "INFPERF_CACHE_DIR" not in os.environ:
+def _own_cache_dir() -> None:
+    """A store-index cache folder of this process's own, removed at its exit."""
     os.environ["INFPERF_CACHE_DIR"] = tempfile.mkdtemp(prefix="infperf-test-cache-")
     atexit.register(shutil.rmtree, os.environ["INFPERF_CACHE_DIR"], ignore_errors=True)
+
+
+if "INFPERF_CACHE_DIR" not in os.environ:
+    _own_cache_dir()
 
 #: The pytest runs the tests start (pytester's, the interleaving workers', bisect's steps)
 #: load this plugin and no other: autoloading every installed one (hypothesis alone takes

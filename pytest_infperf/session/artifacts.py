@@ -205,14 +205,7 @@ class ArtifactWriter(RunOutcome):
             return None
         # --perf-ab against a commit that has none of these benchmarks measured nothing on
         # its side: as blind a gate as a --perf-compare without baselines.
-        self.gate = (
-            self.context.missing_cause()
-            if s.compare
-            else (
-                f"the commit {s.ab} has none of the benchmarks this run measured (new tests, "
-                "renamed ones, or another selection?); --perf-allow-missing passes such a run"
-            )
-        )
+        self.gate = self.context.missing_cause()
         # --perf-warn-only reports it as loudly but, as for regressions, does not fail.
         return None if s.warn_only else int(pytest.ExitCode.TESTS_FAILED)
 

@@ -185,11 +185,17 @@ class RunContext:
                 self.warn(f"{accept.TRAILER} trailers were not read: {exc}")
 
     def missing_cause(self) -> str:
-        """Why a --perf-compare compared nothing, as precisely as the store can tell."""
+        """Why a --perf-compare (or --perf-ab) compared nothing, as precisely as the store
+        (or the base commit) can tell."""
         from ..measure import environment
         from ..store.baselines import BaselineStore
 
         s, source = self.settings, self.source
+        if s.ab and not s.compare:  # both sides measured here: the base commit lacks them
+            return (
+                f"the commit {s.ab} has none of the benchmarks this run measured (new tests, "
+                "renamed ones, or another selection?); --perf-allow-missing passes such a run"
+            )
         store = BaselineStore(s.baselines, s.max_baseline_bytes)
         keys = store.stored_env_keys()
         ref = source.ref if source is not None else "the base branch"
