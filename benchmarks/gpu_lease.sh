@@ -2,7 +2,8 @@
 # What one short GPU lease runs (the `device` tool: one call, logs under $OUT), in order of
 # what the GPU issue needs most. Each step has its own time limit so that the call ends
 # inside the lease and what ran comes back:
-#   [GQ_REPS=1] [GQ_MODES=compare,ab] bash benchmarks/gpu_lease.sh [QUALITY_DEADLINE_S] [K_EXPR]
+#   [GQ_REPS=1] [GQ_MODES=compare,ab] [GQ_TESTS="tests/test_context.py tests/test_gpu.py"]
+#       bash benchmarks/gpu_lease.sh [QUALITY_DEADLINE_S] [K_EXPR]
 # Needs the project's dependencies that the machine's image lacks as wheels in .whl/
 # (GitPython, gitdb, smmap, jsonschema and its helpers; pytest in .whl/pytest/ for an image
 # whose pytest is older than 8.4), which .git/info/exclude ignores: the device call names
@@ -43,10 +44,11 @@ print("torch", torch.__version__, torch.cuda.get_device_name(0), "| ort", o.__ve
       transformers.__version__)
 EOF
 
-say "tests/test_gpu.py"
-timeout 70 python3 -m pytest tests/test_gpu.py -q -p no:benchmark -rs \
-    >"$OUT/test_gpu.log" 2>&1
-echo "exit $?"; tail -25 "$OUT/test_gpu.log"
+tests=${GQ_TESTS:-tests/test_context.py tests/test_gpu.py}
+say "$tests"
+# shellcheck disable=SC2086 # a list of test files
+timeout 90 python3 -m pytest $tests -q -p no:benchmark -rs >"$OUT/tests.log" 2>&1
+echo "exit $?"; grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" "$OUT/tests.log" | cut -c1-300 | tail -25
 
 say "gpu_quality, quiet (deadline ${deadline} s)"
 timeout $((deadline + 170)) python3 benchmarks/gpu_quality.py --reps "$reps" --modes "$modes" \

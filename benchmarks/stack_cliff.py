@@ -1,13 +1,14 @@
-"""The CPython frame-chunk cliff, and what measuring on a fresh stack does about it.
+"""The CPython frame-chunk cliff, and what measuring on an anchored stack does about it.
 
     python benchmarks/stack_cliff.py [--depths 400]
 
 CPython 3.11 keeps Python frames in 16 KiB chunks and frees a chunk as soon as the first
 frame in it returns. A timed loop whose calls start a new chunk maps and unmaps memory on
 every call. This times ``lambda: None`` in a loop called from every recursion depth up to
-``--depths``, once directly and once through the plugin's ``timing.take_samples`` (which
-runs the loop on a fresh thread), and prints the depths where a call cost more than 3x the
-median.
+``--depths``, once directly and once through the plugin's ``timing.take_samples`` (on
+the caller's thread, below an anchor frame that starts a chunk of its own:
+``measure.timing.in_test_context``), and prints the depths where a call cost more than 3x
+the median.
 """
 
 from __future__ import annotations

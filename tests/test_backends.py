@@ -358,28 +358,3 @@ def test_end_to_end_tiny_transformer(ourtester: pytest.Pytester, validate: objec
     doc = load_json(ourtester.path / "e2e.json")
     validate(doc)  # type: ignore[operator]
     assert {b["backend"] for b in doc["benchmarks"]} == {"torch", "onnxruntime"}
-
-
-def test_the_sampling_thread_keeps_torchs_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    """torch sets MKL's thread count per thread: the fresh thread the plugin times on must
-    set it again, or it runs MKL on every core while get_num_threads() says 1
-    (benchmarks/fresh_thread.py; 40 ms calls instead of 58 us in --perf-ab runs)."""
-    import threading
-
-    torch = pytest.importorskip("torch")
-    from pytest_infperf.measure.timing import HostSampler, on_fresh_stack
-
-    real, calls = torch.set_num_threads, []
-
-    def spy(n: int) -> None:
-        calls.append((threading.current_thread().name, n))
-        real(n)
-
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        monkeypatch.setattr(torch, "set_num_threads", spy)
-        on_fresh_stack(HostSampler(lambda: None), lambda: None)
-    finally:
-        real(before)
-    assert calls == [("infperf-sampling", 1)]

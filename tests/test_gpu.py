@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -237,7 +236,7 @@ def test_gpu_smoke_cases(ourtester: pytest.Pytester) -> None:
     project's own settings: events on the model's GPU, CUDA graphs, copies, the new TF32
     API, ORT graphs with provider options."""
     ourtester.makepyfile(test_smoke=GPU_SMOKE)
-    # -W error: a warning from the timing thread (e.g. cuBLAS finding no current CUDA
+    # -W error: a warning from the timing code (e.g. cuBLAS finding no current CUDA
     # context) fails the run as it would under a project's filterwarnings = error.
     result = ourtester.runpytest_subprocess("-W", "error", "-rs")
     outcomes = result.parseoutcomes()
@@ -285,59 +284,57 @@ def test_reading_tf32_flags_never_fails(how: str) -> None:
     assert "float32_matmul_precision" in state
 
 
+class _FakeEvent:
+    def __init__(self, log: list[object]) -> None:
+        self.log = log
+
+    def record(self, stream: object = None) -> None:
+        self.log.append(stream)
+
+    def synchronize(self) -> None:
+        return None
+
+    def elapsed_time(self, end: object) -> float:
+        return 1.0
+
+
 class _FakeCuda:
-    """Stands in for torch.cuda where a GPU is needed: it keeps a per-thread current device,
-    as CUDA does. (A fake, because without a GPU there is no device to switch to; the same
-    path runs for real in test_torch_cuda_events on a GPU.)"""
+    """Stands in for torch.cuda where a GPU is needed: a current device, and a current
+    stream per device. (A fake, because without a GPU there is no second device; the same
+    path runs for real in test_torch_cuda_events and tests/test_context.py on a GPU.)"""
 
     def __init__(self) -> None:
-        import threading
+        self.device_now = "cuda:0"
+        self.recorded: list[object] = []
 
-        self.local = threading.local()
-
-    def current(self) -> object:
-        return getattr(self.local, "device", "cuda:0")
-
-    def device(self, device: object) -> Any:
-        import contextlib
-
-        @contextlib.contextmanager
-        def switch() -> Any:
-            before = self.current()
-            self.local.device = device
-            try:
-                yield
-            finally:
-                self.local.device = before
-
-        return switch()
+    def current_stream(self, device: object = None) -> object:
+        return f"stream of {device or self.device_now}"
 
     def synchronize(self, device: object = None) -> None:
-        # A runtime call binds the primary context to the calling thread.
-        self.local.bound = device
+        return None
 
-    def bound(self) -> object:
-        return getattr(self.local, "bound", None)
+    def Event(self, enable_timing: bool = False) -> _FakeEvent:
+        return _FakeEvent(self.recorded)
 
 
 def test_cuda_timing_runs_on_the_models_device() -> None:
-    """Events record on the current device's stream, and the current device is per thread:
-    the timing thread must switch to the model's GPU, or a model on cuda:1 is timed by events
-    on cuda:0 that do not wait for it."""
+    """Event.record() without a stream records on the current device's stream: a model on
+    cuda:1 called while cuda:0 is current would be timed by events that do not wait for
+    it. The events go to the model's device's current stream, and the test's current device
+    is left as it was."""
     import contextlib
     import types
 
     from pytest_infperf.measure.backends.torch import CudaEventSampler
-    from pytest_infperf.measure.timing import on_fresh_stack
+    from pytest_infperf.measure.timing import in_test_context
 
     cuda = _FakeCuda()
     fake_torch = types.SimpleNamespace(cuda=cuda, inference_mode=contextlib.nullcontext)
     sampler = CudaEventSampler(lambda: None, fake_torch, "cuda:1", compiled=False)
-    seen = on_fresh_stack(sampler, lambda: (cuda.current(), cuda.bound()))  # type: ignore[arg-type]
-    # On the timing thread: the model's device is current and its context is bound (without
-    # that, cuBLAS warns "no current CUDA context", as seen on an H100).
-    assert seen == ("cuda:1", "cuda:1")
-    assert cuda.current() == "cuda:0"  # the caller's thread is left as it was
+    out = [0]
+    in_test_context(sampler, lambda: sampler.run_blocks(out, 0, 1, 1))  # type: ignore[arg-type]
+    assert cuda.recorded == ["stream of cuda:1", "stream of cuda:1"]
+    assert cuda.device_now == "cuda:0"
 
 
 def test_module_compile_in_place_is_detected() -> None:
@@ -435,7 +432,7 @@ def test_include_copies_keeps_the_host_bound_ratio_meaning() -> None:
         def __init__(self, enable_timing: bool = False) -> None:
             pass
 
-        def record(self) -> None:
+        def record(self, stream: object = None) -> None:
             pass
 
         def synchronize(self) -> None:
@@ -446,7 +443,7 @@ def test_include_copies_keeps_the_host_bound_ratio_meaning() -> None:
 
     cuda = types.SimpleNamespace(
         Event=Event,
-        device=lambda d: contextlib.nullcontext(),
+        current_stream=lambda d=None: None,
         synchronize=lambda d: None,
         reset_peak_memory_stats=lambda d: None,
         max_memory_allocated=lambda d: 0,

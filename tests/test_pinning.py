@@ -32,7 +32,7 @@ def test_a_block_runs_on_the_cpu_and_leaves_the_caller_alone() -> None:
     cpu = max(CPUS)
     take_block(sampler, 2, 1, cpu=cpu)
     assert seen and set(seen) == {frozenset({cpu})}
-    assert frozenset(os.sched_getaffinity(0)) == CPUS  # only the block's own thread
+    assert frozenset(os.sched_getaffinity(0)) == CPUS  # given back after the block
     seen.clear()
     take_block(sampler, 2, 1)  # unpinned: wherever this process may run
     assert set(seen) == {CPUS}
@@ -47,7 +47,8 @@ def test_only_one_thread_benchmarks_are_pinned() -> None:
     torch = sys.modules.get("torch")
     callable_env = {"backend": "callable"}
     assert pinning.single_threaded(callable_env) == (torch is None or torch.get_num_threads() == 1)
-    assert not pinning.pin_this_thread(None)
+    with pinning.pinned(None) as done:
+        assert not done
 
 
 @pytest.mark.parametrize(

@@ -11,18 +11,19 @@ against 6.1%, the pairs' own errors 3.4% against 5.5%; TPOT 4.6% against 5.5% an
 against 5.0% (``python benchmarks/generation_offset.py --pairs 16 --variants
 plain,plain-core0``, docs/MEASURED.md, "One CPU for both sides").
 
-Only the sampling thread of a block is pinned (:func:`pin_this_thread`, on the fresh thread
-:func:`~pytest_infperf.measure.timing.take_block` starts for it, which ends with the
-block), and only for a benchmark that runs on one thread: torch's intra-op threads are
+Only the thread that times a block is pinned, for the block's time (:func:`pinned`, in
+:func:`~pytest_infperf.measure.timing.take_block`; its CPUs are given back after), and only
+for a benchmark that runs on one thread: torch's intra-op threads are
 started by, and inherit the CPUs of, the thread that first runs a parallel region, so a
 multi-threaded model would be squeezed onto one CPU.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..core.cpus import available
@@ -39,12 +40,20 @@ def single_threaded(env: Mapping[str, Any]) -> bool:
     return torch is None or bool(torch.get_num_threads() == 1)
 
 
-def pin_this_thread(cpu: int | None) -> bool:
-    """Pin the calling thread to ``cpu`` where it may run there; whether it did."""
+@contextlib.contextmanager
+def pinned(cpu: int | None) -> Iterator[bool]:
+    """The calling thread on ``cpu`` alone where it may run there (yields whether it is),
+    and back on the CPUs it had when the block ends."""
     if cpu is None or cpu not in available():
-        return False
+        yield False
+        return
     try:
+        before = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {cpu})
     except OSError:
-        return False
-    return True
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        os.sched_setaffinity(0, before)

@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 
 from ..core.results import WorkProfile
 from .backends import CapturedStderr, Prepared, WorkTarget
-from .timing import Sampler, on_fresh_stack
+from .timing import Sampler, in_test_context
 
 #: ``--perf-profile``: no pass, counts (the default), or counts with time per operator.
 MODES = ("off", "counts", "full")
@@ -236,7 +236,7 @@ _KINETO_READY: list[bool] = []
 
 def _init_kineto() -> None:
     """Start and stop the profiler once on the caller's thread (the one that imported
-    torch): kineto initialises on first use, and from the pass's fresh thread it said
+    torch): kineto initialises on first use, and from another thread it said
     "External init callback must run in same thread as registerClient" on stderr."""
     if _KINETO_READY:
         return
@@ -628,12 +628,12 @@ def run(prepared: Prepared, mode: str, per_call_s: float) -> WorkProfile | None:
     try:
         if prepared.work is None:
             probe = dataclasses.replace(target, flop_call=None)
-            found = on_fresh_stack(sampler, functools.partial(pass_, sampler, probe, mode, 1))
+            found = in_test_context(sampler, functools.partial(pass_, sampler, probe, mode, 1))
             if not found.op_calls:
                 return None  # calls no torch operator: nothing to count
-        record = on_fresh_stack(sampler, functools.partial(pass_, sampler, target, mode, calls))
+        record = in_test_context(sampler, functools.partial(pass_, sampler, target, mode, calls))
         counted = functools.partial(count_python_calls, sampler.call)
-        python, varies = on_fresh_stack(sampler, counted)
+        python, varies = in_test_context(sampler, counted)
         record = dataclasses.replace(
             record,
             python_calls=python,

@@ -14,8 +14,6 @@ import dataclasses
 import functools
 import gc
 import math
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, TypeVar
@@ -154,96 +152,50 @@ def take_metrics(sampler: Sampler) -> dict[str, list[float]]:
     return dict(take()) if take is not None else {}
 
 
-def same_threads_here() -> None:
-    """Give this (new) thread the intra-op thread count torch has, where torch is loaded.
-
-    torch keeps part of its thread setting per thread: ``torch.set_num_threads(1)`` calls
-    ``mkl_set_num_threads_local``, so a thread started later runs MKL's GEMMs at MKL's
-    default (all cores) while ``torch.get_num_threads()`` still says 1 (the example MLP at
-    batch 32: 53 us a call on a bare new thread against 58 us on the main thread,
-    ``python benchmarks/fresh_thread.py``). Two processes doing that on 2 cores wait on
-    each other's OpenMP barriers: in 5 of 6 ``--perf-ab`` runs of that MLP, both sides
-    warming up at once, its calls took 40 ms instead of 58 us and the verdicts came from
-    3-8 ms medians. Setting the count again on the thread applies it there. torch is never
-    imported here: a benchmark without it has no setting to keep."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(torch.get_num_threads())
+#: CPython 3.11+ keeps Python frames in chunks of this many bytes (``DATA_STACK_CHUNK_SIZE``).
+_CHUNK_BYTES = 16 * 1024
 
 
-#: Seconds an interrupted run waits for the timed call in flight to return.
-STOP_GRACE_S = 30.0
+def _make_anchor() -> Callable[[Callable[[], Any]], Any]:
+    """A function whose frame is larger than a frame chunk: see :func:`in_test_context`."""
+    names = [f"_slot{i}" for i in range(_CHUNK_BYTES // 8 + 64)]
+    source = f"def anchor(fn):\n    {' = '.join(names)} = None\n    return fn()\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<infperf-anchor>", "exec"), namespace)
+    anchor: Callable[[Callable[[], Any]], Any] = namespace["anchor"]
+    return anchor
 
 
-def on_fresh_stack(sampler: Sampler, fn: Callable[[], T]) -> T:
-    """Run ``fn`` inside ``sampler.context()`` on a new thread; return what it returns and
-    raise what it raises.
+_anchor = _make_anchor()
 
-    Why a thread: CPython 3.11 keeps Python frames in 16 KiB chunks and frees a chunk as
-    soon as the first frame in it returns. When the model's call frames start a new chunk,
-    every call in the timed loop maps and unmaps memory: measured here, ``lambda: None``
-    took 7.6 us instead of 33 ns at one stack depth in 400. How deep the caller's stack is
-    (pytest's hooks, a fixture, an in-process run) decides whether a benchmark falls off
-    that cliff, so two processes running the same code can differ by a constant: exactly
-    the bias an interleaved comparison cannot cancel. A new thread starts with an empty
-    frame stack, so a measurement's frames sit at the same depth in every process and at
-    every call site. The sampler's context (``torch.inference_mode``, the CUDA device) is
-    thread-local, so it is entered on that thread."""
+
+def in_test_context(sampler: Sampler, fn: Callable[[], T]) -> T:
+    """Run ``fn`` inside ``sampler.context()`` on the caller's thread, its frames anchored
+    at the start of a fresh frame chunk; return what it returns and raise what it raises.
+
+    On the caller's thread: whatever the test set up around ``infer_bench`` holds for every
+    call of the model, as it does for the test's own call: grad and inference mode,
+    autocast, the default device, the current CUDA device and stream, torch's thread count
+    (partly kept per thread), ``contextvars``, a library's ``threading.local``. On a thread
+    of its own the plugin would time another model (under bf16 autocast, an fp32 one).
+
+    Anchored: CPython 3.11+ keeps Python frames in 16 KiB chunks and frees a chunk as soon
+    as the first frame in it returns. When the model's call frames start a new chunk, every
+    call in the timed loop maps and unmaps memory: ``lambda: None`` took 7.6 us instead of
+    33 ns at 2 stack depths in 400 (``python benchmarks/stack_cliff.py``). How deep the
+    caller's stack is (pytest's hooks, other plugins, an A/B worker) would decide whether a
+    benchmark falls off that cliff, so two processes running the same code could differ by
+    a constant: exactly the bias an interleaved comparison cannot cancel. The anchor's
+    frame is larger than a chunk, so it always starts a chunk of its own, and the frames
+    below it sit at the same place in every process and at every call site. (Before 3.11
+    frames are separate objects: the anchor is one harmless frame there.)
+
+    Ctrl-C is Python's own: a ``KeyboardInterrupt`` at the model's next Python instruction
+    (a call into C, such as an ONNX Runtime run, returns first), and pytest ends the run in
+    order."""
     __tracebackhide__ = True
-    box: list[T] = []
-    error: list[BaseException] = []
-    # Set as ``run`` ends. Not ``thread.is_alive()``: before 3.13, a join interrupted by
-    # Ctrl-C marks the thread stopped while it still runs the model.
-    done = threading.Event()
-
-    def run() -> None:
-        __tracebackhide__ = True
-        try:
-            same_threads_here()
-            with sampler.context():
-                box.append(fn())
-        except BaseException as exc:  # handed to the caller's thread below
-            error.append(exc)
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=run, name="infperf-sampling", daemon=True)
-    thread.start()
-    try:
-        done.wait()
-    except BaseException as exc:
-        # Ctrl-C (or a SIGTERM taken as one) lands here, on the caller's thread, while the
-        # model runs on the sampling thread inside torch's or ONNX Runtime's C++ thread
-        # pools. Left running there while the interpreter exited, it aborted the process
-        # (std::terminate: "terminate called without an active exception", exit 134) instead
-        # of pytest's orderly exit 2. It is stopped at its next Python instruction and
-        # waited for; a second Ctrl-C stops it again, never leaves it running.
-        _stop_thread(thread, type(exc) if isinstance(exc, KeyboardInterrupt) else SystemExit)
-        # Bounded: a call into C that never returns (a hung kernel) would hold the run
-        # for good. Past STOP_GRACE_S, or at a third Ctrl-C, the run ends without it.
-        deadline, presses = time.monotonic() + STOP_GRACE_S, 0
-        while not done.is_set() and time.monotonic() < deadline and presses < 2:
-            try:
-                done.wait(0.1)
-            except BaseException:
-                presses += 1
-                _stop_thread(thread, KeyboardInterrupt)
-        raise
-    if error:
-        raise error[0]
-    return box[0]
-
-
-def _stop_thread(thread: threading.Thread, exc: type[BaseException]) -> None:
-    """Raise ``exc`` in ``thread`` at its next Python instruction (a call into C returns
-    first): CPython's ``PyThreadState_SetAsyncExc``, the one way to interrupt another
-    thread."""
-    import ctypes  # noqa: PLC0415 (only on an interrupt)
-
-    if thread.ident is not None:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(thread.ident), ctypes.py_object(exc)
-        )
+    with sampler.context():
+        return _anchor(fn)  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager
@@ -312,11 +264,11 @@ def warm_up(
     target: float | None = None,
 ) -> Warm:
     """First call (kept apart), minimum warmup, block calibration, then warmup until stable,
-    on a fresh stack. ``target`` overrides the sample duration to calibrate for (default:
+    on an anchored stack. ``target`` overrides the sample duration to calibrate for (default:
     ``min_sample_time``, stretched so half of ``max_rounds`` span ``min_time``).
     """
     __tracebackhide__ = True
-    return on_fresh_stack(
+    return in_test_context(
         sampler, functools.partial(_warm_up, sampler, opts, first, check_output, target)
     )
 
@@ -388,7 +340,7 @@ def _warm_up(
 def recalibrate(sampler: Sampler, target: float, per_call_s: float) -> Warm:
     """The block size for samples of ``target`` seconds of a model that is warm already
     (settling right after the stored pass measured it): no first call and no warmup, only
-    the calibration blocks, on a fresh stack. Re-warming cost about as much as the
+    the calibration blocks, on an anchored stack. Re-warming cost about as much as the
     interleaved run itself and bought nothing: the model had just run for seconds."""
     __tracebackhide__ = True
 
@@ -399,14 +351,14 @@ def recalibrate(sampler: Sampler, target: float, per_call_s: float) -> Warm:
         decisions = {"warmup_calls": calls, "warmup_stable": True, "block_size": block}
         return Warm(block, None, None, warm_ns, {**decisions, "rewarmed": False}, per_call)
 
-    return on_fresh_stack(sampler, run)
+    return in_test_context(sampler, run)
 
 
 def take_samples(sampler: Sampler, count: int, block: int, disable_gc: bool = True) -> list[float]:
     """``count`` samples of ``block`` calls each, in seconds per call (A/B blocks), on a
-    fresh stack."""
+    anchored stack."""
     __tracebackhide__ = True
-    return on_fresh_stack(
+    return in_test_context(
         sampler, functools.partial(_take_samples, sampler, count, block, disable_gc)
     )
 
@@ -416,18 +368,14 @@ def take_block(
 ) -> tuple[list[float], dict[str, list[float]]]:
     """:func:`take_samples`, with the per-sample figures the sampler recorded for exactly
     these samples (what warmup or an earlier block left is dropped first). ``cpu``: the
-    fresh thread runs on that CPU only (:mod:`~pytest_infperf.measure.pinning`)."""
+    block runs on that CPU only (:mod:`~pytest_infperf.measure.pinning`)."""
     __tracebackhide__ = True
     take_metrics(sampler)
     waits: dict[str, list[float]] = {}
     sample = functools.partial(_take_samples, sampler, count, block, disable_gc, waits)
 
-    def pinned() -> list[float]:
-        __tracebackhide__ = True
-        _pinning.pin_this_thread(cpu)
-        return sample()
-
-    values = on_fresh_stack(sampler, pinned if cpu is not None else sample)
+    with _pinning.pinned(cpu):
+        values = in_test_context(sampler, sample)
     return values, {**take_metrics(sampler), **waits}
 
 
@@ -475,10 +423,10 @@ def measure(
     With ``first=False`` (a re-measurement) the cold first call is skipped and the warmup
     minimum is shortened: the model is already warm, only the timing is fresh. ``probe``,
     when given, is timed at every checkpoint (outside the timed blocks) to record how fast
-    the machine itself ran meanwhile (the drift guard). Runs on a fresh stack.
+    the machine itself ran meanwhile (the drift guard). Runs on an anchored stack.
     """
     __tracebackhide__ = True  # a model's exception should point at the model, not here
-    return on_fresh_stack(
+    return in_test_context(
         sampler, functools.partial(_measure, sampler, opts, first, check_output, probe)
     )
 

@@ -102,14 +102,10 @@ class GenerationSampler:
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
-        if self.device.type == "cuda":
-            # A fresh timing thread has no current CUDA context (see CudaEventSampler).
-            with self.torch.cuda.device(self.device), self.torch.inference_mode():
-                self.torch.cuda.synchronize(self.device)
-                yield
-        else:
-            with self.torch.inference_mode():
-                yield
+        with self.torch.inference_mode():
+            if self.device.type == "cuda":
+                self.torch.cuda.synchronize(self.device)  # what the test queued, untimed
+            yield
 
     def _one(self) -> tuple[int, Any]:
         clock = self.clock

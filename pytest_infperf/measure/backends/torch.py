@@ -123,19 +123,18 @@ class CudaEventSampler:
         self.device_ms: list[float] = []
         self._events: tuple[Any, Any] | None = None
         self.region: Any = None  # gpu.RegionWatch across the timed region
+        #: The stream the model's work is queued on: its device's current stream.
+        self._stream: Any = None
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
-        # Event.record() with no stream records on the *current* device's current stream,
-        # and the current device is per thread (timing runs on a fresh thread, where it is
-        # cuda:0): without this, a model on cuda:1 is timed by events that do not wait for
-        # its work, and the latency silently becomes the enqueue time.
-        # A new thread also has no *current CUDA context* until a runtime call binds the
-        # primary one; torch.cuda.device() skips cudaSetDevice when the index already
-        # matches, so cuBLAS would find none and warn ("no current CUDA context", an error
-        # under filterwarnings = error; seen on an H100). synchronize() binds it, untimed.
-        with self.torch.cuda.device(self.device), self.torch.inference_mode():
+        # The test's current device and streams stay as the test set them: the model's
+        # kernels go to its device's current stream (a side stream the test entered, say),
+        # and the events are recorded on that same stream (see run_blocks). What the test
+        # queued before is finished first, untimed.
+        with self.torch.inference_mode():
             self.torch.cuda.synchronize(self.device)
+            self._stream = self.torch.cuda.current_stream(self.device)
             yield
 
     def events(self) -> tuple[Any, Any]:
@@ -159,14 +158,18 @@ class CudaEventSampler:
         enqueue = self.enqueue_ns
         device_ms = self.device_ms
         after = self.after
+        # Event.record() without a stream records on the *current device's* current stream:
+        # a model on cuda:1 called while cuda:0 is current would be timed by events that do
+        # not wait for its work, and the latency would silently become the enqueue time.
+        stream = self._stream or self.torch.cuda.current_stream(self.device)
         for i in range(start, stop):
             t0 = pc()
-            start_ev.record()
+            start_ev.record(stream)
             out_value = fn()
             t_enq = pc()
             if after is not None:
                 after(out_value)
-            end_ev.record()
+            end_ev.record(stream)
             end_ev.synchronize()
             out[i] = pc() - t0
             # Outside the sample: both events are complete, reading them costs nothing timed.
