@@ -38,7 +38,6 @@ PLUGIN_NAMES = (
     "infperf-artifacts",
     "infperf-terminal",
     "infperf-xdist",
-    "infperf-signals",
 )
 
 
@@ -142,19 +141,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # GitHub job summary), and that checkout's ini and markers are not this run's to check.
     serving = config.stash.get(mode_key, None) is not None
     settings = _settings.from_config(config, serving)
-    controller = not hasattr(config, "workerinput") and not serving
-    if controller:  # before anything this run must clean up
-        from .session.signals import TermAsInterrupt
-
-        signals = TermAsInterrupt()
-        signals.install()
-        config.pluginmanager.register(signals, "infperf-signals")
     # Every process this run starts from here on (xdist and A/B workers, their children)
     # descends from the run's root: none of them is ever taken for a GPU's tenant.
     gpu.mark_run()
-    if not settings.disable:
+    if not settings.disable and (settings.save or settings.compare or settings.ab):
         # Before any test builds a model: every process that measures runs on the same heap
-        # (an A/B worker has already applied its controller's: the first call decides).
+        # (an A/B worker has already applied its controller's: the first call decides). A
+        # run that was not asked to save or compare settles it when a test first asks for
+        # infer_bench, and one that never does keeps glibc's heap as it was.
         heap.settle(settings.heap)
     context = RunContext.create(config, settings)
     mode = choose(config, context)
@@ -219,9 +213,12 @@ def infer_bench(request: pytest.FixtureRequest) -> Iterator[InferBench]:
     ``infer_bench.generate(model, inputs, max_new_tokens=...)`` times a transformers
     model's generation token by token (TTFT, TPOT, tokens/s).
     """
+    from .measure import heap
     from .session.fixture import InferBench
 
     stash = request.config.stash
+    if not stash[settings_key].disable:
+        heap.settle(stash[settings_key].heap)  # a no-op once settled (see pytest_configure)
     yield InferBench(
         request.node, stash[mode_key], stash[collector_key], stash[settings_key].bench_layer
     )

@@ -203,7 +203,10 @@ def test_models_are_found_by_reading_and_the_written_test_runs(tmp_path: Path) -
     ini = (repo / "pytest.ini").read_text()
     assert ini.startswith("[pytest]\n# pytest-infperf (written by infperf init")
     assert "\ninfperf_threshold = 0.05\n" in ini and ini.endswith("addopts = -p no:cacheprovider\n")
-    assert "\npythonpath = src\n" in ini  # where pkg.model is imported from
+    # No suite-wide pythonpath: the project is no package the workflow installs, so the
+    # test imports pkg.model from src/ itself, and leaves sys.path as it was.
+    assert "pythonpath" not in ini
+    assert '_import("src", "pkg.model", "Encoder")' in test.read_text()
     perf = yaml.safe_load((repo / ".github" / "workflows" / "perf.yml").read_text())
     assert perf["jobs"]["perf"]["runs-on"] == "gpu-a100"
     assert "pip install onnxruntime torch transformers" in str(perf["jobs"]["perf"]["steps"])
@@ -283,7 +286,7 @@ READS = """
 def test_reads(pytestconfig):
     assert pytestconfig.inipath.name == {name!r}
     assert pytestconfig.getini("infperf_threshold") == "0.05"
-    assert pytestconfig.getini("pythonpath") == [pytestconfig.rootpath / {path!r}]
+    assert pytestconfig.getini("pythonpath") == {paths}
 """
 
 
@@ -292,24 +295,26 @@ def test_reads(pytestconfig):
     [
         # A comment after the table's header: the settings go in that table (a second
         # one: "Cannot declare ('tool', 'pytest', 'ini_options') twice").
-        ("pyproject.toml", '[tool.pytest.ini_options]  # ours\naddopts = "-q"\n', "."),
+        ("pyproject.toml", '[tool.pytest.ini_options]  # ours\naddopts = "-q"\n', None),
         # "key: value" lines, a pythonpath among them: kept, not set twice.
         ("pytest.ini", "[pytest]\naddopts: -q\npythonpath: lib\n", "lib"),
         # pytest.ini without [pytest] is still the file pytest reads, over pyproject.toml.
-        ("pytest.ini", "[flake8]\nmax-line-length = 100\n", "."),
+        ("pytest.ini", "[flake8]\nmax-line-length = 100\n", None),
     ],
     ids=["toml-header-comment", "ini-colons", "ini-without-pytest"],
 )
 def test_pytest_reads_the_settings_init_writes(
-    pytester: pytest.Pytester, name: str, text: str, path: str
+    pytester: pytest.Pytester, name: str, text: str, path: str | None
 ) -> None:
     (pytester.path / name).write_text(text)
     if name != "pyproject.toml":
         (pytester.path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    where, new, _ = scaffold.settings_edit(pytester.path, paths=["."])
+    where, new, _ = scaffold.settings_edit(pytester.path)
     assert where == pytester.path / name
     where.write_text(new)
-    pytester.makepyfile(test_reads=READS.format(name=name, path=path))
+    # A pythonpath the file sets is kept; init sets none of its own.
+    paths = f"[pytestconfig.rootpath / {path!r}]" if path else "[]"
+    pytester.makepyfile(test_reads=READS.format(name=name, paths=paths))
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert "WARNING" not in result.stdout.str()  # no config file ignored

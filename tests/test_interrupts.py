@@ -219,3 +219,30 @@ def test_ctrl_c_stops_a_call_that_waits_at_once() -> None:
     with pytest.raises(KeyboardInterrupt):
         timing.in_test_context(Sampler(), lambda: time.sleep(5))  # type: ignore[arg-type]
     assert time.monotonic() - started < 3
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork: POSIX; the test forks a child")
+def test_sigterm_is_taken_only_while_something_is_held_and_never_by_a_forked_child() -> None:
+    """The handler exists while a worktree or workers exist (ABController holds it), a
+    child a test forks meanwhile ends with -15 when terminated, and the default is back
+    once the last holder is gone."""
+    import multiprocessing
+
+    from pytest_infperf.ab import sigterm
+
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    sigterm.hold()
+    sigterm.hold()
+    try:
+        assert signal.getsignal(signal.SIGTERM) is sigterm._interrupt
+        child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+        child.start()
+        time.sleep(0.3)
+        child.terminate()
+        child.join(30)
+        assert child.exitcode == -signal.SIGTERM
+        sigterm.release()
+        assert signal.getsignal(signal.SIGTERM) is sigterm._interrupt  # one holder left
+    finally:
+        sigterm.release()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -113,3 +114,94 @@ def test_plain_callables_work_without_frameworks(pytester: pytest.Pytester) -> N
     assert out.returncode == 0, out.stdout + out.stderr
     assert "4 passed" in out.stdout
     assert Path(pytester.path / "out.json").is_file()
+
+
+#: A test that looks at what the plugin may have changed in its process: a handler, a
+#: thread, torch, the heap's settings, and a forked child's SIGTERM.
+UNTOUCHED = """
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+
+
+def _mmapped_bytes():
+    try:
+        info = ctypes.CDLL(None).mallinfo2
+    except AttributeError:  # not glibc, or glibc before 2.33
+        return None
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost")]
+    info.restype = Mallinfo2
+    return info().hblkhd
+
+
+def test_untouched():
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert [t.name for t in threading.enumerate()] == ["MainThread"]
+    assert "torch" not in sys.modules
+    before = _mmapped_bytes()
+    if before is not None and os.environ.get("HEAP_AS_GLIBC_SET_IT"):
+        # glibc's default: a 24 MiB block is mmapped (the plugin's heap setting takes
+        # blocks up to 32 MiB from the heap instead).
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        block = libc.malloc(24 << 20)
+        grown = _mmapped_bytes() - before
+        libc.free(ctypes.c_void_p(block))
+        assert grown >= 24 << 20, grown
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+    child.start()
+    time.sleep(0.3)
+    child.terminate()
+    child.join(30)
+    assert child.exitcode == -signal.SIGTERM
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork and glibc's heap: Linux")
+@pytest.mark.parametrize("compare", [False, True], ids=["plain", "compare"])
+def test_an_installed_plugin_changes_nothing_it_was_not_asked_to(
+    tmp_path: Path, compare: bool
+) -> None:
+    """A plain run without infer_bench: no signal handler, no thread, no torch, glibc's heap
+    as glibc set it, no file written; a child the test forks ends with -15 when terminated.
+    A --perf-compare with a benchmark, but no worktree or workers to clean up: the same,
+    but for the heap, which a comparing run settles (measure/heap.py)."""
+    from .conftest import GIT_ENV, init_repo
+
+    (tmp_path / "test_untouched.py").write_text(UNTOUCHED)
+    flags: list[str] = []
+    env = {**os.environ, **GIT_ENV}
+    if compare:
+        (tmp_path / "test_bench.py").write_text(
+            "def test_bench(infer_bench):\n    infer_bench(lambda: None, max_time=0.05)\n"
+        )
+        init_repo(tmp_path)
+        flags = ["--perf-compare=HEAD", "--perf-allow-missing", "--perf-no-summary"]
+    else:
+        env["HEAP_AS_GLIBC_SET_IT"] = "1"
+
+    def files() -> list[Path]:
+        return sorted(
+            p.relative_to(tmp_path)
+            for p in tmp_path.rglob("*")
+            if ".git" not in p.parts and "__pycache__" not in p.parts
+        )
+
+    before = files()
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *flags],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert files() == before

@@ -6,5 +6,6 @@ stop), ``workers`` (the worker processes and the controller that starts and reus
 ``checkout`` (the base commit's worktree and the tests a worker collects), ``procs`` (a
 worker's process group and socket path), ``worker`` (the far side: a pytest
 process that times blocks on demand, a leaf that imports only the measurement layer and
-the core) and ``protocol`` (the message names both sides share).
+the core), ``protocol`` (the message names both sides share) and ``sigterm`` (SIGTERM
+taken as Ctrl-C while a worktree or workers exist).
 """

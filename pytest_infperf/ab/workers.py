@@ -27,7 +27,7 @@ from ..core.results import WorkProfile
 from ..measure import gpu as _gpu
 from ..measure.profile import calls_for
 from ..store.git import GitError
-from . import protocol
+from . import protocol, sigterm
 from .checkout import Checkout, Selection
 from .lifecycle import IN_TEST, Event, IllegalTransition, Stage, advance
 from .procs import kill_group, socket_path
@@ -503,6 +503,8 @@ class ABController:
         self.gpu_before: frozenset[int] | None = None
         self._closed = False
         atexit.register(self.close)
+        # From here until close() there is a folder, a worktree or workers to remove.
+        sigterm.hold()
 
     def setup(self) -> None:
         """Check the base commit out (GitError: a usage error for the caller), and note who
@@ -633,6 +635,7 @@ class ABController:
             shutil.rmtree(self.tmp, ignore_errors=True)
             with contextlib.suppress(Exception):
                 atexit.unregister(self.close)
+            sigterm.release()
 
 
 @dataclasses.dataclass

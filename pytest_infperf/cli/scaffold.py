@@ -1,18 +1,20 @@
 """``infperf init``: adopt pytest-infperf in an existing repository.
 
 It writes a first benchmark test for the models it finds (``.onnx`` files; transformers
-models loaded by name with ``from_pretrained``; ``torch.nn.Module`` subclasses, imported
-by module name, or loaded by their file's path where that is no module's name), or a
-template when it finds none it can run; the ``infperf_*`` settings and a ``pythonpath``
-in the file pytest reads its configuration from (``cli/initconfig.py``, by pytest's own
-rules); ``baselines/`` in ``.gitignore`` (baselines live on their own branch); and the
-workflows that call the GitHub Action (``perf.yml`` on the runner labels given,
-installing the project and the model libraries its code imports; ``perf-comment.yml``).
-Models are found by reading files (Python is parsed, never imported or run). Nothing is
-overwritten: if a file it would write exists, the configuration already sets an
-``infperf_*`` key or cannot be edited so that it reads back as intended, or an argument
-is not one a workflow takes, it says so, writes nothing and exits 2.
-"""
+models loaded by name with ``from_pretrained``; ``torch.nn.Module`` subclasses, imported by
+module name, or loaded by their file's path where that is no module's name), or a template
+when it finds none it can run; the ``infperf_*`` settings in the file pytest reads its
+configuration from (``cli/initconfig.py``, by pytest's own rules), and nothing else of the
+suite's: no ``pythonpath`` (a src layout's tests would then import the source tree instead
+of the installed package), the project's modules imported as installed or, where it is not a
+package the workflow installs, from its folder by the test alone; ``baselines/`` in
+``.gitignore`` (baselines live on their own branch); and the workflows that call the GitHub
+Action (``perf.yml`` on the runner labels given, installing the project and the model
+libraries its code imports; ``perf-comment.yml``). Models are found by reading files (Python
+is parsed, never imported or run). Nothing is overwritten: if a file it would write exists,
+the configuration already sets an ``infperf_*`` key or cannot be edited so that it reads
+back as intended, or an argument is not one a workflow takes, it says so, writes nothing and
+exits 2."""
 
 from __future__ import annotations
 
@@ -170,6 +172,7 @@ from __future__ import annotations
 #: The header's lines that only some modules need (imports, the repository's root, the
 #: mark of a test to finish), added when a test uses them.
 LOAD_IMPORTS = "import importlib.util\nimport sys\n"
+IMPORT_IMPORTS = "import importlib\nimport sys\n"
 PATH_IMPORT = "from pathlib import Path\n"
 PYTEST_IMPORT = "\nimport pytest\n"
 ROOT_LINE = "ROOT = Path(__file__).resolve().parents[{depth}]\n"
@@ -228,6 +231,20 @@ def _load(rel, name):
 '''
 
 
+IMPORT = '''
+
+def _import(root, module, name):
+    """The class `name` of `module`, imported from the folder ROOT / root; sys.path is
+    put back as it was, so the rest of the suite imports as before."""
+    folder = str(ROOT / root)
+    sys.path.insert(0, folder)
+    try:
+        return getattr(importlib.import_module(module), name)
+    finally:
+        sys.path.remove(folder)
+'''
+
+
 def _literal(text: str) -> str:
     """A Python string literal in double quotes, as a formatter writes it."""
     return json.dumps(text)
@@ -259,11 +276,13 @@ def _hf_test(test: str, name: str, known: bool) -> str:
 """
 
 
-def _torch_test(name: str, rel: str, cls: str) -> str:
+def _torch_test(name: str, rel: str, cls: str, installed: bool) -> str:
     module = module_name(rel)
     load = f"from {module} import {cls}"
     if module is None:  # a dotted name would not parse: the file is loaded by its path
         load = f"{cls} = _load({_literal(rel)}, {_literal(cls)})"
+    elif not installed:  # not on sys.path: imported from its folder by this test alone
+        load = f"{cls} = _import({_literal(import_root(rel))}, {_literal(module)}, {_literal(cls)})"
     return f"""
 
 @pytest.mark.skip(reason=EDIT)
@@ -292,8 +311,10 @@ def _names(choices: list[tuple[str, str]]) -> list[str]:
     return names
 
 
-def benchmark_module(found: Found, depth: int) -> tuple[str, list[str]]:
-    """The test file's text, and what it measures, for the report."""
+def benchmark_module(found: Found, depth: int, installed: bool = True) -> tuple[str, list[str]]:
+    """The test file's text, and what it measures, for the report. ``installed``: the
+    workflow installs the project as a package (:func:`installable`), so its modules
+    import by name."""
     from ..hf import ALIASES, PRESETS
 
     onnx = found.onnx[:MAX_TESTS]
@@ -321,7 +342,7 @@ def benchmark_module(found: Found, depth: int) -> tuple[str, list[str]]:
         said.append(f"{name} (transformers{'' if known else ', skipped until checked'})")
         runnable += known
     for rel, cls in torch:
-        parts.append(_torch_test(next(names), rel, cls))
+        parts.append(_torch_test(next(names), rel, cls, installed))
         module = module_name(rel)
         where = f"{module}.{cls}" if module else f"{cls} of {rel} (loaded by its path)"
         said.append(f"{where} (torch, skipped until given its inputs)")
@@ -330,12 +351,15 @@ def benchmark_module(found: Found, depth: int) -> tuple[str, list[str]]:
         said.insert(0, "a template benchmark (no model found that runs as is)")
     body = "".join(parts)
     load = any(module_name(rel) is None for rel, _ in torch)
-    rooted = bool(onnx) or load
-    stdlib = (LOAD_IMPORTS if load else "") + (PATH_IMPORT if rooted else "")
+    imports = not installed and any(module_name(rel) for rel, _ in torch)
+    rooted = bool(onnx) or load or imports
+    stdlib = (LOAD_IMPORTS if load else IMPORT_IMPORTS if imports else "") + (
+        PATH_IMPORT if rooted else ""
+    )
     head = HEADER + (f"\n{stdlib}" if stdlib else "")
     head += PYTEST_IMPORT if "pytest." in body or onnx else ""
     defs = (ROOT_LINE.format(depth=depth) if rooted else "") + (EDIT_LINE if "EDIT" in body else "")
-    helpers = (ONNX_INPUTS if onnx else "") + (LOAD if load else "")
+    helpers = (ONNX_INPUTS if onnx else "") + (LOAD if load else "") + (IMPORT if imports else "")
     text = head + (f"\n{defs}" if defs else "") + helpers + body
     return text, said
 
@@ -356,24 +380,12 @@ def _settings() -> list[tuple[str, str, str]]:
     ]
 
 
-def pythonpath(root: Path, found: Found) -> list[str]:
-    """The folders the benchmarks import the project's code from: the import root of each
-    module found, else ``src`` in a src layout, else the repository's root."""
-    roots = sorted({import_root(rel) for rel, _ in found.torch if module_name(rel)})
-    return roots or (["src"] if (root / "src").is_dir() else ["."])
-
-
-def settings_edit(
-    root: Path, tests: Path = Path("tests/perf"), paths: list[str] | None = None
-) -> tuple[Path, str, str]:
+def settings_edit(root: Path, tests: Path = Path("tests/perf")) -> tuple[Path, str, str]:
     """The configuration file pytest reads for ``pytest TESTS``, its new text with the
-    settings and ``pythonpath`` (unless it sets one: its own is kept), and what was done."""
+    settings, and what was done. Only the gate's settings: nothing that changes how the
+    rest of the suite runs."""
     target = initconfig.locate(root, tests)
-    settings: list[initconfig.Setting] = list(_settings())
-    if "pythonpath" not in target.options:
-        why = "where your benchmarks import your code from"
-        settings.append(("pythonpath", initconfig.relative(target, root, paths or ["."]), why))
-    text, what = initconfig.edit(target, settings)
+    text, what = initconfig.edit(target, list(_settings()))
     return target.path, text, what
 
 
@@ -464,14 +476,18 @@ def _default_branch(root: Path) -> str:
     return _git(root, "branch", "--show-current") or "main"
 
 
+def installable(root: Path) -> bool:
+    """Whether the repository is a package pip installs (``setup.py``, or a
+    ``pyproject.toml`` with a project or build system)."""
+    pyproject = root / "pyproject.toml"
+    doc = initconfig.read_toml(pyproject, initconfig.read(pyproject)) if pyproject.is_file() else {}
+    return (root / "setup.py").is_file() or "project" in doc or "build-system" in doc
+
+
 def _install(root: Path, found: Found) -> str:
     """What the workflow's install step installs: the project, and the libraries the
     benchmarks written for it need (the Action installs pytest-infperf itself)."""
-    parts = []
-    pyproject = root / "pyproject.toml"
-    doc = initconfig.read_toml(pyproject, initconfig.read(pyproject)) if pyproject.is_file() else {}
-    if (root / "setup.py").is_file() or "project" in doc or "build-system" in doc:
-        parts.append("-e .")
+    parts = ["-e ."] if installable(root) else []
     if (root / "requirements.txt").is_file():
         parts.append("-r requirements.txt")
     need = set(found.imports)
@@ -524,7 +540,7 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
     if tests.is_absolute() or ".." in tests.parts:
         raise InitError(f"--tests {args.tests!r}: give a folder inside the repository")
     found = find_models(root)
-    text, measures = benchmark_module(found, len(tests.parts))
+    text, measures = benchmark_module(found, len(tests.parts), installable(root))
     compile(text, TEST_FILE, "exec")  # what it writes parses: a fault here is init's own
     branch = args.branch or _default_branch(root)
     install = _install(root, found)
@@ -550,7 +566,7 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
             f"overwrites a file; move {them} aside (or give --tests another folder) and run "
             "it again. Nothing was written"
         )
-    config, config_text, config_what = settings_edit(root, tests, pythonpath(root, found))
+    config, config_text, config_what = settings_edit(root, tests)
     files = {path: body for path, (body, _) in created.items()}
     said = {path: what for path, (_, what) in created.items()}
     files[config], said[config] = config_text, config_what

@@ -1,11 +1,9 @@
 """The pytest session: one plugin object per job, registered by ``plugin.py``.
 
 ``context`` (what this run compares with and saves to, resolved once), ``modes`` (how
-``infer_bench`` measures: disabled, plain, stored, A/B), ``gate`` (what a verdict means
-for its test: fail, budget, accept), ``fixture`` (the ``infer_bench`` object),
-``collector``, ``artifacts``, ``terminal``, ``xdist``, ``coexist`` (a run another
-plugin would stop at start-up), ``early`` (interleaving's workers started ahead of
-need) and ``signals`` (SIGTERM taken as Ctrl-C). Everything
+``infer_bench`` measures: disabled, plain, stored, A/B), ``gate`` (what a verdict means for
+its test: fail, budget, accept), ``fixture`` (the ``infer_bench`` object), ``collector``,
+``artifacts``, ``terminal``, ``xdist``, ``coexist`` (a run another plugin would stop at
+start-up), ``early`` (interleaving's workers started ahead of need). Everything
 ``pytest_configure`` imports is light (all of these but ``gate``, which comes with the
-judge): numpy, git and the models come with the first measurement.
-"""
+judge): numpy, git and the models come with the first measurement."""

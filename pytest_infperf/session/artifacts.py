@@ -155,6 +155,9 @@ class ArtifactWriter(RunOutcome):
         status = self.finish(exitstatus, listing)
         if status is not None and session.exitstatus == 0:
             session.exitstatus = status
+        from ..ab import sigterm
+
+        sigterm.finishing()  # the outcome is written: a SIGTERM now lets the teardown end
 
     def finish(self, exitstatus: int, listing: bool = False) -> int | None:
         """Write everything; returns a new exit status when saving failed or a perf run
