@@ -182,3 +182,47 @@ def test_the_default_table_fits_120_columns() -> None:
     assert any("…" in line and line.rstrip().endswith("-") for line in lines)
     wide = text.summary_lines([*_runs()["regression"], long], verbose=True)
     assert max(len(line) for line in wide) > 120  # -v: every column, the name whole
+
+
+def _gpu(latency: Verdict, device: Verdict) -> Comparison:
+    parts = {
+        "median": _c(latency, 1.0, 0.8, 1.25),
+        "gpu_time": _c(device, 1.0, 0.999, 1.001, metric=Metric.GPU_TIME),
+    }
+    return _c(Verdict.UNCHANGED, 1.0, 0.999, 1.001, metric=Metric.GPU_TIME, parts=parts)
+
+
+@pytest.mark.parametrize(
+    ("comparison", "warnings", "changes"),
+    [
+        (_gpu(Verdict.UNCHANGED, Verdict.UNCHANGED), [], False),
+        # a judged part that moved, whatever the headline says
+        (_gpu(Verdict.REGRESSION, Verdict.UNCHANGED), [], True),
+        (_gpu(Verdict.INCONCLUSIVE, Verdict.UNCHANGED), [], True),
+        (_gpu(Verdict.UNCHANGED, Verdict.IMPROVEMENT), [], True),
+        # a warning that names verdicts nobody checked
+        (_gpu(Verdict.UNCHANGED, Verdict.UNCHANGED), ["settling is off for this session: x"], True),
+        (
+            _gpu(Verdict.UNCHANGED, Verdict.UNCHANGED),
+            [f"{BERT}: the worker died; judged against the stored baseline"],
+            True,
+        ),
+        (
+            _gpu(Verdict.UNCHANGED, Verdict.UNCHANGED),
+            [f"{BERT}: ... these CPU verdicts ... were not re-checked: {BERT}_onnx"],
+            True,
+        ),
+        (
+            _gpu(Verdict.UNCHANGED, Verdict.UNCHANGED),
+            [f"{BERT}: ... these CPU verdicts ... were not re-checked: none"],
+            False,
+        ),
+    ],
+)
+def test_the_comment_says_no_changes_only_where_nothing_moved_or_went_unchecked(
+    comparison: Comparison, warnings: list[str], changes: bool
+) -> None:
+    doc = {**_doc([_result("test_bert", 6e-3, comparison)]), "warnings": warnings}
+    body, worth = comment.body(doc)
+    assert worth is changes
+    assert ("no changes" in body) is not changes

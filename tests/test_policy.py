@@ -82,7 +82,7 @@ def gpu(
     )  # fmt: skip
 
 
-GPU = {"domain": "gpu", "clocks_held": True, "device_share": 0.3}
+GPU = {"domain": "gpu", "clocks_held": True}
 #: Latency parts (ratio, interval): twice as slow, and within a host's own spread.
 X2, X13 = (2.0, 1.8, 2.2), (1.3, 1.2, 1.4)
 #: Stored verdicts of a CPU benchmark.
@@ -103,6 +103,20 @@ def on_gpu(stored: Comparison, **kw: Any) -> Facts:
 
 
 LAYER, LAYER_WEAK = gpu(R, work=GREW), gpu(R, work=GREW, p=1e-4)
+#: The latency withheld by the drift guard (the host moved), device and counts unchanged.
+WITHHELD = gpu(U)
+WITHHELD = Comparison(
+    IN, ratio=1.0, ci_low=0.98, ci_high=1.02, reason=Reason.DRIFT_WITHHELD,
+    parts={**(WITHHELD.parts or {}), "median": cmp(IN, reason=Reason.DRIFT_WITHHELD)},
+    work=SAME,
+)  # fmt: skip
+#: A device-time regression whose own part ran throttled.
+THROTTLED_PART = Comparison(
+    R, ratio=1.08, ci_low=1.07, ci_high=1.09, work=GREW,
+    parts={**(LAYER.parts or {}), "gpu_time": cmp(R, 1.08, 1.07, 1.09, metric=Metric.GPU_TIME,
+           p_value=1e-6, reason=Reason.GPU_THROTTLED)},
+)  # fmt: skip
+REMEASURE, STAND, THROTTLED = Step.REMEASURE, Step.STAND, Reason.GPU_THROTTLED
 
 # (id, facts, step, a word of the reason; None: no reason)
 AFTER: list[tuple[str, Facts, Step, str | None]] = [
@@ -137,28 +151,42 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("budget short: undecided within it cut", short(stored=WITHIN), Step.CUT, "(60 s)"),
     ("budget plenty: undecided within it", Facts(budget=PLENTY, stored=WITHIN), Step.SETTLE, None),
     ("budget refused routing: stands", Facts(refused="spent", stored=UNC), Step.STAND, "spent"),
-    # --- a GPU benchmark: its quiet evidence decides where it agrees with itself
-    ("gpu A/A: device unchanged, same counts", on_gpu(gpu(U)), Step.STAND, None),
-    ("gpu A/A: device no-regression, same counts", on_gpu(gpu(N)), Step.STAND, None),
-    ("gpu host-bound: latency regressed, same work", on_gpu(gpu(U, R)), Step.STAND, None),
-    ("gpu +1 layer: device regression, counts grew", on_gpu(gpu(R, work=GREW)), Step.STAND, None),
-    ("gpu smaller: device improvement, fewer", on_gpu(gpu(X, work=FEWER)), Step.STAND, None),
-    ("gpu: device regression, same counts", on_gpu(gpu(R)), Step.SETTLE, "says regression"),
-    ("gpu: device unchanged, counts grew", on_gpu(gpu(U, work=GREW)), Step.SETTLE, "counts grew"),
-    ("gpu: host's Python calls grew", on_gpu(gpu(U, work=HOST_MOVED)), Step.SETTLE, "counts grew"),
-    ("gpu: counts moved both ways", on_gpu(gpu(R, work=MIXED)), Step.SETTLE, "both ways"),
-    ("gpu device-bound: latency regressed", on_gpu(gpu(U, R), device_share=0.9), SETTLE, "lat"),
-    ("gpu host-bound: latency x2, same device", on_gpu(gpu(U, R, lat=X2)), SETTLE, "x1.3"),
-    ("gpu host-bound: latency x1.3 reachable", on_gpu(gpu(U, R, lat=X13)), Step.STAND, None),
-    ("gpu regression, not over the family", on_gpu(LAYER_WEAK, family=200), Step.SETTLE, None),
-    ("gpu clocks moved: usual rule", on_gpu(gpu(U), clocks_held=False), Step.SETTLE, None),
-    ("gpu no clock reference: usual rule", on_gpu(LAYER, clocks_held=None), Step.SETTLE, None),
-    ("gpu counts vary: usual rule", on_gpu(gpu(U, work=VARYING)), Step.SETTLE, None),
-    ("gpu not profiled: usual rule", on_gpu(gpu(U, work=None)), Step.SETTLE, None),
-    ("gpu device undecided: usual rule", on_gpu(gpu(IN)), Step.SETTLE, None),
-    ("gpu throttled: settled", on_gpu(gpu(U, reason=Reason.GPU_THROTTLED)), Step.SETTLE, None),
+    # --- a GPU benchmark: its quiet evidence stands only for a regression whose counts grew
+    ("gpu +1 layer: device regression, counts grew", on_gpu(LAYER), Step.STAND, None),
+    ("gpu +1 layer, latency unchanged", on_gpu(gpu(R, U, work=GREW)), Step.STAND, None),
+    ("gpu +1 layer, settle off: stands", on_gpu(LAYER, settle="off"), Step.STAND, None),
+    ("gpu +1 layer, budget short: stands", on_gpu(LAYER, budget=SHORT), Step.STAND, None),
+    # a latency a user feels never passes on the device time: the usual rule settles it
+    ("gpu A/A: latency undecided, device unchanged", on_gpu(gpu(U)), SETTLE, None),
+    ("gpu A/A: latency undecided, device no-reg.", on_gpu(gpu(N)), SETTLE, None),
+    ("gpu: latency regressed, device and work same", on_gpu(gpu(U, R)), SETTLE, None),
+    ("gpu: latency x1.3, device and work same", on_gpu(gpu(U, R, lat=X13)), SETTLE, None),
+    ("gpu: latency x2, device and work same", on_gpu(gpu(U, R, lat=X2)), SETTLE, None),
+    ("gpu: latency withheld, device and work same", on_gpu(WITHHELD), SETTLE, None),
+    ("gpu: latency x1.3, settle off", on_gpu(gpu(U, R), settle="off"), REMEASURE, None),
+    ("gpu: latency undecided, worker broke", on_gpu(gpu(U), unsettled=FAIL), REMEASURE, FAIL),
+    ("gpu: both unchanged, same counts", on_gpu(gpu(U, U)), Step.STAND, None),
+    ("gpu: both unchanged, counts grew", on_gpu(gpu(U, U, work=GREW)), Step.STAND, None),
+    ("gpu: device improvement, fewer counts", on_gpu(gpu(X, work=FEWER)), SETTLE, None),
+    ("gpu: device improvement, latency unchanged", on_gpu(gpu(X, U, work=FEWER)), SETTLE, None),
+    # a device-time regression the counts do not explain: settled, saying what disagreed
+    ("gpu: device regression, same counts", on_gpu(gpu(R)), SETTLE, "says regression"),
+    ("gpu: device regression, fewer counts", on_gpu(gpu(R, work=FEWER)), SETTLE, "fell"),
+    ("gpu: counts moved both ways", on_gpu(gpu(R, work=MIXED)), SETTLE, "both ways"),
+    ("gpu: device reg., Python calls grew", on_gpu(gpu(R, U, work=HOST_MOVED)), STAND, None),
+    ("gpu disagrees, settle off: usual rule", on_gpu(gpu(R), settle="off"), REMEASURE, None),
+    # no quiet evidence: the usual rule
+    ("gpu regression, not over the family", on_gpu(LAYER_WEAK, family=200), SETTLE, None),
+    ("gpu clocks moved: usual rule", on_gpu(LAYER, clocks_held=False), SETTLE, None),
+    ("gpu no clock reference: usual rule", on_gpu(LAYER, clocks_held=None), SETTLE, None),
+    ("gpu counts vary: usual rule", on_gpu(gpu(R, work=VARYING)), SETTLE, None),
+    ("gpu not profiled: usual rule", on_gpu(gpu(R, work=None)), SETTLE, None),
+    ("gpu device undecided: usual rule", on_gpu(gpu(IN, U, work=GREW)), SETTLE, None),
+    ("gpu throttled: settled", on_gpu(gpu(R, work=GREW, reason=THROTTLED)), SETTLE, None),
+    ("gpu device throttled", on_gpu(THROTTLED_PART), SETTLE, None),
     ("gpu latency alone, unchanged", on_gpu(UNC), Step.STAND, None),
-    ("gpu disagrees, settle off: usual rule", on_gpu(gpu(R), settle="off"), Step.REMEASURE, None),
+    ("gpu latency alone, regression", on_gpu(REG), SETTLE, None),
+    ("gpu on the CPU's facts: usual rule", Facts(stored=LAYER), SETTLE, None),
 ]  # fmt: skip
 
 
@@ -172,6 +200,16 @@ def test_after_the_stored_pass(facts: Facts, step: Step, reason: str | None) -> 
         assert d.reason == ""
     else:
         assert reason in d.reason
+    # Only what passes either way may be cut by the budget; nothing after a misread.
+    if d.step in (Step.SETTLE, Step.RECHECK):
+        assert facts.stored is not None
+        whole = (facts.misread and facts.domain == "cpu") or might_fail(facts.stored, facts.faster)
+        assert d.budget_may_cut is not whole
+    # Only a regression by device time stands on the quiet evidence.
+    assert (d.evidence is not None) == (d.step is Step.STAND and facts.stored.parts is not None
+                                        and facts.stored.parts.get("gpu_time") is not None
+                                        and facts.stored.parts["gpu_time"].verdict is R
+                                        and facts.domain == "gpu")  # fmt: skip
 
 
 def test_the_quiet_evidence_says_what_decided() -> None:

@@ -181,25 +181,20 @@ def gpu_stored(
 
 
 def on_quiet_evidence(c: Comparison, counts: str, family: int) -> Comparison:
-    """A GPU benchmark's stored verdict decided by its quiet evidence (the policy's
+    """A GPU benchmark's stored regression decided by its quiet evidence (the policy's
     :attr:`~.policy.Step.STAND` with ``evidence="gpu_time"``): the device-time part heads
-    the record, every part is kept, and it says what decided and what it cannot see. A
-    regression records the run's family it held over (Bonferroni)."""
+    the record, by device time, every part is kept, and the run's family it held over is
+    recorded (Bonferroni)."""
     parts = dict(c.parts or {})
     device = parts["gpu_time"]
     agreed = {"same": "are the same", "grew": "grew", "shrank": "fell"}[counts]
     note = (
-        "decided by the device time (the GPU's clocks held since the baseline's run) and "
-        f"the exact work counts, which {agreed}, without settling"
+        f"{device.verdict} by device time (the GPU's clocks held since the baseline's run), "
+        f"with the exact work counts, which {agreed}, without settling"
     )
     latency = parts.get("median")
     if latency is not None and latency.verdict is not device.verdict:
-        note += (
-            f"; the latency ({latency.verdict}) is reported, not judged: with the same "
-            "device time and the same work a slower dispatch on the host is not seen "
-            "(cuda_graph=True or torch.compile(mode='reduce-overhead') measure the model "
-            "instead of the host)"
-        )
+        note += f"; the latency beside it: {latency.verdict}"
     c = dataclasses.replace(
         device,
         alpha=c.alpha,

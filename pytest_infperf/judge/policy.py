@@ -12,13 +12,13 @@ facts and act on the answer; they decide nothing themselves.
 
 The rules, in the order they apply:
 
-- **Quiet evidence decides** (a GPU benchmark): the device's own time and the exact work
-  counts are not noisy (the device time of one process moved by 0.05-0.24% between
-  processes on an H100 where an eager latency moved by 20-30%, and counts are exact). Where
-  the GPU's clock reference held and the counts agree with the device-time verdict (the
-  same counts for an unchanged one, grown counts for a regression, fewer for an
-  improvement), that verdict stands without settling; where they disagree, or the host's
-  work moved under a host-bound latency, the benchmark is settled.
+- **Quiet evidence catches a regression** (a GPU benchmark): the device's own time and
+  the exact work counts are not noisy (the device time of one process moved by 0.05-0.24%
+  between processes on an H100 where an eager latency moved by 20-30%, and counts are
+  exact). Where the GPU's clock reference held, the device time regressed and the counts
+  grew, that regression stands without settling, whatever the latency said. It never
+  passes a benchmark: a latency that regressed, was withheld or is undecided is settled
+  by the next rule however unchanged the device time.
 - **What rules out a regression stands** (``unchanged``, ``no-regression``); a regression,
   an improvement (drift fakes speed-ups as well as slowdowns) or no decision is settled,
   or re-measured where settling cannot happen.
@@ -50,13 +50,6 @@ from ..core.results import Comparison, Reason, Verdict, WorkDiff
 #: host-bound: its latency follows the host's speed (Python and framework dispatch, the
 #: "framework tax"), not the model's work on the GPU.
 HOST_BOUND_SHARE = 0.5
-#: How far a host-bound latency moves between processes on its own: host dispatch moved by
-#: 20-30% between fresh processes on an H100 while the device time moved by 0.05-0.24%
-#: (docs/MEASURED.md, "GPU"). A stored latency whose interval lies wholly above this is a
-#: slower host path (Python or framework work around the same kernels), not that noise:
-#: it is settled, not left to the device time, which cannot see it.
-HOST_SPREAD = 1.3
-
 #: The metrics an interleaved run can judge: a stored verdict on another (p90, memory...)
 #: cannot be settled.
 SETTLEABLE = ("median", *GENERATION_METRICS)
@@ -124,9 +117,6 @@ class Facts:
     #: A GPU benchmark: whether the GPU's clocks held between the baseline's run and this
     #: one (None: no clock reference on a side).
     clocks_held: bool | None = None
-    #: A GPU benchmark: its device busy time over its latency, the larger of the two sides'
-    #: (None: not measured on this side).
-    device_share: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,62 +269,34 @@ def counts_relation(work: WorkDiff | None) -> str | None:
 #: Counts within this relative difference are equal (means over identical calls).
 _EQUAL = 1e-9
 
-#: The counts that agree with each device-time verdict.
-_AGREES = {
-    Verdict.UNCHANGED: "same",
-    Verdict.NO_REGRESSION: "same",
-    Verdict.REGRESSION: "grew",
-    Verdict.IMPROVEMENT: "shrank",
-}
-
 
 def _quiet(f: Facts, c: Comparison, no_settle: str | None) -> Decision | None:
-    """A GPU benchmark's verdict on its quiet evidence: its device time, judged with the
+    """A GPU benchmark's regression on its quiet evidence: its device time, judged with the
     GPU's clocks held, and the exact work counts (kernels, operator calls, Python calls,
-    device syncs, FLOPs). None where that evidence is missing (no device time on a side,
-    no clock reference, counts that vary, a GPU that ran throttled or shared): the
-    verdict's usual rule applies."""
+    device syncs, FLOPs). A device-time regression whose counts grew stands without
+    settling, the device time heading the record: a failing verdict, whatever the noisy
+    latency said. Nothing else stands on the device time: a latency a user feels that
+    regressed, was withheld or is undecided is the latency's, by the usual rule (settled,
+    or its own verdict where it cannot be), however unchanged the device time and counts.
+    None where the quiet evidence does not decide (no device time on a side, no clock
+    reference, counts that vary, a GPU that ran throttled or shared, a device time that
+    passes or is undecided)."""
     if f.domain != "gpu" or f.clocks_held is not True or not c.parts:
         return None
     device = c.parts.get("gpu_time")
-    if device is None or _throttled(c):
+    if device is None or device.verdict is not Verdict.REGRESSION or _throttled(c):
         return None
     counts = counts_relation(c.work)
     if counts is None:
         return None
-    settle = Decision(Step.SETTLE, budget_may_cut=not might_fail(c, f.faster))
-    agrees = _AGREES.get(device.verdict)
-    if agrees is None:  # the device time undecided: the quiet evidence cannot stand alone
-        return None
-    if agrees != counts:
+    if counts != "grew":
+        # The device's time grew while the work did not: settled, with what disagreed.
         why = f"the device time says {device.verdict} while the work counts {_SAID[counts]}"
-        return dataclasses.replace(settle, reason=why) if no_settle is None else None
-    latency = c.parts.get("median")
-    host_bound = f.device_share is not None and f.device_share < HOST_BOUND_SHARE
-    if (
-        latency is not None
-        and not host_bound
-        and device.verdict.passes
-        and latency.verdict is Verdict.REGRESSION
-    ):
-        # A device-bound latency that regressed while the device's time did not: the
-        # quiet evidence does not explain it.
-        why = "the latency regressed while the device time and the work counts did not"
-        return dataclasses.replace(settle, reason=why) if no_settle is None else None
-    if (
-        latency is not None
-        and host_bound
-        and latency.verdict is Verdict.REGRESSION
-        and latency.ci_low is not None
-        and latency.ci_low > HOST_SPREAD
-    ):
-        why = (
-            f"the latency grew by more than the host's own between-process spread "
-            f"(x{HOST_SPREAD:g}) while the device time and the work counts did not"
-        )
-        return dataclasses.replace(settle, reason=why) if no_settle is None else None
-    if device.verdict is Verdict.REGRESSION and not _holds_over_run(device, f):
-        return settle if no_settle is None else None
+        if no_settle is not None:
+            return None
+        return Decision(Step.SETTLE, why, budget_may_cut=False)
+    if not _holds_over_run(device, f):
+        return None
     return Decision(Step.STAND, evidence="gpu_time", counts=counts)
 
 

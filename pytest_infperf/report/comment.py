@@ -33,14 +33,36 @@ NOTABLE = (Verdict.REGRESSION, Verdict.ACCEPTED, Verdict.IMPROVEMENT, Verdict.IN
 FULL_REPORT = "the job summary and the uploaded perf-results artifact"
 
 
+#: The run warnings that name a verdict nobody checked (a settling that could not happen,
+#: stored verdicts a misread put in doubt): a run that has one never says "no changes".
+UNCHECKED = (
+    "judged against the stored baseline",
+    "settling is off for this session",
+    "were not re-checked: ",
+)
+
+
+def _names_unchecked(warning: str) -> bool:
+    if "were not re-checked: " in warning:
+        return not warning.rstrip().endswith("were not re-checked: none")
+    return any(phrase in warning for phrase in UNCHECKED)
+
+
 def notable(results: list[BenchmarkResult], doc: Mapping[str, Any]) -> bool:
     if doc.get("compared_nothing"):
         return True
+    if any(_names_unchecked(str(w)) for w in doc.get("warnings") or ()):
+        return True
     for r in results:
         c = r.comparison
-        if c is not None and (c.verdict in NOTABLE or c.not_settled):
+        if c is None:
+            continue
+        # Every judged part: a latency that moved beside a device time that did not (or
+        # the other way round) is a change a reviewer must see, whatever the headline.
+        judged = (c, *(c.parts or {}).values())
+        if any(p.verdict in NOTABLE or p.not_settled for p in judged):
             return True
-        if c is not None and more_work_warning(c) is not None:
+        if more_work_warning(c) is not None:
             return True  # work changed, time undecided: a reviewer must see it
     return False
 

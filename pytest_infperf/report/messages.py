@@ -188,7 +188,8 @@ def _decided_line(c: Comparison) -> str:
         counts = agreed.get(c.evidence.get("counts", ""), "agree")
         return (
             "decided by: the device time (the GPU's clocks held since the baseline's run) and "
-            f"the exact work counts, which {counts}, without settling"
+            f"the exact work counts, which {counts}, without settling: {c.verdict} by device "
+            "time"
         )
     pairs = f" over {c.process_pairs} process pairs" if c.process_pairs else ""
     if c.stored_pass is not None:

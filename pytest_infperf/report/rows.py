@@ -59,7 +59,8 @@ def result_row(
         now=named + fmt_figure(c.metric, now),
         baseline=named + fmt_figure(c.metric, before),
         n=fmt_n(c),
-        decided_by=DECIDED_BY.get(c.decided_by or "", "-"),
+        # A regression that stood on the device time says so: the latency did not decide.
+        decided_by="by device time" if c.evidence else DECIDED_BY.get(c.decided_by or "", "-"),
         catch=fmt_catch(c),
         work=work_cell(c.work),
         work_detail=work_line(c.work) if c.work is not None and not c.work.same else "",

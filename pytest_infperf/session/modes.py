@@ -37,8 +37,6 @@ from .collector import is_perf
 from .context import RunContext
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from ..ab.checkout import Selection
     from ..ab.workers import ABController
     from ..core.results import BenchmarkResult, Comparison, Origin
@@ -327,7 +325,6 @@ class Stored(Plain):
             stored=c,
             timed_s=float(result.decisions.get("timed_s") or 0.0),
             clocks_held=_clocks_held(result, entry),
-            device_share=_device_share(result, entry),
         )
         self._refused = ""
         d = policy.after_stored(facts)
@@ -515,16 +512,6 @@ def _clocks_held(result: BenchmarkResult, entry: dict[str, Any] | None) -> bool 
 
     factors = speed_factors(result.reference, (entry or {}).get("reference"), "gpu")
     return None if factors is None else factors == (1.0, 1.0)
-
-
-def _device_share(result: BenchmarkResult, entry: Mapping[str, Any] | None) -> float | None:
-    """The larger side's: a benchmark is host-bound only where both sides were (a change
-    that made a device-bound model host-bound is what its latency shows)."""
-    from ..judge.device import device_share
-
-    head = device_share(result)
-    base = device_share(entry)
-    return head if head is None or base is None else max(head, base)
 
 
 class ABHead(Plain):
