@@ -68,6 +68,7 @@ def slow_down(path: Path, factor: float = 1.3) -> None:
     (path / "factor.txt").write_text(str(factor))
 
 
+@pytest.mark.slow
 def test_save_then_compare_from_a_branch_two_commits_later(
     repo: pytest.Pytester, validate: Any
 ) -> None:
@@ -493,6 +494,7 @@ def test_corrupt_baseline_is_named(repo: pytest.Pytester) -> None:
     assert path.read_text().startswith("{")  # not replaced
 
 
+@pytest.mark.slow
 def test_a_machine_that_moved_is_interleaved_at_once(repo: pytest.Pytester) -> None:
     """--perf-settle=auto: the session-start reference ran ten times faster at the
     baseline's run, so no stored verdict can be trusted: each benchmark with a comparable
@@ -528,6 +530,7 @@ def test_a_machine_that_moved_is_interleaved_at_once(repo: pytest.Pytester) -> N
     assert by_key["test_named"]["verdict"] == "no-baseline"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settle", ["stored-first", "auto"])
 def test_a_stored_pass_its_settling_shows_misread_is_not_trusted_after(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, settle: str
@@ -580,6 +583,7 @@ def test_a_stored_pass_its_settling_shows_misread_is_not_trusted_after(
     assert got["test_a"]["verdict"] == "regression"
 
 
+@pytest.mark.slow
 def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
     """Probes say the machine runs ten times slower than during the baseline: a +30% change
     is then explained by the machine, and is not blamed on the code."""
@@ -638,3 +642,46 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
     assert by_key["test_slowed"]["decided_by"] == "ab"
     for key in ("test_steady", "test_named"):
         assert by_key[key]["verdict"] in ("unchanged", "no-regression"), key
+
+
+#: A test whose body fails at the baseline's commit (its worktree lies in an infperf-ab-*
+#: folder), counting each time it runs there.
+FAILS_AT_BASE = """
+import os
+
+def test_x(infer_bench):
+    if "infperf-ab-" in __file__:
+        with open(os.environ["BASE_RUNS"], "a") as f:
+            f.write("ran\\n")
+        raise RuntimeError("broken at the baseline's commit")
+    infer_bench(lambda: sum(range(300)))
+"""
+
+
+def test_a_benchmark_that_cannot_be_interleaved_at_once_is_not_settled_either(
+    pytester: pytest.Pytester, git_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine moved (so it is interleaved at once), and the test fails at the
+    baseline's commit: the stored pass runs instead, and why it could not be interleaved is
+    its reason not to be settled. The base's failing body runs once, not a second time."""
+    pytester.makefile(".ini", pytest=fast_ini(**REPO_EXPERT))
+    pytester.makepyfile(test_x=FAILS_AT_BASE)
+    init_repo(pytester.path, "suite")
+    runs = pytester.path.parent / f"{pytester.path.name}-base-runs"
+    monkeypatch.setenv("BASE_RUNS", str(runs))
+    pytester.runpytest("--perf-save").assert_outcomes(passed=1)
+    (path,) = baseline_files(pytester.path)
+    doc = json.loads(path.read_text())
+    doc["reference"] = {k: v / 10 for k, v in doc["reference"].items()}  # ten times slower
+    path.write_text(json.dumps(doc))
+    # The head ten times slower (uncommitted): its stored verdict needs settling.
+    test = pytester.path / "test_x.py"
+    test.write_text(test.read_text().replace("range(300)", "range(3000)"))
+    result = pytester.runpytest(
+        "--perf-compare=HEAD", "--perf-settle=auto", "--perf-json=out.json"
+    )
+    result.assert_outcomes(failed=1)
+    assert runs.read_text().splitlines() == ["ran"]
+    c = load_json(pytester.path / "out.json")["benchmarks"][0]["comparison"]
+    assert c["verdict"] == "regression" and c["decided_by"] == "stored"
+    assert "the test failed at the baseline's commit" in c["not_settled"]

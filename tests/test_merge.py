@@ -44,11 +44,30 @@ FAST = [
 ]
 
 
+#: Each run writes the family its verdicts are held to (the mode's), per pytest-split group.
+FAMILY_SPY = """
+from pathlib import Path
+
+import pytest
+
+from pytest_infperf.core.keys import settings_key
+from pytest_infperf.measure.mode import mode_key
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    run = session.config.stash[settings_key].json_path.stem  # all, shard1...
+    mode = session.config.stash[mode_key]
+    Path(f"family-{run}.txt").write_text(str(getattr(mode, "family", "")))
+"""
+
+
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One unsplit run and three pytest-split groups of the same suite, each a process."""
     root = tmp_path_factory.mktemp("split")
     (root / "test_suite.py").write_text(SUITE)
+    (root / "conftest.py").write_text(FAMILY_SPY)
     run = [sys.executable, "-m", "pytest", "-q", *FAST]
     # The runs are independent (what they write is under test, not their timing): all at once.
     procs = [
@@ -93,6 +112,13 @@ def test_merged_shards_hold_what_one_run_holds(shards: Path) -> None:
     assert sum(s["benchmarks"] for s in merged["shards"]) == 6
     markdown = (shards / "merged.md").read_text()
     assert markdown.startswith("## ") and "test_sum[6400]" in markdown
+    # Every shard's verdicts are held to the whole run's perf tests, as the unsplit run's:
+    # a regression that held over one shard keeps its claim in the merge.
+    families = {p.name: p.read_text() for p in shards.glob("family-*.txt")}
+    assert families == {
+        **{f"family-{run}.txt": "6" for run in ("all", "shard1", "shard2", "shard3")},
+        "family-empty.txt": "1",  # -k nothing_here: nothing collected, nothing split off
+    }
     # The merged document is a results document: the other commands read it.
     assert infperf(shards, "comment", "merged.json").returncode == 0
 
@@ -220,6 +246,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root, c0
 
 
+@pytest.mark.slow
 def test_merge_is_one_document_and_one_exit_code_in_any_order(
     compared: tuple[Path, str], validate: Any
 ) -> None:
@@ -379,6 +406,7 @@ def pytest_runtest_logreport(report):
 """
 
 
+@pytest.mark.slow
 def test_a_shard_that_did_not_complete_is_refused_by_name(shards: Path, tmp_path: Path) -> None:
     """Group 2 interrupted after its first benchmark: its JSON holds part of its group. The
     merge refuses it, with or without --expect, and writes nothing; a shard written before

@@ -81,7 +81,7 @@ class Step(str, enum.Enum):
 class Facts:
     """What is known about one compared benchmark when the next step is due."""
 
-    #: Where it runs: "cpu" or "gpu".
+    #: Where it runs: "cpu", or a GPU ("gpu"; the timing lock's "gpu-<devices>" reads alike).
     domain: str = "cpu"
     #: ``--perf-settle``: auto, stored-first or off.
     settle: str = "auto"
@@ -89,6 +89,8 @@ class Facts:
     commit: bool = True
     #: The metric the benchmark is judged on.
     metric: str = "median"
+    #: How many fresh passes may re-measure a flagged verdict that cannot be settled.
+    remeasure: int = 1
     #: Why settling cannot happen for it in this session (the baseline's commit cannot be
     #: checked out, its worker failed, its test failed...), or None.
     unsettled: str | None = None
@@ -218,7 +220,7 @@ def after_stored(f: Facts) -> Decision:
     if stands and not (after and passes and no_settle is None):
         return Decision(Step.STAND, f.refused)
     if no_settle is not None:
-        if stands or c.verdict is Verdict.IMPROVEMENT:
+        if stands or c.verdict is Verdict.IMPROVEMENT or not _remeasurable(f):
             return Decision(Step.STAND, no_settle)
         return Decision(Step.REMEASURE, no_settle)
     tally = "resettled" if f.refused and f.budget is not None else ""
@@ -228,6 +230,13 @@ def after_stored(f: Facts) -> Decision:
     if not whole and (cut := _cut(f)):
         return Decision(Step.CUT, cut)
     return Decision(Step.SETTLE, budget_may_cut=not whole, tally=tally)
+
+
+def _remeasurable(f: Facts) -> bool:
+    """Whether fresh samples can re-measure the verdict: not where the benchmark allows
+    no fresh pass (``remeasure=0``), nor for its peak memory, which fresh samples of the
+    same call repeat rather than re-measure."""
+    return f.remeasure > 0 and f.metric != "memory"
 
 
 def _cut(f: Facts) -> str:
@@ -281,7 +290,7 @@ def _quiet(f: Facts, c: Comparison, no_settle: str | None) -> Decision | None:
     None where the quiet evidence does not decide (no device time on a side, no clock
     reference, counts that vary, a GPU that ran throttled or shared, a device time that
     passes or is undecided)."""
-    if f.domain != "gpu" or f.clocks_held is not True or not c.parts:
+    if f.domain == "cpu" or f.clocks_held is not True or not c.parts:
         return None
     device = c.parts.get("gpu_time")
     if device is None or device.verdict is not Verdict.REGRESSION or _throttled(c):

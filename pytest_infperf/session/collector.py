@@ -7,7 +7,9 @@ and fails a test whose results carried failures once the test body has finished.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator, Iterable
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -27,6 +29,20 @@ USAGE_ERROR_KEY = "infperf_usage_error"
 def is_perf(item: pytest.Item) -> bool:
     """A perf test: one that uses ``infer_bench``."""
     return "infer_bench" in getattr(item, "fixturenames", ())
+
+
+def split_deselected(items: Iterable[pytest.Item]) -> int:
+    """How many of ``items`` (a ``pytest_deselected`` call's) are perf tests that
+    pytest-split left to another shard: called from pytest-split's own hook, not from a
+    ``-k``/``-m`` the whole run shares. A shard's verdicts are held to the whole run's
+    family, as the unsplit run's are: counting only its own group, a regression that held
+    over a shard lost its claim when the merge held it to the whole run."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith("pytest_split"):
+            return sum(1 for item in items if is_perf(item))
+        frame = frame.f_back
+    return 0
 
 
 #: The session's collector on ``config.stash``.

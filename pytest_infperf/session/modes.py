@@ -33,12 +33,12 @@ from ..judge import policy
 from ..judge.policy import Watch
 from ..measure.mode import mode_key
 from . import early
-from .collector import is_perf
+from .collector import is_perf, split_deselected
 from .context import RunContext
 
 if TYPE_CHECKING:
     from ..ab.checkout import Selection
-    from ..ab.workers import ABController
+    from ..ab.workers import ABController, BaseCall
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
     from ..measure.call import BenchCall
@@ -78,6 +78,8 @@ class Plain:
         #: How many perf tests this session collected: the family the run's multiplicity
         #: is controlled over (known before any test runs, unlike the flagged ones).
         self.family = 1
+        #: Perf tests pytest-split left to the other shards of this run.
+        self._other_shards = 0
         #: The files of the perf tests, in collection order: what interleaving's process
         #: pairs collect (``ABController.collected``).
         self.perf_files: list[str] = []
@@ -92,9 +94,14 @@ class Plain:
         if why:
             context.warn(why)
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self._other_shards += split_deselected(items)
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         perf = [item for item in session.items if is_perf(item)]
-        self.family = max(1, len(perf))
+        # A shard of a split run judges over the whole run's perf tests, as the unsplit
+        # run does: its own, and those pytest-split left to the other shards.
+        self.family = max(1, len(perf) + self._other_shards)
         self.perf_files = [str(item.path) for item in perf]
         if self.budget is not None:
             # Under xdist each worker collects every test and measures its share of them.
@@ -176,6 +183,9 @@ class Stored(Plain):
         self._controller: ABController | None = None
         #: Why no controller could be set up (then nothing is settled in this session).
         self._broken: str | None = None
+        #: Why the benchmark being measured could not be interleaved at once (then it is
+        #: not settled either), or None.
+        self._fell_back: str | None = None
         #: Why the budget sent the benchmark being measured to the stored pass, or "".
         self._refused = ""
         #: The misread rule's state in this process (the first misread, what stood before).
@@ -220,7 +230,7 @@ class Stored(Plain):
         return policy.Facts(
             settle=s.settle,
             commit=source.origin == "commit" and bool(source.sha),
-            unsettled=self._broken,
+            unsettled=self._broken if self._fell_back is None else self._fell_back,
             comparable=not source.env_diff,
             guard_adjusts=s.drift_guard == "adjust",
             moved=_moved(self.context),
@@ -235,8 +245,12 @@ class Stored(Plain):
         """The facts of one benchmark (``after``: those known after its stored pass)."""
         return dataclasses.replace(
             self._session_facts(),
-            domain=call.domain,
+            # The timing lock's domain names the devices ("gpu-0,1"); the policy asks only
+            # whether it is a GPU. (Compared with "gpu" as is, no real GPU benchmark ever
+            # stood on its quiet evidence: seen on a lent H100.)
+            domain="cpu" if call.domain == "cpu" else "gpu",
             metric=str(call.opts.metric),
+            remeasure=call.opts.remeasure,
             comparable=_comparable(self.context, call),
             refused=self._refused,
             **after,
@@ -256,29 +270,33 @@ class Stored(Plain):
         self._tally(d)
         # Read by the judging inside the measurement (Plain.measure compares).
         self._refused = d.reason if d.step is policy.Step.STORED else ""
+        self._fell_back = None
         if d.step is policy.Step.INTERLEAVE:
             from ..measure.call import timing_lock
 
             with timing_lock("cpu", self.context.warn):
                 result = self._interleave_at_once(call, d)
-            if result is not None:
+            if not isinstance(result, str):
                 for failure in self.gate.apply(result):
                     call.fail(failure)
                 return result
+            # Why it could not be interleaved is a fact of its stored pass: settling it
+            # would meet the same (a base test that fails would run a second time).
+            self._fell_back = result
         if self._controller is not None:  # nothing of ours runs beside a stored pass
             early.quiet_workers(self._controller)
         return super().measure(call)
 
-    def _interleave_at_once(self, call: BenchCall, d: policy.Decision) -> BenchmarkResult | None:
-        """The benchmark measured only interleaved with the baseline commit's code; None
-        when that cannot happen for it (then the stored pass runs as usual)."""
+    def _interleave_at_once(self, call: BenchCall, d: policy.Decision) -> BenchmarkResult | str:
+        """The benchmark measured only interleaved with the baseline commit's code; or why
+        that cannot happen for it (then the stored pass runs as usual)."""
         from ..ab.interleave import run_paired
         from ..ab.workers import ABError, BaseCall
         from ..measure.call import from_warm
 
         controller = self._controller_or_none()
         if controller is None:
-            return None
+            return str(self._broken)
         try:
             budget = self.budget if d.budget_may_cut else None
             paired = run_paired(
@@ -286,9 +304,11 @@ class Stored(Plain):
             )
         except ABError as exc:
             self.context.warn(f"{call.nodeid}: {exc}; judged against the stored baseline")
-            return None
-        if isinstance(paired, BaseCall) or paired.comparison.env_diff:
-            return None
+            return f"the baseline commit's worker failed: {exc}"
+        if isinstance(paired, BaseCall):
+            return _base_call_reason(paired)
+        if paired.comparison.env_diff:
+            return _env_reason(paired.comparison.env_diff)
         m = from_warm(paired.head, paired.warm)
         m.memory = paired.memory
         m.metrics = paired.metrics("head")
@@ -351,7 +371,6 @@ class Stored(Plain):
         """The interleaved verdict, or why there is none."""
         from ..ab.interleave import run_paired
         from ..ab.workers import ABError, BaseCall
-        from ..measure import environment
 
         controller = self._controller_or_none()
         if controller is None:
@@ -370,17 +389,10 @@ class Stored(Plain):
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
         if isinstance(paired, BaseCall):
-            if paired.status == "failed":
-                return f"the test failed at the baseline's commit: {paired.error}"
-            from ..report.messages import NO_SUCH_TEST
-
-            return NO_SUCH_TEST
+            return _base_call_reason(paired)
         c = paired.comparison
         if c.env_diff:
-            return (
-                "the baseline commit's code runs in a different environment here: "
-                f"{environment.describe_diff(c.env_diff)}"
-            )
+            return _env_reason(c.env_diff)
         result.extra["settle"] = {
             "head_samples": paired.head,
             "base_samples": paired.base,
@@ -402,6 +414,25 @@ class Stored(Plain):
         return self._controller
 
 
+def _base_call_reason(paired: BaseCall) -> str:
+    """Why a benchmark's baseline side gave no samples: its test failed there, or is not
+    there."""
+    if paired.status == "failed":
+        return f"the test failed at the baseline's commit: {paired.error}"
+    from ..report.messages import NO_SUCH_TEST
+
+    return NO_SUCH_TEST
+
+
+def _env_reason(env_diff: dict[str, list[Any]]) -> str:
+    from ..measure import environment
+
+    return (
+        "the baseline commit's code runs in a different environment here: "
+        f"{environment.describe_diff(env_diff)}"
+    )
+
+
 def _remeasure(
     judge: Judge, context: RunContext, call: BenchCall, result: BenchmarkResult, first: Comparison
 ) -> Comparison:
@@ -413,8 +444,6 @@ def _remeasure(
     source = context.source
     assert source is not None
     opts = call.opts
-    if opts.remeasure == 0 or opts.metric == "memory":
-        return first
     entry = source.entries.get(result.key)
     flagged = (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
     c, fresh = first, None
