@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # torch._dynamo too: the profiled pass's FlopCounterMode imports it on its first use
     # (a dispatch mode calls through torch._disable_dynamo), and torch registers its
     # operator libraries once per process ("Only a single TORCH_LIBRARY can be used").
-    for name in ("torch", "torch._dynamo", "onnxruntime", "transformers", "matplotlib"):
+    for name in ("torch", "torch._dynamo", "onnxruntime", "transformers", "matplotlib.pyplot"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     controller = bool(getattr(config.option, "numprocesses", 0)) and not hasattr(
@@ -169,15 +169,51 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def infperf(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """The ``infperf`` command line (``python -m pytest_infperf``), run in ``cwd``."""
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_infperf", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **GIT_ENV, **env},
-    )
+    """The ``infperf`` command line run in ``cwd``: ``main(argv)`` in this process, its
+    output and exit code as a subprocess's would be (a Python process per call cost the
+    suite about a second each). ``bisect``, which starts pytest runs and takes signals,
+    runs as its own process (``python -m pytest_infperf``)."""
+    if args[:1] == ("bisect",):
+        return subprocess.run(
+            [sys.executable, "-m", "pytest_infperf", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, **GIT_ENV, **env},
+        )
+    return run_main(cwd, list(args), {**GIT_ENV, **env})
+
+
+def run_main(cwd: Path, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``pytest_infperf.cli.main(argv)`` in ``cwd`` with ``env`` set, as a finished process."""
+    import io
+
+    from pytest_infperf.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.get(k) for k in env}
+    here = Path.cwd()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code: Any = main(argv)
+            except SystemExit as exc:  # argparse's errors and --help
+                code = exc.code
+    finally:
+        os.chdir(here)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    if not isinstance(code, int):
+        if code is not None:
+            err.write(f"{code}\n")
+        code = 0 if code is None else 1
+    return subprocess.CompletedProcess(["infperf", *argv], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

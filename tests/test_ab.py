@@ -129,6 +129,7 @@ def test_process_pairs_collect_the_same_files_on_both_sides(repo: pytest.Pyteste
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 
+@pytest.mark.slow
 def test_a_project_with_filterwarnings_error(repo: pytest.Pytester) -> None:
     """The worker imports pytest_infperf before pytest loads it as a plugin; pytest's
     "cannot be rewritten" warning must not end the worker under filterwarnings = error
@@ -147,6 +148,7 @@ def test_a_project_with_filterwarnings_error(repo: pytest.Pytester) -> None:
     assert verdicts and all(v == "ab" for v in verdicts)
 
 
+@pytest.mark.slow
 def test_removed_tests_are_listed(repo: pytest.Pytester) -> None:
     (repo.path / "test_suite.py").write_text(AB_SUITE.replace("def test_steady", "def _gone"))
     commit(repo.path, "drop a benchmark")
@@ -160,6 +162,7 @@ def test_removed_tests_are_listed(repo: pytest.Pytester) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_uncommitted_changes_are_said(repo: pytest.Pytester) -> None:
     """--perf-ab measures the files on disk: with uncommitted changes that is not HEAD's
     code, and the run says so (terminal, JSON, Markdown)."""
@@ -180,6 +183,7 @@ def test_uncommitted_changes_are_said(repo: pytest.Pytester) -> None:
     assert "head with uncommitted changes" in (repo.path / "ab.md").read_text()
 
 
+@pytest.mark.slow
 def test_cleanup_after_failure_and_ctrl_c(repo: pytest.Pytester) -> None:
     (repo.path / "test_zz.py").write_text(
         "def test_interrupt(infer_bench):\n"
@@ -208,6 +212,7 @@ def test_model(infer_bench, tmp_path_factory):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prestart", ["on", "off"])
 def test_a_tests_body_never_runs_on_two_sides_at_once(
     pytester: pytest.Pytester, git_env: None, prestart: str, monkeypatch: pytest.MonkeyPatch
@@ -228,6 +233,7 @@ def test_a_tests_body_never_runs_on_two_sides_at_once(
     assert worktrees(pytester.path) == [f"worktree {pytester.path}"]
 
 
+@pytest.mark.slow
 def test_a_crashing_base_worker_fails_the_affected_test(
     pytester: pytest.Pytester, git_env: None
 ) -> None:
@@ -266,6 +272,7 @@ def test_an_ab_run_that_compared_nothing_fails_closed(repo: pytest.Pytester) -> 
     assert allowed.ret == 0
 
 
+@pytest.mark.slow
 def test_a_later_process_pair_that_cannot_measure_fails_the_test(repo: pytest.Pytester) -> None:
     """Pair 1 (this process and a base worker) reads test_slowed twice as slow, which one
     pair never claims; pair 2's head worker cannot run it (a GPU with room for one more copy
@@ -288,6 +295,7 @@ def test_a_later_process_pair_that_cannot_measure_fails_the_test(repo: pytest.Py
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 
+@pytest.mark.slow
 def test_a_worker_that_stops_answering_is_killed_and_the_session_ends(
     pytester: pytest.Pytester, git_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -368,6 +376,7 @@ def test_a_worker_whose_controller_is_gone_ends_with_what_it_started(
     assert alive == []
 
 
+@pytest.mark.slow
 def test_both_sides_of_a_pair_compete_for_the_cpu_alike(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -398,6 +407,7 @@ def test_both_sides_of_a_pair_compete_for_the_cpu_alike(
     assert len(workers) == len(where) - 1, where  # each worker leads its own group
 
 
+@pytest.mark.slow
 def test_workers_write_no_reports_of_their_own(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -445,6 +455,7 @@ def test_ctrl_c_while_a_worker_connects_leaves_nothing_behind(
     assert not psutil.pid_exists(proc.pid)
 
 
+@pytest.mark.slow
 def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
@@ -506,6 +517,7 @@ def test_ab_with_torch_and_onnxruntime(pytester: pytest.Pytester, git_env: None)
     )
 
 
+@pytest.mark.slow
 def test_ab_pythonpath_imports_the_base_package(pytester: pytest.Pytester, git_env: None) -> None:
     """With the user's package on PYTHONPATH (as an editable install puts it), the base
     side must still import the base's copy: ini infperf_ab_pythonpath = src."""
@@ -591,6 +603,7 @@ def test_the_command_line_options_a_worker_is_given() -> None:
     )
 
 
+@pytest.mark.slow
 def test_workers_see_the_session_as_the_head_does(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -641,6 +654,7 @@ def test_workers_see_the_session_as_the_head_does(
     assert bench["comparison"]["decided_by"] == "ab", bench["comparison"]
 
 
+@pytest.mark.slow
 def test_the_base_times_with_the_heads_settings_whatever_its_ini_says(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,6 +19,9 @@ from pytest_infperf.store.history import iter_series
 
 from .conftest import AB_INI, AB_SUITE, GIT_ENV, git, infperf, init_repo
 
+#: The slow tier (bash scripts/test.sh --slow): real bisects, each step a pytest run.
+pytestmark = pytest.mark.slow
+
 
 def _commit(path: Path, message: str) -> str:
     git(path, "add", "-A")

@@ -417,6 +417,7 @@ def _merge_job(fleet: Path, name: str) -> Path:
     return merger
 
 
+@pytest.mark.slow
 def test_a_fleet_through_the_action_merges_judges_and_builds_the_comment(fleet: Path) -> None:
     merger = _merge_job(fleet, "merge-job")
     job = run_action(
@@ -439,6 +440,7 @@ def test_a_fleet_through_the_action_merges_judges_and_builds_the_comment(fleet: 
     ]
 
 
+@pytest.mark.slow
 def test_a_label_merges_only_its_own_shards(fleet: Path) -> None:
     """The download's pattern perf-shard-gpu-* also takes another fleet's label that begins
     with this one (gpu-h100): its artifacts are not this run's groups."""
@@ -457,6 +459,7 @@ def test_a_label_merges_only_its_own_shards(fleet: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_run_that_stopped_early_fails_the_action_and_says_so_on_the_pull_request(
     fleet: Path, tmp_path: Path
 ) -> None:
@@ -484,6 +487,7 @@ def test_a_run_that_stopped_early_fails_the_action_and_says_so_on_the_pull_reque
     assert job.outputs["measure"]["notable"] == "true"
 
 
+@pytest.mark.slow
 def test_a_missing_or_failed_shard_fails_the_merge_naming_it(
     fleet: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -525,6 +529,7 @@ def test_a_missing_or_failed_shard_fails_the_merge_naming_it(
     assert named(shard_jobs="cancelled") == ["the shard jobs ended cancelled"]
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_named_with_their_fix(fleet: Path, tmp_path: Path) -> None:
     cases = {
         (("shards", "3"),): "input shards is 3 but shard is not given",
@@ -696,6 +701,7 @@ def xrepo(pytester: pytest.Pytester, git_env: None) -> pytest.Pytester:
     return pytester
 
 
+@pytest.mark.slow
 def test_xdist_measures_serialises_and_reports(xrepo: pytest.Pytester, validate: Any) -> None:
     result = xrepo.runpytest_subprocess(
         "-p", "xdist", "-n", "2", "--perf-json=out.json", "--perf-save"
@@ -735,6 +741,7 @@ def test_xdist_measures_serialises_and_reports(xrepo: pytest.Pytester, validate:
     assert all(b["comparison"]["baseline_commit"] for b in cmp["benchmarks"])
 
 
+@pytest.mark.slow
 def test_xdist_regression_fails_the_right_test(xrepo: pytest.Pytester) -> None:
     xrepo.runpytest_subprocess("--perf-save").assert_outcomes(passed=6)
     test = xrepo.path / "test_x.py"

@@ -13,6 +13,7 @@ def test_model(infer_bench):
 """
 
 
+@pytest.mark.slow
 def test_pytest_benchmark_under_xdist_with_warnings_as_errors(
     pytester: pytest.Pytester, all_plugins: None
 ) -> None:

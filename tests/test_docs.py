@@ -21,6 +21,10 @@ def test_readme_opens_with_the_two_commands() -> None:
     ]
     assert (ROOT / "scripts" / "main-job.sh").is_file()
     assert (ROOT / "scripts" / "test.sh").is_file()
+    # The second names the slow tier, and CI runs both tiers.
+    assert "bash scripts/test.sh --slow" in block[1]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "bash scripts/test.sh" in ci and "bash scripts/test.sh --slow" in ci
 
 
 def test_the_main_job_says_the_readmes_time() -> None:

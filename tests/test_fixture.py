@@ -330,16 +330,22 @@ def test_params_recorded(ourtester: pytest.Pytester) -> None:
 def test_timed_calls_sit_at_the_same_stack_depth_whatever_the_caller(
     ourtester: pytest.Pytester,
 ) -> None:
-    """The model runs on a fresh stack: how deep the caller is cannot put its frames on a
-    CPython frame-chunk boundary (benchmarks/stack_cliff.py shows the 100x cliff)."""
+    """The model runs on the test's thread, below an anchor frame larger than a CPython
+    frame chunk (16 KiB): the anchor always starts a chunk of its own, and the model's
+    frames sit the same number of frames above it however deep the caller is, so the
+    caller cannot put them on a chunk boundary (benchmarks/stack_cliff.py shows the 100x
+    cliff)."""
     ourtester.makepyfile(
         """
         import inspect
 
-        depths = []
+        above = []
 
         def model():
-            depths.append(len(inspect.stack(0)))
+            frames = [f.frame.f_code for f in inspect.stack(0)]
+            anchor = next(i for i, c in enumerate(frames) if c.co_filename == "<infperf-anchor>")
+            assert frames[anchor].co_nlocals * 8 > 16 * 1024
+            above.append(anchor)
 
         def nested(infer_bench, d, name):
             if d == 0:
@@ -348,10 +354,10 @@ def test_timed_calls_sit_at_the_same_stack_depth_whatever_the_caller(
 
         def test_depths(infer_bench):
             nested(infer_bench, 0, "shallow")
-            shallow = set(depths)
-            depths.clear()
+            shallow = set(above)
+            above.clear()
             nested(infer_bench, 150, "deep")
-            assert set(depths) == shallow and max(shallow) < 20
+            assert set(above) == shallow and max(shallow) < 20
         """
     )
     ourtester.runpytest().assert_outcomes(passed=1)

@@ -118,6 +118,7 @@ def test_a_trailer_accepts_the_regression_it_names(repo: pytest.Pytester, valida
     result.assert_outcomes(passed=2, failed=1)
 
 
+@pytest.mark.slow
 def test_accepted_when_settled_and_under_ab(repo: pytest.Pytester) -> None:
     """Acceptance is the judge's: a regression that settling or --perf-ab decides is
     accepted the same way."""

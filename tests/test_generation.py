@@ -52,6 +52,7 @@ def paced():
 """
 
 
+@pytest.mark.slow
 def test_ttft_and_tpot_match_a_model_with_known_step_times(
     pytester: pytest.Pytester, validate: Any
 ) -> None:
@@ -103,6 +104,7 @@ def test_ttft_and_tpot_match_a_model_with_known_step_times(
     )
 
 
+@pytest.mark.slow
 def test_a_tiny_llama_from_a_config_in_seconds(pytester: pytest.Pytester) -> None:
     """What a new user writes first; the example in the docs."""
     pytester.makefile(".ini", pytest=FAST_INI)
@@ -253,6 +255,7 @@ def _verdicts(path: Path) -> dict[str, dict[str, Any]]:
     return {b["nodeid"].rsplit("::", 1)[1]: b["comparison"] for b in doc["benchmarks"]}
 
 
+@pytest.mark.slow
 def test_four_times_the_layers_fails_on_ttft_and_tpot(
     depth_repo: pytest.Pytester, validate: Any
 ) -> None:

@@ -69,6 +69,7 @@ def test_the_policy_holds_in_the_measuring_process(
     assert load_json(pytester.path / "out.json")["environment"]["soft"]["heap"] == state
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not GLIBC, reason="the heap policy is glibc's (mallopt)")
 def test_interleaving_workers_take_the_controllers_policy(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, git_env: None
@@ -112,6 +113,7 @@ def test_a_baseline_on_another_heap_is_said() -> None:
     assert "on heap steady and this run on heap system" in str(heap.changed("steady", "system"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not GLIBC, reason="the heap policy is glibc's (mallopt)")
 def test_a_compare_against_a_baseline_on_another_heap_warns(
     pytester: pytest.Pytester, git_env: None

@@ -52,6 +52,7 @@ def _formatted(test: Path) -> None:
         assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.slow
 def test_from_one_test_to_a_green_pull_request_gate(tmp_path: Path) -> None:
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))

@@ -52,6 +52,7 @@ def _ab_repo(pytester: pytest.Pytester, base_suite: str, head_suite: str) -> pyt
 # --- bug 1: --perf-ab with no warmup ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ab_without_warmup_measures(pytester: pytest.Pytester, git_env: None) -> None:
     """warmup=0, warmup_time=0 and a call slower than an A/B sample (3.1 ms) left the A/B
     head without warm samples (IndexError)."""
@@ -72,6 +73,7 @@ def test_ab_without_warmup_measures(pytester: pytest.Pytester, git_env: None) ->
 # --- bug 2: budgets under --perf-ab ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_budget_holds_under_ab(pytester: pytest.Pytester, git_env: None) -> None:
     suite = BUSY + (
         "\nimport pytest\n\n"

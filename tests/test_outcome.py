@@ -209,6 +209,7 @@ def test_varying(infer_bench):
 """
 
 
+@pytest.mark.slow
 def test_a_work_limit_that_cannot_be_checked_says_so(
     pytester: pytest.Pytester, git_env: None
 ) -> None:

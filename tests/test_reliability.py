@@ -255,6 +255,7 @@ def _spawn_saver(root: Path, names: list[str]) -> subprocess.Popen[bytes]:
     )
 
 
+@pytest.mark.slow
 def test_concurrent_savers_lose_nothing(tmp_path: Path) -> None:
     root = tmp_path / "baselines"
     procs = [_spawn_saver(root, [f"test_{w}_{i}" for i in range(5)]) for w in range(8)]
@@ -264,6 +265,7 @@ def test_concurrent_savers_lose_nothing(tmp_path: Path) -> None:
     assert not [p for p in (root / KEY).iterdir() if p.name.startswith(TEMP_PREFIX)]
 
 
+@pytest.mark.slow
 def test_concurrent_pytest_savers_lose_nothing(pytester: pytest.Pytester, git_env: None) -> None:
     pytester.makefile(".ini", pytest=FAST_INI)
     pytester.makepyfile(

@@ -71,6 +71,7 @@ def _files(repo: Path) -> dict[str, Path]:
     return {p.stem: p for p in (repo / "baselines").glob("*/*.json")}
 
 
+@pytest.mark.slow
 def test_prune_keep_raw_compacts_old_baselines_and_they_stay_usable(
     project: tuple[Path, list[str]],
 ) -> None:

@@ -197,6 +197,7 @@ def _flops(layers: int) -> float:
     return float(counter.get_total_flops())
 
 
+@pytest.mark.slow
 def test_every_benchmark_is_profiled_and_stored(runs: Any, validate: Any) -> None:
     doc, _, _ = runs["save"]
     validate(doc)
@@ -211,6 +212,7 @@ def test_every_benchmark_is_profiled_and_stored(runs: Any, validate: Any) -> Non
     assert _bench(doc, "test_onnx")["work"]["source"] == "onnx graph"
 
 
+@pytest.mark.slow
 def test_nothing_changed_shows_no_work_diff(runs: Any) -> None:
     doc, text, _ = runs["python"]  # only test_wrapped's Python changed there
     for b in doc["benchmarks"]:
@@ -221,6 +223,7 @@ def test_nothing_changed_shows_no_work_diff(runs: Any) -> None:
     assert "More work per call" not in text and "MORE WORK" not in text
 
 
+@pytest.mark.slow
 def test_one_layer_more_shows_the_exact_flops_and_operators(runs: Any) -> None:
     doc, _, _ = runs["layer"]
     work = _bench(doc, "test_encoder")["comparison"]["work"]
@@ -235,6 +238,7 @@ def test_one_layer_more_shows_the_exact_flops_and_operators(runs: Any) -> None:
     assert _bench(doc, "test_generate")["comparison"]["work"]["change"] > 0.05
 
 
+@pytest.mark.slow
 def test_the_markdown_of_a_real_change_carries_the_work_diff(runs: Any) -> None:
     doc, text, _ = runs["layer"]
     change = _bench(doc, "test_encoder")["comparison"]["work"]["change"]
@@ -254,6 +258,7 @@ def test_the_markdown_of_a_real_change_carries_the_work_diff(runs: Any) -> None:
     assert "aten::addmm 13 -> 19" in line
 
 
+@pytest.mark.slow
 def test_more_work_fails_where_the_time_is_undecided(runs: Any) -> None:
     doc, text, code = runs["layer"]
     assert code == 1
@@ -263,6 +268,7 @@ def test_more_work_fails_where_the_time_is_undecided(runs: Any) -> None:
     assert "MORE WORK in test_suite.py::test_undecided" in text
 
 
+@pytest.mark.slow
 def test_python_work_around_the_model_is_the_same_work_slower(runs: Any) -> None:
     from pytest_infperf.report.messages import SAME_WORK
 
@@ -277,6 +283,7 @@ def test_python_work_around_the_model_is_the_same_work_slower(runs: Any) -> None
     )
 
 
+@pytest.mark.slow
 def test_a_baseline_without_a_profile_still_compares(runs: Any, tmp_path: Path) -> None:
     """A baseline saved before the profiled pass existed: no work diff, the verdict as
     before (infperf compare on the two documents, with ``work`` dropped from the base)."""
