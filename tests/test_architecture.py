@@ -110,3 +110,40 @@ def test_the_architecture_doc_names_every_folder_and_module() -> None:
         elif path.stem not in words:
             missing.append(str(rel))
     assert missing == []
+
+
+#: Where a comparison's verdict is written: the judging step (and the merge's re-judging of
+#: a whole split run). The gate only applies acceptance: it may write ``accepted`` alone.
+VERDICT_WRITERS = {"judge/judge.py", "judge/merged.py"}
+ACCEPTANCE = {"session/gate.py": "Verdict.ACCEPTED"}
+
+
+def _verdict_writes(tree: ast.AST) -> list[tuple[int, str]]:
+    """Each ``Comparison(...)`` or ``replace(...)`` call given a ``verdict=``: line, value."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        if name.split(".")[-1] not in ("Comparison", "replace"):
+            continue
+        for kw in node.keywords:
+            if kw.arg == "verdict":
+                found.append((node.lineno, ast.unparse(kw.value)))
+    return found
+
+
+def test_a_verdict_is_written_in_one_place() -> None:
+    """No module but the judging step writes a verdict: the policy decides steps, the
+    session and the A/B machinery act on them, the reports tell them."""
+    stray = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        for line, value in _verdict_writes(ast.parse(path.read_text())):
+            if rel in VERDICT_WRITERS or ACCEPTANCE.get(rel) == value:
+                continue
+            stray.append(f"{rel}:{line}: verdict={value}")
+    assert not stray, stray
+    # The check is not vacuous: a planted write is found.
+    planted = "c = dataclasses.replace(c, verdict=Verdict.UNCHANGED)"
+    assert _verdict_writes(ast.parse(planted)) == [(1, "Verdict.UNCHANGED")]

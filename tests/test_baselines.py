@@ -677,9 +677,7 @@ def test_a_benchmark_that_cannot_be_interleaved_at_once_is_not_settled_either(
     # The head ten times slower (uncommitted): its stored verdict needs settling.
     test = pytester.path / "test_x.py"
     test.write_text(test.read_text().replace("range(300)", "range(3000)"))
-    result = pytester.runpytest(
-        "--perf-compare=HEAD", "--perf-settle=auto", "--perf-json=out.json"
-    )
+    result = pytester.runpytest("--perf-compare=HEAD", "--perf-settle=auto", "--perf-json=out.json")
     result.assert_outcomes(failed=1)
     assert runs.read_text().splitlines() == ["ran"]
     c = load_json(pytester.path / "out.json")["benchmarks"][0]["comparison"]

@@ -387,7 +387,6 @@ def test_the_quiet_evidence_decides_only_a_regression(
     whose counts grew stands, by device time, and the failure message and the table say
     so; an unchanged device time leaves the undecided latency to be settled."""
     from pytest_infperf.judge import policy
-    from pytest_infperf.judge.device import on_quiet_evidence
     from pytest_infperf.report.messages import failure_message
     from pytest_infperf.report.rows import result_row
 
@@ -402,7 +401,9 @@ def test_the_quiet_evidence_decides_only_a_regression(
         assert d.step is policy.Step.SETTLE and d.evidence is None
         return
     assert (d.step, d.evidence, d.counts) == (policy.Step.STAND, "gpu_time", "grew")
-    decided = on_quiet_evidence(c, "grew", family=3)
+    from pytest_infperf.judge.judge import by_device_time
+
+    decided = by_device_time(c, "grew", family=3)
     assert decided.verdict is Verdict.REGRESSION and decided.metric == "gpu_time"
     assert decided.evidence == {"part": "gpu_time", "counts": "grew"}
     assert decided.parts is not None and set(decided.parts) == {"median", "gpu_time"}

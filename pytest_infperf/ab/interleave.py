@@ -33,10 +33,11 @@ from statistics import median
 from typing import Any, Protocol
 
 from ..core.budget import Budget
+from ..core.options import generation_metrics
 from ..core.results import Comparison, Origin, WorkProfile
 from ..judge import work as _work
 from ..judge.device import gpu_withholds, host_bound_noted
-from ..judge.judge import Judge, generation_metrics, no_clean_blocks
+from ..judge.judge import Judge, no_clean_blocks
 from ..judge.plan import PROFILED, Look, PairedPlan
 from ..judge.policy import budget_stopped, next_pair
 from ..measure import cpuwait as _cpuwait

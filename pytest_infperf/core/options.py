@@ -512,3 +512,10 @@ def option_type(option: str, flag: str | None = None) -> Callable[[str], Any]:
 
     parse.__name__ = option  # argparse shows it in "invalid <name> value"
     return parse
+
+
+def generation_metrics(opts: BenchOptions) -> tuple[str, ...]:
+    """The metrics a generation benchmark is judged on: ``metric="ttft"`` or ``"tpot"``
+    narrows it to one; otherwise both."""
+    metric = opts.metric
+    return (metric,) if metric in GENERATION_METRICS else GENERATION_METRICS

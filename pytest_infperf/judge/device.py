@@ -7,7 +7,7 @@ have the profiled pass's device time (``gpu_time``), the judge judges it beside 
 (:func:`device_parts`), the drift guard reads the reference that can speak for each
 (:func:`reference_kind`), and a host-bound latency says so (:func:`host_bound_noted`). Also
 here: what a throttled or shared GPU does to a verdict (:func:`gpu_withholds`,
-:func:`gpu_stored`). Called by :mod:`.judge`; :mod:`pytest_infperf.ab.interleave` uses the
+:func:`gpu_withheld`). Called by :mod:`.judge`; :mod:`pytest_infperf.ab.interleave` uses the
 same rules for an interleaved run.
 """
 
@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..core.results import BenchmarkResult, Comparison, Reason, Verdict, WorkProfile
+from ..core.results import BenchmarkResult, Comparison, Verdict, WorkProfile
 from ..measure.backends import runs_on_gpu
 from .plan import GPU_SHARE_LIMIT
 from .policy import HOST_BOUND_SHARE
@@ -65,6 +65,12 @@ def reference_kind(metric: str, current: Measured) -> str:
         return "gpu"
     share = current.device_share
     return "cpu" if share is not None and share < HOST_BOUND_SHARE else "gpu"
+
+
+def enqueue_share(result: BenchmarkResult) -> float | None:
+    """A CUDA benchmark's host time to enqueue over its latency (None off a GPU)."""
+    share = result.extra.get("host_bound_ratio")
+    return float(share) if runs_on_gpu(result.env) and isinstance(share, int | float) else None
 
 
 #: Without a device time, a CUDA benchmark whose host took at least this share of its
@@ -150,18 +156,19 @@ def _region_flags(extra: Mapping[str, Any] | None) -> list[str]:
     return flags + (["other_process"] if region.get("other_processes") else [])
 
 
-def gpu_stored(
+def gpu_withheld(
     c: Comparison,
     current: Mapping[str, Any] | None,
     baseline: Mapping[str, Any] | None,
     policy: str,
-) -> Comparison:
-    """A stored verdict of a GPU benchmark whose run (or baseline's run) was throttled or
-    shared: not a verdict on the code. A decided one is withheld (settling then interleaves
-    both sides with the flagged blocks set aside); with ``fail``, any is."""
+) -> str | None:
+    """Why a stored verdict of a GPU benchmark whose run (or baseline's run) was throttled
+    or shared is withheld (None: it stands): it is not a verdict on the code. A decided one
+    is withheld (settling then interleaves both sides with the flagged blocks set aside);
+    with ``fail``, any is. The judge writes the verdict."""
     decided = c.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
     if policy == "keep" or not (decided or policy == "fail"):
-        return c
+        return None
     sides = [
         f"{name} ({', '.join(flags)})"
         for name, flags in (
@@ -171,21 +178,15 @@ def gpu_stored(
         if flags
     ]
     if not sides:
-        return c
-    note = f"{c.verdict} withheld: the GPU ran throttled or shared during {' and '.join(sides)}" + (
+        return None
+    return f"{c.verdict} withheld: the GPU ran throttled or shared during {' and '.join(sides)}" + (
         " (infperf_expert gpu_throttle=fail fails the test)" if policy == "fail" else ""
     )
-    return dataclasses.replace(
-        c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=note
-    )
 
 
-def on_quiet_evidence(c: Comparison, counts: str, family: int) -> Comparison:
-    """A GPU benchmark's stored regression decided by its quiet evidence (the policy's
-    :attr:`~.policy.Step.STAND` with ``evidence="gpu_time"``): the device-time part heads
-    the record, by device time, every part is kept, and the run's family it held over is
-    recorded (Bonferroni)."""
-    parts = dict(c.parts or {})
+def quiet_note(c: Comparison, counts: str) -> str:
+    """What a verdict that stood on the quiet evidence says of how it was decided."""
+    parts = c.parts or {}
     device = parts["gpu_time"]
     agreed = {"same": "are the same", "grew": "grew", "shrank": "fell"}[counts]
     note = (
@@ -195,16 +196,4 @@ def on_quiet_evidence(c: Comparison, counts: str, family: int) -> Comparison:
     latency = parts.get("median")
     if latency is not None and latency.verdict is not device.verdict:
         note += f"; the latency beside it: {latency.verdict}"
-    c = dataclasses.replace(
-        device,
-        alpha=c.alpha,
-        parts=parts,
-        work=c.work,
-        evidence={"part": "gpu_time", "counts": counts},
-        note=f"{note}; {device.note}" if device.note else note,
-    )
-    if c.verdict is Verdict.REGRESSION and c.p_value is not None:
-        c = dataclasses.replace(
-            c, family_size=max(1, family), holm_p=min(1.0, c.p_value * max(1, family))
-        )
-    return c
+    return f"{note}; {device.note}" if device.note else note

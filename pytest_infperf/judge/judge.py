@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.names import CompareMode, Metric
-from ..core.options import GENERATION_METRICS, BenchOptions
+from ..core.options import GENERATION_METRICS, BenchOptions, generation_metrics
 from ..core.results import (
     METRIC_LABELS,
     BenchmarkResult,
@@ -30,7 +30,6 @@ from ..core.results import (
     memory_figure,
 )
 from ..measure import environment
-from ..measure.backends import runs_on_gpu
 from ..measure.drift import speed_factors
 from ..stats import pooled as _pool
 from ..stats import ranks as _cmp
@@ -38,9 +37,11 @@ from ..store.compact import summary_note
 from .accept import AcceptRule
 from .device import (
     device_share,
-    gpu_stored,
+    enqueue_share,
+    gpu_withheld,
     gpu_withholds,
     host_bound_noted,
+    quiet_note,
     reference_kind,
     work_of,
 )
@@ -220,7 +221,8 @@ class Judge:
         ``fresh`` / ``fresh_metrics``: new samples of the same benchmark (a re-measurement)
         instead of the result's own."""
         c = self._stored(result, entry, opts, origin, env_diff, fresh, fresh_metrics)
-        c = gpu_stored(c, result.extra, (entry or {}).get("extra"), self.policy.gpu_throttle)
+        extra = (entry or {}).get("extra")
+        c = _gpu_withheld(c, gpu_withheld(c, result.extra, extra, self.policy.gpu_throttle))
         summary = None if entry is None else summary_note(dict(entry))
         if summary is None:
             return c
@@ -251,7 +253,7 @@ class Judge:
                 return _no_device_time(opts, origin, result, entry)
             if device is None:
                 c = self.against(current, entry, opts, origin, env_diff)
-                return host_bound_noted(c, None, _enqueue_share(result))
+                return host_bound_noted(c, None, enqueue_share(result))
             c = self.against_each(device, entry, opts, origin, env_diff)
             return host_bound_noted(c, current.device_share)
         parts: dict[str, Observation] = {}
@@ -362,16 +364,15 @@ class Judge:
         of a side's blocks ran throttled or shared (:func:`gpu_withholds`)."""
         c = dataclasses.replace(c, gpu_blocks=dict(blocks))
         why = gpu_withholds(blocks, self.policy.gpu_throttle)
-        if why is None or c.verdict in (Verdict.NO_BASELINE, Verdict.INCOMPARABLE):
+        if c.verdict in (Verdict.NO_BASELINE, Verdict.INCOMPARABLE):
             return c
-        return dataclasses.replace(
-            c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=why
-        )
+        return _gpu_withheld(c, why)
 
-    def settled(self, stored: Comparison, ab: Comparison) -> Comparison:
-        """A stored verdict that was not decisive, settled in this job by an interleaved
-        run against the baseline commit's code: the interleaved verdict is the verdict."""
-        because = stored.reason.value if stored.reason is not None else stored.verdict.value
+    def settled(self, stored: Comparison, ab: Comparison, recheck: bool = False) -> Comparison:
+        """A stored verdict that was not decisive (``recheck``: one that passed, after a
+        misread), settled in this job by interleaving: that verdict is the verdict."""
+        reason = None if recheck else stored.reason
+        because = reason.value if reason is not None else stored.verdict.value
         return dataclasses.replace(
             ab, decided_by=CompareMode.AB, stored_pass=_summary(stored), settled_because=because
         )
@@ -542,10 +543,31 @@ def _device_parts(
     return {"median": current, "gpu_time": now}
 
 
-def _enqueue_share(result: BenchmarkResult) -> float | None:
-    """A CUDA benchmark's host time to enqueue over its latency (None off a GPU)."""
-    share = result.extra.get("host_bound_ratio")
-    return float(share) if runs_on_gpu(result.env) and isinstance(share, int | float) else None
+def _gpu_withheld(c: Comparison, why: str | None) -> Comparison:
+    """``c`` withheld for the GPU's state (``why``; None: it stands)."""
+    if why is None:
+        return c
+    return dataclasses.replace(
+        c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=why
+    )
+
+
+def by_device_time(c: Comparison, counts: str, family: int) -> Comparison:
+    """A GPU benchmark's stored regression decided by its quiet evidence (the policy's
+    :attr:`~.policy.Step.STAND` with ``evidence="gpu_time"``): the device-time part heads
+    the record, every part kept, with the run's family it held over (Bonferroni)."""
+    device, family = (c.parts or {})["gpu_time"], max(1, family)
+    held = device.p_value is not None and device.verdict is Verdict.REGRESSION
+    return dataclasses.replace(
+        device,
+        alpha=c.alpha,
+        parts=dict(c.parts or {}),
+        work=c.work,
+        evidence={"part": "gpu_time", "counts": counts},
+        note=quiet_note(c, counts),
+        family_size=family if held else device.family_size,
+        holm_p=min(1.0, (device.p_value or 0.0) * family) if held else device.holm_p,
+    )
 
 
 #: Device-time samples (profiled calls) a side needs for the part to be judged.
@@ -624,13 +646,6 @@ def _detectable_stored(c: Comparison) -> float | None:
     se = _pool.se_from_interval(c.ci_low, c.ci_high, c.alpha)
     value = _pool.detectable_effect(se, c.threshold, c.alpha)
     return value if math.isfinite(value) else None
-
-
-def generation_metrics(opts: BenchOptions) -> tuple[str, ...]:
-    """The metrics a generation benchmark is judged on: ``metric="ttft"`` or ``"tpot"``
-    narrows it to one; otherwise both."""
-    metric = opts.metric
-    return (metric,) if metric in GENERATION_METRICS else GENERATION_METRICS
 
 
 def compared_nothing(results: Sequence[BenchmarkResult]) -> bool:

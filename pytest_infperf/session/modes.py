@@ -331,7 +331,7 @@ class Stored(Plain):
     def _judged(self, call: BenchCall, result: BenchmarkResult) -> Comparison:
         """The stored verdict, and what the policy makes of it."""
         from ..judge import work as _work
-        from ..judge.device import on_quiet_evidence, work_of
+        from ..judge.device import work_of
 
         source = self.context.source
         assert source is not None
@@ -352,13 +352,13 @@ class Stored(Plain):
         self._tally(d)
         if d.step in (policy.Step.SETTLE, policy.Step.RECHECK):
             settled = self._settle(call, result, c, d)
-            if not isinstance(settled, str):  # a re-check says so, whatever c's reason
-                if d.step is policy.Step.RECHECK:
-                    return dataclasses.replace(settled, settled_because=c.verdict.value)
+            if not isinstance(settled, str):
                 return settled
             d = policy.after_stored(dataclasses.replace(facts, unsettled=settled))
         if d.step is policy.Step.STAND and d.evidence is not None and d.counts is not None:
-            return on_quiet_evidence(c, d.counts, self.family)
+            from ..judge.judge import by_device_time
+
+            return by_device_time(c, d.counts, self.family)
         if d.step is policy.Step.REMEASURE:
             if self._controller is not None:  # settling's workers rest while it re-measures
                 early.quiet_workers(self._controller)
@@ -400,7 +400,7 @@ class Stored(Plain):
         }
         if call.domain == "cpu" and (warning := self._misread.check(call.nodeid, stored, c)):
             self.context.warn(warning)
-        return self.judge.settled(stored, c)
+        return self.judge.settled(stored, c, recheck=d.step is policy.Step.RECHECK)
 
     def _controller_or_none(self) -> ABController | None:
         """The baseline commit's worktree and worker, set up on first need and reused."""
