@@ -19,8 +19,10 @@ generation``); ``--variants`` runs each repetition once per set of pytest argume
 turn, and reports each apart (``--variants='-o infperf_expert=heap=steady;-o
 infperf_expert=heap=system'``: the comparison behind the expert ``heap`` setting). Prints
 the verdicts, who decided them, the process pairs and the spread of their log-ratios (the
-first pair apart from the later ones), and the comparing run's wall time against the
-plain run's of the same repetition.
+first pair apart from the later ones), whether the two sides are exchangeable (intervals
+wholly above or below 1.0 against what their level allows, the pair-index slope, the
+first-pair offset: an A/A ``--mode ab`` run's calibration), and the comparing run's wall
+time against the plain run's of the same repetition.
 """
 
 from __future__ import annotations
@@ -89,6 +91,12 @@ class Tally:
         self.later_pairs: dict[str, list[float]] = collections.defaultdict(list)
         self.runs = 0
         self.runs_with_regression = 0
+        # Exchangeability of the two sides (identical code): per interleaved verdict, which
+        # side of 1.0 its interval lies wholly on ("above", "below", "" for neither) and its
+        # level; per verdict of three or more process pairs, the slope of its pair
+        # log-ratios over the pair's index.
+        self.sides: list[tuple[str, float]] = []
+        self.slopes: list[float] = []
 
     def add(self, doc: dict[str, Any], rep: int) -> None:
         self.runs += 1
@@ -110,6 +118,13 @@ class Tally:
             if spent is not None:
                 self.ab_seconds[b["key"].split("::")[-1].split("[")[0]].append(float(spent))
             logs = details.get("pair_log_ratios") or {}
+            if c.get("decided_by") == "ab" and c.get("ci_low") and c.get("ci_high"):
+                low, high = float(c["ci_low"]), float(c["ci_high"])
+                side = "above" if low > 1.0 else "below" if high < 1.0 else ""
+                self.sides.append((side, float(c.get("ci_level") or 0.9)))
+            for values in logs.values():
+                if len(values) >= 3:
+                    self.slopes.append(_slope([float(v) for v in values]))
             for metric, values in logs.items():
                 self.pair_logs[metric] += [float(v) for v in values]
                 if values:
@@ -162,6 +177,7 @@ class Tally:
                 line += f"; later pairs: mean {statistics.fmean(later):+.3f}"
                 line += f", rms {_rms(later):.2%} (n {len(later)})"
             print(line)
+        self._exchangeable()
         for kind, took in sorted(self.ready.items()):
             print(
                 f"worker pairs ready, {kind}: {len(took)}, median "
@@ -177,6 +193,50 @@ class Tally:
             print("inconclusive: " + ", ".join(self.undecided))
         for line in self.regressed:
             print("regression: " + line)
+
+    def _exchangeable(self) -> None:
+        """Whether the two sides of an interleaving are exchangeable, as identical code must
+        make them: how often an interval excludes 1.0 on each side against what its level
+        allows, the trend of the pair log-ratios over the pairs of a verdict, and the first
+        pair (this process as the head) against the later ones (two workers)."""
+        if self.sides:
+            n = len(self.sides)
+            level = statistics.fmean(lv for _, lv in self.sides)
+            allowed = n * (1 - level) / 2
+            above = sum(1 for side, _ in self.sides if side == "above")
+            below = sum(1 for side, _ in self.sides if side == "below")
+            print(
+                f"exchangeable sides: {n} interleaved verdicts at a {level:.0%} level; the "
+                f"interval wholly above 1.0: {above}, wholly below: {below} (each side "
+                f"allows {allowed:.1f} by chance)"
+            )
+        if len(self.slopes) >= 2:
+            mean, se = statistics.fmean(self.slopes), _se(self.slopes)
+            print(
+                f"pair-index slope of the log-ratios: mean {mean:+.4f} a pair, se {se:.4f} "
+                f"(t {mean / se if se else 0:+.2f}, {len(self.slopes)} verdicts of 3+ pairs)"
+            )
+        for metric in sorted(self.first_pairs):
+            first, later = self.first_pairs[metric], self.later_pairs[metric]
+            if len(first) >= 2 and len(later) >= 2:
+                offset = statistics.fmean(first) - statistics.fmean(later)
+                se = math.hypot(_se(first), _se(later))
+                print(
+                    f"first-pair offset, {metric}: {offset:+.4f} (se {se:.4f}, "
+                    f"t {offset / se if se else 0:+.2f})"
+                )
+
+
+def _slope(values: list[float]) -> float:
+    """The least-squares slope of ``values`` over their index."""
+    n = len(values)
+    mx, my = (n - 1) / 2, statistics.fmean(values)
+    sxx = sum((i - mx) ** 2 for i in range(n))
+    return sum((i - mx) * (v - my) for i, v in enumerate(values)) / sxx
+
+
+def _se(values: list[float]) -> float:
+    return statistics.stdev(values) / math.sqrt(len(values)) if len(values) >= 2 else 0.0
 
 
 def _rms(values: list[float]) -> float:

@@ -66,6 +66,11 @@ def repo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if doc["commit"]["sha"] != git(root, "rev-parse", "HEAD"):
             continue
         doc["benchmarks"] = [unchanged.get(b["key"], b) for b in doc["benchmarks"]]
+        # The two runs' probes alike: the drift guard of `compare` reads how the machine
+        # moved between them, which is this machine's noise, not the command's logic.
+        probes = {b["key"]: b.get("reference") for b in old["benchmarks"]}
+        for b in doc["benchmarks"]:
+            b["reference"] = probes.get(b["key"], b.get("reference"))
         path.write_text(json.dumps(doc))
     return root
 
@@ -166,6 +171,25 @@ def test_compare_exit_codes(repo: Path) -> None:
     out = infperf(repo, "compare", "nope", "HEAD")
     assert out.returncode == 2
     assert out.stderr.startswith("infperf: error: 'nope' is neither a JSON file, a git ref")
+
+
+def test_compare_of_runs_without_a_reference_claims_no_change(repo: Path) -> None:
+    """Two plain runs (no probes of the machine's speed) minutes apart on a machine that
+    may have moved: `compare` names no regression or improvement it cannot stand behind,
+    says why once with the command that would settle it, and exits 0."""
+    for name in ("old", "new"):
+        doc = json.loads((repo / f"{name}.json").read_text())
+        for b in doc["benchmarks"]:
+            b["reference"] = None
+        (repo / f"{name}-plain.json").write_text(json.dumps(doc))
+    out = infperf(repo, "compare", "old-plain.json", "new-plain.json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "regression(s)" not in out.stdout and "REGRESSION" not in out.stdout
+    sha = json.loads((repo / "old.json").read_text())["commit"]["sha"]
+    assert "1 change(s) not claimed (inconclusive): test_suite.py::test_slowed" in out.stdout
+    assert f"pytest test_suite.py::test_slowed --perf-ab={sha[:12]}" in out.stdout
+    out = infperf(repo, "compare", "new-plain.json", "old-plain.json")  # faster: not claimed
+    assert out.returncode == 0 and "improvement" not in out.stdout.split("not claimed")[0]
 
 
 def test_export_formats(repo: Path) -> None:

@@ -6,6 +6,7 @@ table in words."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pytest
@@ -19,8 +20,11 @@ from pytest_infperf.judge.policy import (
     Step,
     Watch,
     after_stored,
+    budget_stopped,
+    cannot_settle,
     counts_relation,
     might_fail,
+    misread,
     next_pair,
     route,
     routes_all,
@@ -153,6 +157,10 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("budget short: undecided within it cut", short(stored=WITHIN), Step.CUT, "(60 s)"),
     ("budget plenty: undecided within it", Facts(budget=PLENTY, stored=WITHIN), Step.SETTLE, None),
     ("budget refused routing: stands", Facts(refused="spent", stored=UNC), Step.STAND, "spent"),
+    ("budget: seconds = 2 x the stored pass", Facts(budget=Spare(10), timed_s=5, stored=WITHIN),
+     SETTLE, None),
+    ("misread: no-baseline stands", Facts(misread=True, stored=cmp(Verdict.NO_BASELINE)), STAND,
+     None),
     # --- a GPU benchmark: its quiet evidence stands only for a regression whose counts grew
     ("gpu +1 layer: device regression, counts grew", on_gpu(LAYER), Step.STAND, None),
     ("gpu +1 layer, latency unchanged", on_gpu(gpu(R, U, work=GREW)), Step.STAND, None),
@@ -190,6 +198,10 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("gpu latency alone, unchanged", on_gpu(UNC), Step.STAND, None),
     ("gpu latency alone, regression", on_gpu(REG), SETTLE, None),
     ("gpu on the CPU's facts: usual rule", Facts(stored=LAYER), SETTLE, None),
+    ("cpu with clocks held: usual rule", Facts(clocks_held=True, stored=LAYER), SETTLE, None),
+    ("gpu +1 layer, p x 1 under run alpha", on_gpu(gpu(R, work=GREW, p=0.008)), STAND, None),
+    ("gpu +1 layer, p x family = run alpha", on_gpu(gpu(R, work=GREW, p=0.005), family=2), STAND,
+     None),
 ]  # fmt: skip
 
 
@@ -203,6 +215,8 @@ def test_after_the_stored_pass(facts: Facts, step: Step, reason: str | None) -> 
         assert d.reason == ""
     else:
         assert reason in d.reason
+    if not facts.refused:
+        assert d.tally == ""
     # Only what passes either way may be cut by the budget; nothing after a misread.
     if d.step in (Step.SETTLE, Step.RECHECK):
         assert facts.stored is not None
@@ -237,6 +251,13 @@ ROUTE: list[tuple[str, Facts, Step, str]] = [
     ("moved, short, guard warns", Facts(moved=True, budget=SHORT, guard_adjusts=0), INTER, MOVED),
     ("moved, short, refusals settled", Facts(moved=True, budget=Spare(1, 10, 2, 2)), INTER, MOVED),
     ("moved, budget plenty", Facts(moved=True, budget=PLENTY), Step.INTERLEAVE, MOVED),
+    ("moved, seconds = 2 shares: refused", Facts(moved=True, budget=Spare(20, 10)), Step.STORED,
+     "budget"),
+    ("moved, seconds past 2 shares", Facts(moved=True, budget=Spare(21, 10)), INTER, MOVED),
+    ("moved, half the refused resettled", Facts(moved=True, budget=Spare(1, 10, 4, 2)), Step.STORED,
+     "budget"),
+    ("moved, 3 of 7 refused resettled", Facts(moved=True, budget=Spare(1, 10, 7, 3)), Step.STORED,
+     "budget"),
     ("misread, budget short: never refused", Facts(misread=True, budget=SHORT), INTER, MISREAD),
 ]  # fmt: skip
 
@@ -248,11 +269,86 @@ def test_before_the_stored_pass(facts: Facts, step: Step, reason: str) -> None:
     d = route(facts)
     assert d.step is step and reason in d.reason, d
     assert (d.tally == "refused") == (step is Step.STORED and bool(reason))
+    if step is Step.INTERLEAVE:  # the reason recorded as settled_because, exactly
+        assert d.reason == reason
+        # after a misread nothing is cut for the budget; a moved machine's may be
+        assert d.budget_may_cut is (reason == MOVED)
 
 
 def test_a_refusal_and_its_settling_are_tallied() -> None:
     d = after_stored(Facts(refused="spent", budget=PLENTY, stored=cmp(R, 1.2, 1.1, 1.3)))
     assert d == Decision(Step.SETTLE, budget_may_cut=False, tally="resettled")
+    d = after_stored(Facts(refused="spent", budget=PLENTY, misread=True, stored=UNC))
+    assert d == Decision(Step.RECHECK, budget_may_cut=False, tally="resettled")
+    d = after_stored(Facts(refused="spent", stored=REG))  # refused, but no budget: no tally
+    assert d.tally == ""
+
+
+def test_the_stored_pass_is_needed_and_why_settling_cannot_happen_is_said() -> None:
+    with pytest.raises(AssertionError, match="^" + re.escape("after_stored needs the stored pass")):
+        after_stored(Facts())
+    file = "--perf-compare names a results file, so there is no commit to measure"
+    assert cannot_settle(Facts(commit=False)) == file
+    assert cannot_settle(Facts(settle="off", commit=False)) == ""
+    assert cannot_settle(Facts(metric="p90")) == (
+        "metric=p90: an interleaved run judges the median latency, so the stored p90 verdict stands"
+    )
+    assert cannot_settle(Facts(unsettled=FAIL)) == FAIL and cannot_settle(Facts()) is None
+
+
+@pytest.mark.parametrize(
+    ("c", "why", "verdict", "reason", "note", "not_settled"),
+    [
+        (UND, "", IN, None, None, None),  # not cut short: as it was
+        (REG, "spent", R, None, None, None),  # decided: its pairs crossed a boundary
+        (UND, "spent before process pair 3", IN, Reason.BUDGET, "spent before process pair 3",
+         "spent"),
+        (cmp(IN, note="n"), "spent", IN, Reason.BUDGET, "spent; n", "spent"),
+    ],
+)  # fmt: skip
+def test_a_verdict_the_budget_cut_short_says_so(
+    c: Comparison, why: str, verdict: Verdict, reason: Reason | None, note: str | None,
+    not_settled: str | None,
+) -> None:  # fmt: skip
+    got = budget_stopped(c, why)
+    assert (got.verdict, got.reason, got.note, got.not_settled) == (
+        verdict, reason, note, not_settled,
+    )  # fmt: skip
+
+
+AB = {"decided_by": CompareMode.AB}
+#: (stored, settled, the ratio misread() returns): the threshold 5%, half of it the limit.
+MISREAD: list[tuple[str, Comparison, Comparison, float | None]] = [
+    ("apart beyond both errors", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **AB),
+     1.2 / 1.1),
+    ("the other way round", cmp(U, 1.0, 0.98, 1.02), cmp(R, 1.2, 1.17, 1.24, **AB), 1.0 / 1.2),
+    ("overlapping intervals", cmp(R, 1.2, 1.1, 1.3), cmp(R, 1.15, 1.12, 1.18, **AB), None),
+    ("touching intervals", cmp(R, 1.2, 1.12, 1.3), cmp(R, 1.1, 1.0, 1.12, **AB), None),
+    ("apart, within half the threshold", cmp(U, 1.02, 1.015, 1.025), cmp(U, 1.0, 0.995, 1.005,
+     **AB), None),
+    ("not interleaved", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12), None),
+    ("no interval", cmp(R, 1.2, 1.17, 1.24), Comparison(U, ratio=1.0, **AB), None),
+    ("an infinite bound", cmp(R, 1.2, 1.17, math.inf), cmp(U, 1.1, 1.08, 1.12, **AB), None),
+    ("a zero bound", cmp(R, 1.2, 0.0, 1.24), cmp(U, 1.1, 1.08, 1.12, **AB), None),
+    ("other metrics", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, metric=Metric.P90, **AB),
+     None),
+    ("parts judged by both", Comparison(R, ratio=1.2, parts={"ttft": cmp(R, 1.2, 1.17, 1.24)}),
+     Comparison(U, ratio=1.1, parts={"ttft": cmp(U, 1.1, 1.08, 1.12)}, **AB), 1.2 / 1.1),
+    ("parts on one side only", Comparison(R, ratio=1.2, parts={"ttft": cmp(R, 1.2, 1.17, 1.24)}),
+     cmp(U, 1.1, 1.08, 1.12, **AB), None),
+    ("no common part", Comparison(R, parts={"ttft": cmp(R, 1.2, 1.17, 1.24)}),
+     Comparison(U, parts={"tpot": cmp(U, 1.1, 1.08, 1.12)}, **AB), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("stored", "settled", "ratio"), [r[1:] for r in MISREAD], ids=[r[0] for r in MISREAD]
+)
+def test_a_misread_is_two_intervals_apart_by_more_than_half_the_threshold(
+    stored: Comparison, settled: Comparison, ratio: float | None
+) -> None:
+    got = misread(stored, settled)
+    assert got == (None if ratio is None else pytest.approx(ratio))
 
 
 def test_workers_start_early_only_where_all_are_interleaved_at_once() -> None:
@@ -280,6 +376,9 @@ MIGHT_FAIL: list[tuple[str, Comparison, float, bool]] = [
     ("an interleaved improvement", cmp(X, 0.8, 0.7, 0.9, decided_by=CompareMode.AB), 1.0, False),
     ("unchanged", UNC, 1.0, False),
     ("one part might fail", Comparison(IN, parts=TTFT_TPOT), 1.0, True),
+    ("interval exactly at the threshold", cmp(IN, 1.0, 0.97, 1.05), 1.0, False),
+    ("a part the faster machine hides", Comparison(IN, ratio=0.9, ci_low=0.85, ci_high=0.95,
+     parts={"median": cmp(IN, 1.0, 0.97, 1.04)}), 1.1, True),
 ]  # fmt: skip
 
 
@@ -298,6 +397,8 @@ def test_what_the_budget_never_cuts(c: Comparison, faster: float, expected: bool
         (SHORT, [math.log(1.04), math.log(1.06)], False),  # one metric does
         (SHORT, [math.log(1.04)], True),
         (PLENTY, [math.log(1.04)], False),
+        (SHORT, [math.log1p(0.05)], True),  # exactly at the threshold: nothing past it
+        (Spare(5.0), [math.log(1.04)], False),  # exactly one more pair's seconds left
     ],
 )
 def test_the_budget_stops_pairs_only_once_nothing_might_fail(
@@ -321,6 +422,7 @@ def test_the_budget_stops_pairs_only_once_nothing_might_fail(
         (WorkDiff(op_calls=(500, 500), ops=[("aten::addmm", 25, 31)]), "grew"),
         (WorkDiff(op_calls=(500, 500), ops=[("aten::x", None, 3)]), "same"),  # a cut table
         (WorkDiff(op_calls=(500, 500), syncs=(2, 1)), "shrank"),
+        (WorkDiff(op_calls=(0, 0), syncs=(0, 0)), "same"),  # zero is equal to zero
     ],
 )
 def test_how_the_work_counts_relate(work: WorkDiff | None, relation: str | None) -> None:
@@ -329,13 +431,30 @@ def test_how_the_work_counts_relate(work: WorkDiff | None, relation: str | None)
 
 def test_the_misread_watch_names_what_stood_before_it() -> None:
     watch = Watch()
+    assert (watch.found, watch.stood) == ("", [])
     ab = {"decided_by": CompareMode.AB}
     stood = Facts(stored=cmp(U))
     watch.note("t.py::test_a", stood, after_stored(stood))
     watch.note("t.py::test_gpu", Facts(domain="gpu", stored=cmp(U)), Decision(Step.STAND))
     warning = watch.check("t.py::test_b", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab))
-    assert warning is not None and "x1.091" in warning and warning.endswith("t.py::test_a")
-    assert watch.found.startswith("t.py::test_b")
+    assert warning == (
+        "t.py::test_b: its stored pass and its interleaved run differ by x1.091, beyond both "
+        "their errors: the stored pass misread this machine's speed (this process's later CPU "
+        "benchmarks that can be are interleaved at once, or re-checked where the stored pass "
+        "runs first); these CPU verdicts stood on the stored pass alone before it and were not "
+        "re-checked: t.py::test_a"
+    )
+    assert watch.found == "t.py::test_b: its stored pass and its interleaved run differ by x1.091"
+    # what did not stand on its stored pass, or does not pass, is not named
+    watch.note("t.py::test_r", Facts(stored=REG), Decision(Step.SETTLE))
+    watch.note("t.py::test_s", Facts(stored=NOREG), Decision(Step.SETTLE))
+    watch.note("t.py::test_n", Facts(stored=NOREG), Decision(Step.STAND))
+    assert watch.stood == ["t.py::test_a", "t.py::test_n"]
+    fresh = Watch()
+    agree = fresh.check("t.py::x", cmp(U, 1.0, 0.98, 1.02), cmp(U, 1.0, 0.99, 1.01, **ab))
+    assert agree is None and fresh.found == ""
+    alone = fresh.check("t.py::y", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab))
+    assert alone is not None and alone.endswith("were not re-checked: none")
     # Only the first misread warns.
     assert (
         watch.check("t.py::test_c", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab)) is None
@@ -371,10 +490,35 @@ DRIFT = [
 def test_the_drift_guard_withholds_only_what_the_machine_could_explain(
     verdict: Verdict, interval: tuple[float, float], speed: float, left: Verdict
 ) -> None:
-    from pytest_infperf.judge.judge import Observation, _drift_guarded
+    from pytest_infperf.judge.judge import Policy, _drift_guarded
+    from pytest_infperf.judge.observation import Observation
 
     c = cmp(verdict, sum(interval) / 2, *interval, threshold=0.05)
     then = Observation([1.0], reference={"python_s": 1.0})
     now = Observation([1.0], reference={"python_s": speed})
-    guarded = _drift_guarded(c, now, then, limit=0.25)
+    guarded = _drift_guarded(c, now, then, Policy(drift_limit=0.25))
     assert guarded.verdict is left, guarded.note
+
+
+@pytest.mark.parametrize(
+    ("verdict", "unreferenced", "left"),
+    [
+        (R, True, IN),  # two plain runs compared offline: no change can be claimed
+        (X, True, IN),
+        (U, True, U),  # what claims no change stands
+        (N, True, N),
+        (R, False, R),  # a session's own stored pass without probes: as before
+    ],
+)
+def test_a_side_without_a_reference_withholds_a_claimed_change(
+    verdict: Verdict, unreferenced: bool, left: Verdict
+) -> None:
+    from pytest_infperf.judge.judge import Policy, _drift_guarded
+    from pytest_infperf.judge.observation import Observation
+
+    c = cmp(verdict, 1.3 if verdict is R else 0.7, 0.6, 1.4, threshold=0.05)
+    with_probes = Observation([1.0], reference={"python_s": 1.0})
+    guarded = _drift_guarded(c, Observation([1.0]), with_probes, Policy(unreferenced=unreferenced))
+    assert guarded.verdict is left
+    if left is not verdict:
+        assert "this run carries no reference of the machine's speed" in (guarded.note or "")

@@ -463,7 +463,7 @@ def test_without_device_time_a_host_bound_latency_says_so_from_its_enqueue_time(
 
 def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
     from pytest_infperf.judge.device import reference_kind
-    from pytest_infperf.judge.judge import Observation
+    from pytest_infperf.judge.observation import Observation
     from pytest_infperf.measure.drift import gpu_reference, speed_factors
 
     gpu_obs = Observation([1.0], env={"device_type": "cuda"}, device_share=0.9)

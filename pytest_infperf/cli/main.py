@@ -182,9 +182,10 @@ def _compare(args: argparse.Namespace) -> int:
     opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
     base_commit = (base.get("commit") or {}).get("sha")
     origin = Origin(CompareMode.STORED, base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
-    # No re-measuring here (stored documents only), so no Holm family; and no drift
-    # guard: both documents were measured elsewhere, their probes say nothing about now.
-    judge = Judge(Policy(drift_guard="off"))
+    # No re-measuring here (stored documents only), so no Holm family. The drift guard
+    # reads the two runs' own probes: how the machine moved between them, not since. A run
+    # without probes (a plain run) cannot say it moved, so no change is claimed from it.
+    judge = Judge(Policy(unreferenced=True))
     gate = Gate(judge.policy)
     failed: dict[str, list[str]] = {}
     for r in results:
@@ -200,6 +201,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.markdown:
         source = {"ref": args.a, "origin": "file", "path": args.a}
         Path(args.markdown).write_text(render(results, source=source))
+    _say_withheld(results, base_commit)
     for failures in failed.values():
         print("\n".join(failures))
     regressions = [r for r in results if r.verdict is Verdict.REGRESSION]
@@ -209,6 +211,27 @@ def _compare(args: argparse.Namespace) -> int:
     if more:
         print(f"{len(more)} failed on their work (max_work_increase): " + ", ".join(more))
     return 1 if failed or not _whole(args, head, results) else 0
+
+
+def _say_withheld(results: list[Any], base_commit: str | None) -> None:
+    """Once: which verdicts the two documents could not stand behind, and the command that
+    would settle them on this machine (both sides measured now, interleaved)."""
+    from ..core.results import Reason
+
+    held = [r for r in results if r.comparison and r.comparison.reason is Reason.DRIFT_WITHHELD]
+    if not held:
+        return
+    names = ", ".join(r.key for r in held)
+    print(
+        f"{len(held)} change(s) not claimed (inconclusive): {names}: the machine's speed is "
+        "unknown or moved between the two runs, so their difference is not the code's"
+    )
+    if base_commit:
+        nodes = " ".join(dict.fromkeys(r.nodeid for r in held))
+        print(f"to settle them here, both commits measured interleaved: pytest {nodes} "
+              f"--perf-ab={base_commit[:12]}")  # fmt: skip
+    else:
+        print("to settle them: measure both versions interleaved (pytest ... --perf-ab=REF)")
 
 
 def _whole(args: argparse.Namespace, head: dict[str, Any], results: list[Any]) -> bool:

@@ -1,7 +1,9 @@
 """The judge: every verdict of every mode is made here, and nowhere else.
 
 ``judge`` (the ``Judge``: a stored comparison, a re-measure, an interleaved verdict from
-the plan's last look), ``plan`` (the interleaved protocol: quads, process pairs, every
+the plan's last look; the one module, with ``merged``, that writes a verdict:
+tests/test_architecture.py), ``observation`` (one side's measurement as the judge reads
+it), ``plan`` (the interleaved protocol: quads, process pairs, every
 alpha split and stopping rule), ``device`` (a GPU benchmark's device time judged apart from
 its host's, throttled and shared GPUs), ``work`` (the work diff of two profiled passes),
 ``accept`` (``Perf-Accept:`` trailers), ``policy`` (what happens to a compared benchmark:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,6 +44,7 @@ from .device import (
     reference_kind,
     work_of,
 )
+from .observation import Observation
 from .plan import Look, PairedPlan, _holm_rejected
 
 #: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
@@ -67,72 +67,10 @@ class Policy:
     run_alpha: float = 0.01
     #: What a throttled or shared GPU block does (infperf_expert's gpu_throttle).
     gpu_throttle: str = "exclude"
-
-
-@dataclasses.dataclass(frozen=True)
-class Observation:
-    """One side's measurement, as the judge needs it."""
-
-    samples: Sequence[float]
-    memory: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    batch_size: int | None = None
-    env: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    #: Machine-speed probes taken while sampling (the drift guard), or None.
-    reference: Mapping[str, Any] | None = None
-    #: A CUDA benchmark's device busy time over its latency (None: not measured): below
-    #: ``HOST_BOUND_SHARE`` its latency is the host's, and the host's speed guards it.
-    device_share: float | None = None
-
-    @classmethod
-    def of(cls, source: BenchmarkResult | Mapping[str, Any]) -> Observation:
-        """From a result, or from a stored baseline entry (the same fields in JSON)."""
-        if isinstance(source, BenchmarkResult):
-            return cls(
-                source.samples, source.memory, source.batch_size, source.env, source.reference
-            )
-        return cls(
-            source["samples"],
-            source.get("memory") or {},
-            source.get("batch_size"),
-            source.get("env") or {},
-            source.get("reference"),
-        )
-
-    @classmethod
-    def part(cls, source: BenchmarkResult | Mapping[str, Any], metric: str) -> Observation | None:
-        """One judged part of a benchmark: a generation's ``ttft`` or ``tpot``, a CUDA
-        benchmark's ``gpu_time`` (the profiled pass's device time of each call) or its
-        latency (``median``): its samples, with the rest of the benchmark's facts; None
-        when ``source`` has no such figures."""
-        if metric == "median":
-            return cls.of(source)
-        if metric == "gpu_time":
-            work = work_of(source)
-            samples = list(work.gpu_time) if work is not None else []
-        else:
-            gen = (
-                source.generation
-                if isinstance(source, BenchmarkResult)
-                else source.get("generation")
-            )
-            samples = list(((gen or {}).get(metric) or {}).get("samples") or [])
-        if not samples:
-            return None
-        return dataclasses.replace(cls.of(source), samples=samples)
-
-    def figure(self, metric: str) -> float | None:
-        """The metric's own figure: a percentile (s), items/s, or bytes."""
-        if metric == "memory":
-            return memory_figure(self.memory)
-        if not self.samples:
-            return None
-        if metric == "throughput":
-            median = statistics.median(self.samples)
-            return (self.batch_size or 1) / median if median > 0 else None
-        q = {"median": 50, "p90": 90, "p99": 99, "ttft": 50, "tpot": 50, "gpu_time": 50}[metric]
-        if q == 50:
-            return float(statistics.median(self.samples))
-        return float(statistics.quantiles(self.samples, n=100, method="inclusive")[q - 1])
+    #: A side that carries no reference of the machine's speed withholds a decided verdict
+    #: (two stored runs compared offline: a plain run takes none, and the machine may have
+    #: moved between them).
+    unreferenced: bool = False
 
 
 def _estimate(current: Observation, base: Observation, opts: BenchOptions) -> _cmp.Estimate:
@@ -202,7 +140,7 @@ class Judge:
         c = dataclasses.replace(c, decided_by=CompareMode.STORED, detectable=_detectable_stored(c))
         if self.policy.drift_guard == "adjust":
             kind = reference_kind(metric, current)
-            c = _drift_guarded(c, current, baseline, self.policy.drift_limit, kind)
+            c = _drift_guarded(c, current, baseline, self.policy, kind)
         return c
 
     def stored(
@@ -406,15 +344,29 @@ def _by(kind: str) -> str:
 
 
 def _drift_guarded(
-    c: Comparison, current: Observation, base: Observation, limit: float, kind: str = "cpu"
+    c: Comparison, current: Observation, base: Observation, policy: Policy, kind: str = "cpu"
 ) -> Comparison:
     """Raise the bar by how much slower or faster the machine itself ran than during
-    the baseline's measurement; beyond the drift limit, withhold a decided verdict.
-    ``kind``: which reference says how the machine moved: the CPU's probes, or the GPU's
-    clocks while the samples ran (:func:`reference_kind`)."""
+    the baseline's measurement; beyond the drift limit, withhold a decided verdict (and,
+    ``policy.unreferenced``, where a side has no reference to say it). ``kind``: which
+    reference says how the machine moved: the CPU's probes, or the GPU's clocks while the
+    samples ran (:func:`reference_kind`)."""
     factors = speed_factors(current.reference, base.reference, kind)
-    if factors is None or c.metric == "memory" or c.ci_low is None or c.ci_high is None:
+    if c.metric == "memory" or c.ci_low is None or c.ci_high is None:
         return c
+    if factors is None:
+        if not policy.unreferenced or c.verdict not in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+            return c
+        sides = [n for n, o in (("this run", current), ("the baseline's", base)) if not o.reference]
+        note = (
+            f"{c.verdict} withheld: {' and '.join(sides) or 'a side'} carries no reference of "
+            "the machine's speed (a plain run takes none; a GPU's clocks need NVML), so two "
+            "runs on a machine that may have moved between them cannot show a change"
+        )
+        return dataclasses.replace(
+            c, verdict=Verdict.INCONCLUSIVE, reason=Reason.DRIFT_WITHHELD, note=note
+        )
+    limit = policy.drift_limit
     slower, faster = factors
     low, high = c.ci_low, c.ci_high
     if c.metric == "throughput":  # judge on the latency orientation

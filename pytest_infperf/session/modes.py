@@ -439,7 +439,7 @@ def _remeasure(
     """Fresh samples against the stored baseline, until the verdict changes or the
     ``remeasure`` budget is spent; Holm over the flagged benchmarks."""
     from ..core.results import Verdict
-    from ..judge.judge import Observation
+    from ..judge.observation import Observation
 
     source = context.source
     assert source is not None
