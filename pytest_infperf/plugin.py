@@ -142,9 +142,13 @@ def pytest_configure(config: pytest.Config) -> None:
     serving = config.stash.get(mode_key, None) is not None
     settings = _settings.from_config(config, serving)
     # Every process this run starts from here on (xdist and A/B workers, their children)
-    # descends from the run's root: none of them is ever taken for a GPU's tenant.
-    gpu.mark_run()
-    if not settings.disable and (settings.save or settings.compare or settings.ab):
+    # descends from the run's root: none of them is ever taken for a GPU's tenant. Named in
+    # the environment only where the run measures or starts workers (else at the first
+    # infer_bench): an unused plugin leaves the environment as it found it.
+    asked = settings.save or settings.compare or settings.ab
+    if asked or getattr(config.option, "numprocesses", None):
+        gpu.mark_run()
+    if not settings.disable and asked:
         # Before any test builds a model: every process that measures runs on the same heap
         # (an A/B worker has already applied its controller's: the first call decides). A
         # run that was not asked to save or compare settles it when a test first asks for
@@ -213,12 +217,13 @@ def infer_bench(request: pytest.FixtureRequest) -> Iterator[InferBench]:
     ``infer_bench.generate(model, inputs, max_new_tokens=...)`` times a transformers
     model's generation token by token (TTFT, TPOT, tokens/s).
     """
-    from .measure import heap
+    from .measure import gpu, heap
     from .session.fixture import InferBench
 
     stash = request.config.stash
+    gpu.mark_run()  # both no-ops once done (see pytest_configure)
     if not stash[settings_key].disable:
-        heap.settle(stash[settings_key].heap)  # a no-op once settled (see pytest_configure)
+        heap.settle(stash[settings_key].heap)
     yield InferBench(
         request.node, stash[mode_key], stash[collector_key], stash[settings_key].bench_layer
     )

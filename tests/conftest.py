@@ -22,6 +22,9 @@ import scipy.special  # noqa: F401 (see below)
 # it lazily (stats/pooled.py), and its first import inside a pytester run (an interleaved
 # verdict's look) made the next one fail on numpy.fft, in any subset of the suite where no
 # test had imported it before (test_ci's test_exit_codes, test_gate's accepted A/B test).
+# The CLI too, which the tests call in process: a module of it dropped and imported again
+# makes a second CLIError class that main() does not catch.
+import pytest_infperf.cli.main
 import pytest_infperf.session.fixture  # noqa: F401
 from pytest_infperf.store.baselines import BaselineStore
 

@@ -358,3 +358,26 @@ def test_end_to_end_tiny_transformer(ourtester: pytest.Pytester, validate: objec
     doc = load_json(ourtester.path / "e2e.json")
     validate(doc)  # type: ignore[operator]
     assert {b["backend"] for b in doc["benchmarks"]} == {"torch", "onnxruntime"}
+
+
+@pytest.mark.parametrize(
+    ("env", "noise", "asked", "hint"),
+    [
+        ({"backend": "torch", "num_threads": 2}, "severe", None, True),
+        ({"backend": "onnxruntime", "intra_op_threads": 0}, "severe", None, True),
+        ({"backend": "torch", "num_threads": 1}, "severe", None, False),  # one already
+        ({"backend": "torch", "num_threads": 2}, "high", None, False),  # noisy, not very
+        ({"backend": "torch", "num_threads": 2}, "severe", 2, False),  # the user chose it
+        ({"backend": "torch", "num_threads": 2, "device_type": "cuda"}, "severe", None, False),
+        ({"backend": "callable"}, "severe", None, False),  # no thread count known
+    ],
+)
+def test_a_very_noisy_multithreaded_cpu_model_is_told_about_one_thread(
+    env: dict[str, object], noise: str, asked: int | None, hint: bool
+) -> None:
+    from pytest_infperf.measure.call import _threads_hint
+
+    said = _threads_hint(env, {"noise": noise, "median": 1e-3, "iqr": 4e-4}, asked)
+    assert (said is not None) is hint
+    if said:
+        assert "IQR 40% of the median" in said and "infperf_intra_op_threads = 1" in said

@@ -679,6 +679,9 @@ def test_a_benchmark_that_cannot_be_interleaved_at_once_is_not_settled_either(
     test.write_text(test.read_text().replace("range(300)", "range(3000)"))
     result = pytester.runpytest("--perf-compare=HEAD", "--perf-settle=auto", "--perf-json=out.json")
     result.assert_outcomes(failed=1)
+    # Said as it starts, so a long compare is never silent.
+    said = [line for line in result.outlines if line.startswith("infperf: interleaving ")]
+    assert said and "test_x.py::test_x" in said[0] and "machine moved" in said[0], said
     assert runs.read_text().splitlines() == ["ran"]
     c = load_json(pytester.path / "out.json")["benchmarks"][0]["comparison"]
     assert c["verdict"] == "regression" and c["decided_by"] == "stored"

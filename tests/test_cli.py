@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -188,6 +189,7 @@ def test_compare_of_runs_without_a_reference_claims_no_change(repo: Path) -> Non
     sha = json.loads((repo / "old.json").read_text())["commit"]["sha"]
     assert "1 change(s) not claimed (inconclusive): test_suite.py::test_slowed" in out.stdout
     assert f"pytest test_suite.py::test_slowed --perf-ab={sha[:12]}" in out.stdout
+    assert "in a checkout of the second run's code" in out.stdout
     out = infperf(repo, "compare", "new-plain.json", "old-plain.json")  # faster: not claimed
     assert out.returncode == 0 and "improvement" not in out.stdout.split("not claimed")[0]
 
@@ -243,6 +245,13 @@ def test_report_html_and_png(repo: Path) -> None:
     pngs = sorted((repo / "figs").glob("*.png"))
     assert len(pngs) >= 7 + 1  # one distribution per benchmark, one sweep, history
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    # Nothing named, HEAD one commit past its nearest baseline: the page says so under its
+    # heading, as the terminal does.
+    git(repo, "commit", "-q", "--allow-empty", "-m", "no baseline here")
+    out = infperf(repo, "report", "--html", "plain.html", "--no-history")
+    assert out.returncode == 0, out.stderr
+    said = f"has no baseline of its own here: shown is the nearest, commit {head[:10]}"
+    assert said in out.stderr and said in (repo / "plain.html").read_text()
 
 
 def test_prune_keeps_the_newest(repo: Path) -> None:
@@ -313,7 +322,9 @@ def test_report_with_history_marks_change_points(history_repo: tuple[Path, list[
     )
 
 
-def test_progress_lines(pytester: pytest.Pytester) -> None:
+def test_progress_lines(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, git_env: None
+) -> None:
     pytester.makefile(".ini", pytest=FAST_INI)
     pytester.makepyfile(
         "import pytest\n"
@@ -334,6 +345,19 @@ def test_progress_lines(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest("-o", f"infperf_expert={expert(progress='off')}")
     assert "infperf [" not in result.stdout.str()
+    # auto: in a CI service's log, or with -v; not in a plain local run, piped or not.
+    monkeypatch.delenv("CI", raising=False)
+    assert "infperf [" not in pytester.runpytest().stdout.str()
+    assert "infperf [1/3]" in pytester.runpytest("-v").stdout.str()
+    monkeypatch.setenv("CI", "true")
+    assert "infperf [1/3]" in pytester.runpytest().stdout.str()
+    # One figure per benchmark in one run: the line shows what the table shows.
+    init_repo(pytester.path)
+    pytester.runpytest("--perf-save").assert_outcomes(passed=2, skipped=1)
+    out = pytester.runpytest("--perf-compare=HEAD").stdout.str()
+    line = re.search(r"infperf \[1/3\] test_progress_lines.py::test_a: median (.+?) \(n=", out)
+    row = re.search(r"^test_progress_lines.py::test_a +(\S+ \S+) ", out, re.M)
+    assert line and row and line.group(1) == row.group(1), out
 
 
 def _options(parser: Any, path: tuple[str, ...] = ("infperf",)) -> Any:
@@ -359,6 +383,10 @@ def test_every_option_says_what_it_does_in_plain_text() -> None:
     assert missing == []
     marked = [f"{cmd} {name}" for cmd, name, text in found if "`" in text or "**" in text]
     assert marked == []
+    # The command's help names no pytest flag as if it were its own (a file a flag wrote,
+    # --perf-json's, is named as that file).
+    flags = [f"{c} {n}" for c, n, t in found if "--perf-" in (t or "").replace("--perf-json", "")]
+    assert flags == []
 
 
 def test_version() -> None:

@@ -214,7 +214,7 @@ def _gpu(latency: Verdict, device: Verdict) -> Comparison:
         ),
         (
             _gpu(Verdict.UNCHANGED, Verdict.UNCHANGED),
-            [f"{BERT}: ... these CPU verdicts ... were not re-checked: none"],
+            [f"no action needed: {BERT}: ...; no verdict stood on a stored pass alone before it"],
             False,
         ),
     ],
@@ -226,3 +226,64 @@ def test_the_comment_says_no_changes_only_where_nothing_moved_or_went_unchecked(
     body, worth = comment.body(doc)
     assert worth is changes
     assert ("no changes" in body) is not changes
+
+
+@pytest.mark.parametrize(
+    ("shown", "fmt", "value", "text"),
+    [
+        ("rate", "fmt_rate", 999.6, "1k/s"),
+        ("rate", "fmt_rate", 999.4, "999/s"),
+        ("rate", "fmt_rate", 999999.7, "1M/s"),
+        ("rate", "fmt_rate", 123456, "123k/s"),
+        ("rate", "fmt_rate", 12.3, "12.3/s"),
+        ("time", "fmt_time", 999.7e-6, "1 ms"),
+        ("time", "fmt_time", 0.9996, "1 s"),
+        ("time", "fmt_time", 999.96e-9, "1 us"),
+        ("time", "fmt_time", 123.4e-6, "123 us"),
+        ("time", "fmt_time", 5e-9, "5 ns"),
+    ],
+)
+def test_a_figure_never_reads_in_powers_of_ten_where_a_unit_says_it(
+    shown: str, fmt: str, value: float, text: str
+) -> None:
+    """Rounding to three digits carries into the next unit: 1k/s, not 1e+03/s; 1 ms, not
+    1000 us."""
+    from pytest_infperf.report import fmt as _fmt
+
+    assert getattr(_fmt, fmt)(value) == text
+
+
+#: The main job's generations: names that differ only inside their parametrization.
+GENERATIONS = [
+    f"tests/perf/test_generation.py::test_generate_latency[cpu-{cache}-p{p}-n16-b1-tiny-{m}]"
+    for cache in ("eager", "static-cache")
+    for p in (32, 256)
+    for m in ("gpt2", "llama")
+]
+
+
+def _generation(nodeid: str, compared: bool) -> BenchmarkResult:
+    stats = {"stats": {"median": 0.0123, "p99": 0.02}}
+    gen = {"prompt_tokens": 256, "new_tokens": 16, "batch_size": 1, "ttft": stats,
+           "tpot": stats, "itl": stats, "tokens_per_s": {"stats": {"median": 81.3}}}  # fmt: skip
+    parts = {
+        m: _c(Verdict.UNCHANGED, 0.998, 0.975, 1.021, metric=Metric(m)) for m in ("ttft", "tpot")
+    }
+    c = _c(Verdict.UNCHANGED, 0.998, 0.975, 1.021, metric=Metric.TTFT, parts=parts)
+    return make_result(
+        _samples(0.2), nodeid=nodeid, backend="torch", generation=gen,
+        comparison=c if compared else None,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("compared", [False, True], ids=["plain run", "compared"])
+def test_tables_fit_120_columns_and_no_two_rows_read_alike(compared: bool) -> None:
+    results = [_generation(n, compared) for n in GENERATIONS]
+    lines = text.summary_lines(results) + text.generation_lines(results)
+    assert max(len(line) for line in lines) <= 120, "\n".join(lines)
+    for table in (text.summary_lines(results), text.generation_lines(results)[1:]):
+        names = [line.split("  ")[0] for line in table[2 : 2 + len(GENERATIONS)]]
+        assert len(set(names)) == len(GENERATIONS), table
+    # -v: every figure and the names whole, wider than 120 where they need it.
+    wide = text.summary_lines(results, verbose=True)
+    assert all(any(n.split("/")[-1] in line for line in wide) for n in GENERATIONS)

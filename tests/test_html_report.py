@@ -167,3 +167,24 @@ def test_a_batch_axis_is_ticked_at_the_sizes_measured() -> None:
     texts = re.findall(r">([^<>]+)</text>", html.scaling_figure("test_mlp", entries).svg)
     assert texts.count("64") == 2 and "100 us" in texts  # both panels; latency in us
     assert not any("^" in t or "mathdefault" in t for t in texts)
+
+
+def test_the_violins_are_of_the_samples_the_verdict_came_from() -> None:
+    """A settled verdict's picture is its interleaved run, not the stored pass beside a
+    baseline measured another time (which read as a 30% speed-up of an unchanged model)."""
+    from pytest_infperf.report import html
+
+    stored = [1.38e-3] * 5
+    settled = {
+        "samples": stored,
+        "comparison": {"verdict": "unchanged", "ratio": 1.0, "decided_by": "ab"},
+        "extra": {"settle": {"head_samples": [9.6e-4] * 5, "base_samples": [9.7e-4] * 5}},
+    }
+    now, before, interleaved = html._drawn_samples(settled, {"samples": stored})
+    assert (now, before, interleaved) == ([9.6e-4] * 5, [9.7e-4] * 5, True)
+    plain = {"samples": stored, "comparison": {"verdict": "unchanged", "decided_by": "stored"}}
+    assert html._drawn_samples(plain, {"samples": [1e-3] * 5}) == (stored, [1e-3] * 5, False)
+    ab = {"samples": stored, "comparison": {"decided_by": "ab"}, "extra": {"base_samples": [2e-3]}}
+    assert html._drawn_samples(ab, None) == (stored, [2e-3], True)
+    svg = html.distribution_figure("t.py::t", now, before, settled["comparison"], interleaved=True)
+    assert "the interleaved run" in svg.svg

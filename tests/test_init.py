@@ -397,3 +397,13 @@ def test_the_workflow_installs_what_the_code_imports(tmp_path: Path) -> None:
         s["run"] for s in perf["jobs"]["perf"]["steps"] if "pip install" in s.get("run", "")
     ]
     assert install.endswith(".venv/bin/pip install torch torchvision")
+    # No --runner: a runner every repository has, said in the workflow and the summary (a
+    # self-hosted label with no such runner queued the job for ever, without a word).
+    assert perf["jobs"]["perf"]["runs-on"] == "ubuntu-latest"
+    text = (tmp_path / ".github" / "workflows" / "perf.yml").read_text()
+    assert (
+        "runs-on: ubuntu-latest  # GitHub's hosted CPU runner (infperf init had no --runner)"
+        in text
+    )
+    assert "a hosted CPU runner: no --runner given" in out.stdout
+    assert "infperf init --runner self-hosted,gpu" in out.stdout

@@ -146,6 +146,8 @@ def test_untouched():
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert [t.name for t in threading.enumerate()] == ["MainThread"]
     assert "torch" not in sys.modules
+    assert "INFPERF_RUN_ROOT" not in os.environ or not os.environ.get("HEAP_AS_GLIBC_SET_IT")
+    assert "pytest_infperf.ab.sigterm" not in sys.modules  # no fork hook registered
     before = _mmapped_bytes()
     if before is not None and os.environ.get("HEAP_AS_GLIBC_SET_IT"):
         # glibc's default: a 24 MiB block is mmapped (the plugin's heap setting takes
@@ -179,6 +181,7 @@ def test_an_installed_plugin_changes_nothing_it_was_not_asked_to(
     (tmp_path / "test_untouched.py").write_text(UNTOUCHED)
     flags: list[str] = []
     env = {**os.environ, **GIT_ENV}
+    env.pop("INFPERF_RUN_ROOT", None)  # this suite's own runs may have named theirs
     if compare:
         (tmp_path / "test_bench.py").write_text(
             "def test_bench(infer_bench):\n    infer_bench(lambda: None, max_time=0.05)\n"

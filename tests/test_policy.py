@@ -438,11 +438,11 @@ def test_the_misread_watch_names_what_stood_before_it() -> None:
     watch.note("t.py::test_gpu", Facts(domain="gpu", stored=cmp(U)), Decision(Step.STAND))
     warning = watch.check("t.py::test_b", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab))
     assert warning == (
-        "t.py::test_b: its stored pass and its interleaved run differ by x1.091, beyond both "
-        "their errors: the stored pass misread this machine's speed (this process's later CPU "
-        "benchmarks that can be are interleaved at once, or re-checked where the stored pass "
-        "runs first); these CPU verdicts stood on the stored pass alone before it and were not "
-        "re-checked: t.py::test_a"
+        "check 1 verdict with --perf-ab: t.py::test_b: its stored pass and its interleaved "
+        "run differ by x1.091, beyond both their errors, so the stored passes misread this "
+        "machine's speed; this process's later CPU benchmarks are interleaved at once, or "
+        "re-checked where the stored pass runs first; these CPU verdicts stood on the stored "
+        "pass alone before it and were not re-checked: t.py::test_a"
     )
     assert watch.found == "t.py::test_b: its stored pass and its interleaved run differ by x1.091"
     # what did not stand on its stored pass, or does not pass, is not named
@@ -454,7 +454,8 @@ def test_the_misread_watch_names_what_stood_before_it() -> None:
     agree = fresh.check("t.py::x", cmp(U, 1.0, 0.98, 1.02), cmp(U, 1.0, 0.99, 1.01, **ab))
     assert agree is None and fresh.found == ""
     alone = fresh.check("t.py::y", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab))
-    assert alone is not None and alone.endswith("were not re-checked: none")
+    assert alone is not None and alone.startswith("no action needed: t.py::y")
+    assert alone.endswith("no verdict stood on a stored pass alone before it")
     # Only the first misread warns.
     assert (
         watch.check("t.py::test_c", cmp(R, 1.2, 1.17, 1.24), cmp(U, 1.1, 1.08, 1.12, **ab)) is None
@@ -513,12 +514,34 @@ def test_the_drift_guard_withholds_only_what_the_machine_could_explain(
 def test_a_side_without_a_reference_withholds_a_claimed_change(
     verdict: Verdict, unreferenced: bool, left: Verdict
 ) -> None:
+
+    c = cmp(verdict, 1.3 if verdict is R else 0.7, 0.6, 1.4, threshold=0.05)
+    check_unreferenced(c, unreferenced, left)
+
+
+@pytest.mark.parametrize(
+    ("c", "left"),
+    [
+        (cmp(R, 3.0, 2.5, 3.5), R),  # beyond any move two runs showed: claimed
+        (cmp(R, 2.2, 1.9, 2.5), IN),  # within it on the low side
+        (cmp(X, 0.3, 0.2, 0.4), X),
+        (cmp(X, 0.6, 0.45, 0.55), IN),
+        (cmp(R, 3.0, 2.5, 3.5, metric=Metric.MEMORY), R),  # memory: no drift guard
+        (cmp(X, 3.0, 2.5, 3.5, metric=Metric.THROUGHPUT), X),  # 3x the items/s
+    ],
+)
+def test_a_change_beyond_any_machine_move_is_claimed_without_a_reference(
+    c: Comparison, left: Verdict
+) -> None:
+    check_unreferenced(c, True, left)
+
+
+def check_unreferenced(c: Comparison, unreferenced: bool, left: Verdict) -> None:
     from pytest_infperf.judge.judge import Policy, _drift_guarded
     from pytest_infperf.judge.observation import Observation
 
-    c = cmp(verdict, 1.3 if verdict is R else 0.7, 0.6, 1.4, threshold=0.05)
     with_probes = Observation([1.0], reference={"python_s": 1.0})
     guarded = _drift_guarded(c, Observation([1.0]), with_probes, Policy(unreferenced=unreferenced))
     assert guarded.verdict is left
-    if left is not verdict:
+    if left is not c.verdict:
         assert "this run carries no reference of the machine's speed" in (guarded.note or "")

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from ..core.results import WorkProfile
 from ..measure import gpu as _gpu
 from ..measure.profile import calls_for
-from ..store.git import GitError
 from . import protocol, sigterm
 from .checkout import Checkout, Selection
 from .lifecycle import IN_TEST, Event, IllegalTransition, Stage, advance
@@ -502,6 +501,8 @@ class ABController:
         self.pair_selection = selection
         self.gpu_before: frozenset[int] | None = None
         self._closed = False
+        # A child a test forks inherits this atexit hook: only this process cleans up.
+        self._owner = os.getpid()
         atexit.register(self.close)
         # From here until close() there is a folder, a worktree or workers to remove.
         sigterm.hold()
@@ -513,7 +514,7 @@ class ABController:
         self.gpu_before = _gpu.context_pids()
         try:
             self.checkout.add()
-        except GitError:
+        except BaseException:  # a GitError, no git at all, Ctrl-C while it checks out
             self.close()
             raise
         # The base worker collects while this session does (--perf-ab sets up at
@@ -613,7 +614,7 @@ class ABController:
             raise errors[0]
 
     def close(self) -> None:
-        if self._closed:
+        if self._closed or os.getpid() != self._owner:
             return
         self._closed = True
         # Every worker told first, then waited for: a worker's exit (its pytest session's
@@ -628,14 +629,17 @@ class ABController:
                 side.wait()
         finally:
             # Whatever interrupted the above (a second Ctrl-C): no worker outlives this,
-            # and the worktree and the temporary folder go.
-            for side in sides:
-                side.kill()
-            self.checkout.remove()
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            with contextlib.suppress(Exception):
-                atexit.unregister(self.close)
-            sigterm.release()
+            # and the worktree and the temporary folder go; SIGTERM's default is back
+            # whatever of that fails.
+            try:
+                for side in sides:
+                    side.kill()
+                self.checkout.remove()
+                shutil.rmtree(self.tmp, ignore_errors=True)
+                with contextlib.suppress(Exception):
+                    atexit.unregister(self.close)
+            finally:
+                sigterm.release()
 
 
 @dataclasses.dataclass

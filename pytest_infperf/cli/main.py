@@ -20,100 +20,24 @@ from ..measure.backends import BackendError
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
 from . import action, bisect, ci, scaffold, steps
+from . import compare as _compare_cmd
+from . import documents as _docs
+from .documents import CLIError
 
 #: The retention the docs recommend: raw samples for the newest 50 baselines of each
 #: environment (a comparison finds its baseline among them), summaries for the rest.
 DEFAULT_KEEP_RAW = 50
 
 
-class CLIError(Exception):
-    """A problem with the command's arguments; printed, exit code 2."""
-
-
-def _root(args: argparse.Namespace) -> Path:
-    return Path(args.repo).resolve()
-
-
-def _store(args: argparse.Namespace) -> BaselineStore:
-    folder = Path(args.dir)
-    return BaselineStore(folder if folder.is_absolute() else _root(args) / folder)
-
-
-def _current_env() -> str:
-    from ..measure import environment, gpu
-
-    return environment.env_key(environment.hard_fields(gpu.snapshot()))
-
-
-def _load(spec: str, args: argparse.Namespace) -> dict[str, Any]:
-    """A document from a JSON path, or the baseline of a commit (sha, prefix or ref), found
-    by the store's resolver, as ``--perf-compare`` finds it."""
-    from ..store.resolve import CompareError, document
-
-    store = _store(args)
-    # A file needs no environment; a commit is read in --env's, else this machine's.
-    env = "" if _is_file(spec) else (args.env or _pick_env(store))
-    try:
-        doc, note = document(
-            spec, rootdir=_root(args), store=store, env_key=env, depth=_search_depth()
-        )
-    except CompareError as exc:
-        raise CLIError(str(exc)) from None
-    if note:
-        print(note, file=sys.stderr)
-    return doc
-
-
-def _is_file(spec: str) -> bool:
-    return spec.endswith(".json") or Path(spec).is_file()
-
-
-def _branch_name(ref: str, args: argparse.Namespace) -> str:
-    """What a heading should call ``ref``: HEAD's branch when it is on one."""
-    from ..store import git as gitinfo
-
-    if ref not in ("HEAD", "@"):
-        return ref
-    try:
-        branch = gitinfo.head(gitinfo.open_repo(_root(args))).branch
-    except GitError:
-        return ref
-    return f"{branch} (HEAD)" if branch else ref
-
-
-def _search_depth() -> int:
-    """The plugin's default ``search_depth``: the CLI walks as far as it does."""
-    from ..core.session_table import SETTINGS
-
-    return int(SETTINGS["search_depth"].default)
-
-
-def _pick_env(store: BaselineStore) -> str:
-    """The environment to read when ``--env`` is not given: this machine's, else the only
-    one stored (:func:`~pytest_infperf.store.history.choose_env`)."""
-    from ..store.history import choose_env
-
-    env = choose_env(store, None, _current_env())
-    if env is None:
-        raise CLIError(f"no baselines in {store.root}")
-    return env
-
-
-def _results(doc: dict[str, Any]) -> list[Any]:
-    from ..core.results import BenchmarkResult
-
-    return [BenchmarkResult.from_json(e) for e in doc["benchmarks"]]
-
-
 def _list(args: argparse.Namespace) -> int:
     from ..store.index import StoreIndex
 
-    store = _store(args)
+    store = _docs.store(args)
     keys = [args.env] if args.env else store.env_keys()
     if not keys:
         print(f"no baselines in {store.root}")
         return 0
-    current = _current_env()
+    current = _docs.current_env()
     # Headers from the index: a file is read only when it changed since the last look.
     with StoreIndex.open(store) as index:
         for key in keys:
@@ -138,116 +62,14 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from ..report.text import generation_lines, profile_lines, summary_lines
 
-    doc = _load(args.commit, args)
+    doc = _docs.load(args.commit, args)
     commit = doc.get("commit") or {}
     print(f"commit {commit.get('sha')}  environment {doc['environment'].get('key')}")
-    _say_summary(doc, "")
-    results = _results(doc)
+    _compare_cmd.say_summary(doc, "")
+    results = _docs.results(doc)
     for line in summary_lines(results) + generation_lines(results) + profile_lines(results):
         print(line)
     return 0
-
-
-def _say_summary(doc: dict[str, Any], who: str) -> None:
-    compact = sum(1 for e in doc["benchmarks"] if e.get("compact"))
-    if compact:
-        print(
-            f"{who}working from a summary: {compact} of {len(doc['benchmarks'])} benchmarks "
-            f"keep quantiles of their raw samples, not the samples (compacted "
-            f"{str(doc.get('compacted') or 'by infperf prune --keep-raw')[:19]})"
-        )
-
-
-def _compare(args: argparse.Namespace) -> int:
-    """B against A (A is the baseline), judged by the plugin's own judge."""
-    from ..core.names import CompareMode
-    from ..core.options import BenchOptions
-    from ..core.results import Origin, Verdict
-    from ..judge import work
-    from ..judge.device import work_of
-    from ..judge.judge import Judge, Policy
-    from ..measure import environment
-    from ..report.markdown import render
-    from ..report.text import generation_lines, summary_lines, work_lines
-    from ..session.gate import Gate
-
-    base, head = _load(args.a, args), _load(args.b, args)
-    _say_summary(base, f"baseline {args.a}: ")
-    _say_summary(head, f"{args.b}: ")
-    base_entries = {r.key: r.to_json() for r in _results(base)}
-    env_diff = environment.diff(
-        head["environment"].get("hard", {}), base["environment"].get("hard", {})
-    )
-    results = _results(head)
-    opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
-    base_commit = (base.get("commit") or {}).get("sha")
-    origin = Origin(CompareMode.STORED, base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
-    # No re-measuring here (stored documents only), so no Holm family. The drift guard
-    # reads the two runs' own probes: how the machine moved between them, not since. A run
-    # without probes (a plain run) cannot say it moved, so no change is claimed from it.
-    judge = Judge(Policy(unreferenced=True))
-    gate = Gate(judge.policy)
-    failed: dict[str, list[str]] = {}
-    for r in results:
-        entry = base_entries.get(r.key)
-        c = judge.stored(r, entry, opts, origin, env_diff)
-        r.comparison = work.attach(c, r.work, None if entry is None else work_of(entry))
-        if failures := gate.apply(r):
-            failed[r.key] = failures
-    for line in summary_lines(results) + generation_lines(results) + work_lines(results):
-        print(line)
-    if env_diff:
-        print("environments differ: " + ", ".join(sorted(env_diff)))
-    if args.markdown:
-        source = {"ref": args.a, "origin": "file", "path": args.a}
-        Path(args.markdown).write_text(render(results, source=source))
-    _say_withheld(results, base_commit)
-    for failures in failed.values():
-        print("\n".join(failures))
-    regressions = [r for r in results if r.verdict is Verdict.REGRESSION]
-    if regressions:
-        print(f"{len(regressions)} regression(s): " + ", ".join(r.key for r in regressions))
-    more = sorted(set(failed) - {r.key for r in regressions})
-    if more:
-        print(f"{len(more)} failed on their work (max_work_increase): " + ", ".join(more))
-    return 1 if failed or not _whole(args, head, results) else 0
-
-
-def _say_withheld(results: list[Any], base_commit: str | None) -> None:
-    """Once: which verdicts the two documents could not stand behind, and the command that
-    would settle them on this machine (both sides measured now, interleaved)."""
-    from ..core.results import Reason
-
-    held = [r for r in results if r.comparison and r.comparison.reason is Reason.DRIFT_WITHHELD]
-    if not held:
-        return
-    names = ", ".join(r.key for r in held)
-    print(
-        f"{len(held)} change(s) not claimed (inconclusive): {names}: the machine's speed is "
-        "unknown or moved between the two runs, so their difference is not the code's"
-    )
-    if base_commit:
-        nodes = " ".join(dict.fromkeys(r.nodeid for r in held))
-        print(f"to settle them here, both commits measured interleaved: pytest {nodes} "
-              f"--perf-ab={base_commit[:12]}")  # fmt: skip
-    else:
-        print("to settle them: measure both versions interleaved (pytest ... --perf-ab=REF)")
-
-
-def _whole(args: argparse.Namespace, head: dict[str, Any], results: list[Any]) -> bool:
-    """Whether B's verdicts can gate: a CI step that gates on `compare` must not pass a run
-    that stopped part-way, or one that shares no benchmark with A (the wrong file)."""
-    from ..core.outcome import UNMARKED, incomplete
-    from ..judge.judge import compared_nothing
-
-    why = incomplete(head)
-    if why is not None and why != UNMARKED:  # a baseline (no `run` record) is whole
-        print(f"FAILED: {args.b} is from a run that did not complete ({why})")
-        return False
-    if compared_nothing(results):
-        print(f"FAILED: compared nothing: {args.a} has none of the benchmarks of {args.b}")
-        return False
-    return True
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -260,11 +82,11 @@ def _history(args: argparse.Namespace) -> int:
         iter_series,
     )
 
-    store = _store(args)
-    env = choose_env(store, args.env, _current_env())
+    store = _docs.store(args)
+    env = choose_env(store, args.env, _docs.current_env())
     if env is None:
         raise CLIError(f"no baselines in {store.root}" + (f" for {args.env}" if args.env else ""))
-    shas = first_parent_history(_root(args), args.ref, args.depth)
+    shas = first_parent_history(_docs.root(args), args.ref, args.depth)
     problems: list[str] = []
     print(f"environment {env}; {len(shas)} first-parent commits of {args.ref}")
     for s in iter_series(store, env, shas, args.k, problems):  # one benchmark at a time
@@ -292,34 +114,58 @@ def _report(args: argparse.Namespace) -> int:
     from ..report.html import build
     from ..store.history import changes, choose_env, first_parent_history, iter_series
 
-    results = _load(args.results, args) if args.results else None
-    baseline = _load(args.compare, args) if args.compare else None
+    results = _docs.load(args.results, args) if args.results else None
+    baseline = _docs.load(args.compare, args) if args.compare else None
+    shown = None
     if results is None and baseline is None:
         # Nothing named: HEAD's nearest baseline (as --perf-compare=HEAD would find it).
         try:
-            results = _load("HEAD", args)
+            results = _docs.load("HEAD", args)
         except (CLIError, GitError, BaselineFileError) as exc:
             print(f"note: no baseline near HEAD to show ({exc}); history only", file=sys.stderr)
+        else:
+            shown = _nearest_note(args, results)
+            print(f"note: {shown}", file=sys.stderr)
     history: Any = {}  # a dict, or a stream of series from the index
-    store = _store(args)
+    store = _docs.store(args)
     env = choose_env(
-        store, args.env, (results or {}).get("environment", {}).get("key") or _current_env()
+        store, args.env, (results or {}).get("environment", {}).get("key") or _docs.current_env()
     )
     if env is not None and not args.no_history:
         try:
-            shas = first_parent_history(_root(args), args.ref, args.depth)
+            shas = first_parent_history(_docs.root(args), args.ref, args.depth)
         except GitError as exc:
             print(f"warning: no history ({exc})", file=sys.stderr)
             shas = []
         history = (changes(s) for s in iter_series(store, env, shas, args.k))
     png = Path(args.png) if args.png else None
-    text, figures = build(results, baseline, history, png, along=_branch_name(args.ref, args))
+    text, figures = build(
+        results, baseline, history, png, along=_docs.branch_name(args.ref, args), shown=shown
+    )
     if args.html:
         Path(args.html).write_text(text, encoding="utf-8")
         print(f"wrote {args.html}")
     if args.png:
         print(f"wrote {figures} PNG(s) to {args.png}" if figures else "no figures to write yet")
     return 0
+
+
+def _nearest_note(args: argparse.Namespace, results: dict[str, Any]) -> str:
+    """What a plain `infperf report` shows, said where it is shown (the page's heading):
+    HEAD's own baseline, or the nearest one an ancestor has."""
+    from ..store import git as gitinfo
+
+    sha = str((results.get("commit") or {}).get("sha") or "")
+    try:
+        head = gitinfo.head_sha(gitinfo.open_repo(_docs.root(args)))
+    except GitError:
+        head = ""
+    if sha and head and sha != head:
+        return (
+            f"HEAD ({head[:10]}) has no baseline of its own here: shown is the nearest, "
+            f"commit {sha[:10]}, as --perf-compare=HEAD would find it"
+        )
+    return f"HEAD's own baseline (commit {sha[:10] or '?'})"
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -334,10 +180,10 @@ def _prune(args: argparse.Namespace) -> int:
     for flag, value in (("--keep", args.keep), ("--keep-raw", args.keep_raw)):
         if value is not None and value < 1:
             raise CLIError(f"{flag} must be at least 1 (got {value})")
-    store = _store(args)
+    store = _docs.store(args)
     keys = [args.env] if args.env else store.env_keys()
     try:
-        repo = gitinfo.open_repo(_root(args))
+        repo = gitinfo.open_repo(_docs.root(args))
         order = {
             sha: i
             for i, sha in enumerate(gitinfo.first_parents(repo, gitinfo.head_sha(repo), 100_000))
@@ -400,7 +246,7 @@ def _export(args: argparse.Namespace) -> int:
 
     from ..store.exports import export
 
-    data = export(_load(args.results, args), args.format)
+    data = export(_docs.load(args.results, args), args.format)
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     if args.output:
         Path(args.output).write_text(text)
@@ -536,10 +382,13 @@ def _add_reading(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
             metavar=spec.flag,
             type=option_type(name, f"--{name}"),
             default=spec.default,
-            help=spec.describe(),
+            # The table's words name pytest's flags; here the command's own are meant.
+            help=spec.describe().replace(
+                "; see --perf-run-alpha for the run as a whole", ", for each benchmark alone"
+            ),
         )
     cmp.add_argument("--markdown", help="also write a Markdown report here")
-    cmp.set_defaults(func=_compare)
+    cmp.set_defaults(func=_compare_cmd.run)
 
 
 def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -610,8 +459,8 @@ def _add_upkeep(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def _bisect(args: argparse.Namespace) -> int:
     from ..store.history import choose_env, iter_series
 
-    store = _store(args)
-    env = choose_env(store, args.env, _current_env()) if store.root.is_dir() else None
+    store = _docs.store(args)
+    env = choose_env(store, args.env, _docs.current_env()) if store.root.is_dir() else None
 
     def series(shas: list[str]) -> Any:
         for s in iter_series(store, env or "", shas):

@@ -281,7 +281,9 @@ def _torch_test(name: str, rel: str, cls: str, installed: bool) -> str:
     load = f"from {module} import {cls}"
     if module is None:  # a dotted name would not parse: the file is loaded by its path
         load = f"{cls} = _load({_literal(rel)}, {_literal(cls)})"
-    elif not installed:  # not on sys.path: imported from its folder by this test alone
+    elif not (installed and rel.startswith("src/")):
+        # Not known to be in the installed package (only a src layout's package is): from
+        # its folder, by this test alone, with sys.path as it was after.
         load = f"{cls} = _import({_literal(import_root(rel))}, {_literal(module)}, {_literal(cls)})"
     return f"""
 
@@ -351,7 +353,9 @@ def benchmark_module(found: Found, depth: int, installed: bool = True) -> tuple[
         said.insert(0, "a template benchmark (no model found that runs as is)")
     body = "".join(parts)
     load = any(module_name(rel) is None for rel, _ in torch)
-    imports = not installed and any(module_name(rel) for rel, _ in torch)
+    imports = any(
+        module_name(rel) and not (installed and rel.startswith("src/")) for rel, _ in torch
+    )
     rooted = bool(onnx) or load or imports
     stdlib = (LOAD_IMPORTS if load else IMPORT_IMPORTS if imports else "") + (
         PATH_IMPORT if rooted else ""
@@ -389,6 +393,15 @@ def settings_edit(root: Path, tests: Path = Path("tests/perf")) -> tuple[Path, s
     return target.path, text, what
 
 
+#: The runner a workflow gets when ``--runner`` names none: one every repository has (a
+#: self-hosted label with no such runner queues the job for ever), said in the workflow.
+HOSTED = "ubuntu-latest"
+HOSTED_NOTE = (
+    "  # GitHub's hosted CPU runner (infperf init had no --runner): for a GPU,\n"
+    "    # put your self-hosted runner's labels here, e.g. [self-hosted, gpu]"
+)
+
+
 def _runs_on(labels: list[str]) -> str:
     return labels[0] if len(labels) == 1 else "[" + ", ".join(labels) + "]"
 
@@ -411,7 +424,7 @@ permissions:
   contents: read
 jobs:
   perf:
-    runs-on: {runs_on}
+    runs-on: {runs_on}{runs_on_note}
     timeout-minutes: 90
     steps:
       - uses: actions/checkout@v4
@@ -534,7 +547,8 @@ def _gitignore(root: Path) -> tuple[Path, str] | None:
 def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], list[str]]:
     """Every file ``init`` writes, with its text, and a line per file for the report;
     :class:`InitError` when one it would create exists."""
-    labels = _labels(args.runner)
+    hosted = args.runner is None
+    labels = _labels(args.runner or HOSTED)
     action = _action(args.action)
     tests = Path(args.tests)
     if tests.is_absolute() or ".." in tests.parts:
@@ -544,12 +558,19 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
     compile(text, TEST_FILE, "exec")  # what it writes parses: a fault here is init's own
     branch = args.branch or _default_branch(root)
     install = _install(root, found)
-    fields = {"branch": branch, "runs_on": _runs_on(labels), "action": action}
+    fields = {
+        "branch": branch,
+        "runs_on": _runs_on(labels),
+        "runs_on_note": HOSTED_NOTE if hosted else "",
+        "action": action,
+    }
     created = {
         root / tests / TEST_FILE: (text, "; ".join(measures)),
         root / WORKFLOWS / "perf.yml": (
             PERF_YML.format(**fields, install=install, tests=_literal(tests.as_posix())),
-            f"runs on {_runs_on(labels)}, installs: pip install {install}",
+            f"runs on {_runs_on(labels)}"
+            + (" (a hosted CPU runner: no --runner given)" if hosted else "")
+            + f", installs: pip install {install}",
         ),
         root / WORKFLOWS / "perf-comment.yml": (
             COMMENT_YML.format(
@@ -594,8 +615,14 @@ def run(args: argparse.Namespace) -> int:
         f"  pytest {tests} --perf-save     # measure here, and store this commit's baseline\n"
         "Then commit these files and push: the run on the default branch saves the first\n"
         "baselines (on the infperf-baselines branch), and pull requests are compared with\n"
-        "them. Self-hosted runners: require approval for outside collaborators' runs\n"
-        '(Settings > Actions > General; pytest-infperf\'s docs/CI.md, "Security").'
+        "them."
+        + (
+            f" The job runs on GitHub's hosted CPU runner ({HOSTED}): for a GPU, run\n"
+            "infperf init --runner self-hosted,gpu (or edit runs-on in perf.yml)."
+            if args.runner is None
+            else " Self-hosted runners: require approval for outside collaborators' runs\n"
+            '(Settings > Actions > General; pytest-infperf\'s docs/CI.md, "Security").'
+        )
     )
     return 0
 
@@ -611,9 +638,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--repo", default=".", help="path inside the repository (default .)")
     p.add_argument(
         "--runner",
-        default="self-hosted",
-        help="the perf job's runner labels, comma-separated (default self-hosted; e.g. "
-        "self-hosted,gpu)",
+        default=None,
+        help="the perf job's runner labels, comma-separated, e.g. self-hosted,gpu for a GPU "
+        f"runner (default {HOSTED}, GitHub's hosted CPU runner, said in the workflow)",
     )
     p.add_argument("--tests", default="tests/perf", help="folder of the test (tests/perf)")
     p.add_argument(

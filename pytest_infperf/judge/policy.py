@@ -446,10 +446,21 @@ class Watch:
         if ratio is None or self.found:
             return None
         self.found = f"{nodeid}: its stored pass and its interleaved run differ by x{ratio:.3f}"
-        stood = ", ".join(dict.fromkeys(self.stood)) or "none"
+        stood = list(dict.fromkeys(self.stood))
+        # The first clause says whether the user has anything to do.
+        what = (
+            f"check {len(stood)} verdict{'s' * (len(stood) != 1)} with --perf-ab"
+            if stood
+            else "no action needed"
+        )
+        said = (
+            f"{what}: {self.found}, beyond both their errors, so the stored passes misread "
+            "this machine's speed; this process's later CPU benchmarks are interleaved at "
+            "once, or re-checked where the stored pass runs first"
+        )
+        if not stood:
+            return f"{said}; no verdict stood on a stored pass alone before it"
         return (
-            f"{self.found}, beyond both their errors: the stored pass misread this machine's "
-            "speed (this process's later CPU benchmarks that can be are interleaved at once, or "
-            "re-checked where the stored pass runs first); these CPU verdicts stood on the "
-            f"stored pass alone before it and were not re-checked: {stood}"
+            f"{said}; these CPU verdicts stood on the stored pass alone before it and were "
+            f"not re-checked: {', '.join(stood)}"
         )

@@ -140,6 +140,9 @@ class BenchCall:
                 "region, so samples include compilation: use fixed shapes, mark dynamic "
                 "dimensions (torch._dynamo.mark_dynamic), or warm up with every shape"
             )
+        threads = _threads_hint(prepared.env, stats, self.opts.intra_op_threads)
+        if threads:
+            warnings.append(threads)
         params = dict(self.params)
         if self.opts.params:
             params.update(self.opts.params)
@@ -305,3 +308,24 @@ def record_gpu_state(
             "check cooling, power limits and other jobs on the GPU"
         )
     return run_warnings
+
+
+def _threads_hint(env: Any, stats: dict[str, Any], asked: int | None) -> str | None:
+    """A CPU model run on several intra-op threads whose samples are very noisy (IQR a
+    quarter of the median or more): its kernels' threads wait on each other whenever
+    another task takes a core, and its calls can swing by tens of times on a busy machine
+    (a torch model read 32 ms and 640 us in two runs). One thread is steadier; said only
+    where the user did not choose the count."""
+    if asked is not None or stats.get("noise") != "severe" or runs_on_gpu(env):
+        return None
+    n = env.get("num_threads", env.get("intra_op_threads"))
+    if n is None or n == 1:
+        return None
+    many = "its default" if n == 0 else f"{n}"
+    median, iqr = stats.get("median") or 0.0, stats.get("iqr") or 0.0
+    spread = f"IQR {iqr / median:.0%} of the median" if median > 0 else "IQR past a quarter"
+    return (
+        f"very noisy at {many} intra-op threads ({spread}): a busy or shared CPU makes "
+        "multi-threaded kernels wait on each other; "
+        "infperf_intra_op_threads = 1 (or intra_op_threads=1) gives a steadier figure"
+    )

@@ -157,9 +157,12 @@ _CHUNK_BYTES = 16 * 1024
 
 
 def _make_anchor() -> Callable[[Callable[[], Any]], Any]:
-    """A function whose frame is larger than a frame chunk: see :func:`in_test_context`."""
-    names = [f"_slot{i}" for i in range(_CHUNK_BYTES // 8 + 64)]
-    source = f"def anchor(fn):\n    {' = '.join(names)} = None\n    return fn()\n"
+    """A function whose frame is larger than a frame chunk: see :func:`in_test_context`.
+    Four chunks' worth of locals: CPython then gives it a chunk of 128 KiB of its own,
+    leaving about 56 KiB for the model's frames above it (a deep ``generate()`` stays
+    inside it). The locals are never assigned: their room in the frame is what counts."""
+    names = " = ".join(f"_slot{i}" for i in range(4 * _CHUNK_BYTES // 8))
+    source = f"def anchor(fn):\n    if fn is None:\n        {names} = None\n    return fn()\n"
     namespace: dict[str, Any] = {}
     exec(compile(source, "<infperf-anchor>", "exec"), namespace)
     anchor: Callable[[Callable[[], Any]], Any] = namespace["anchor"]
@@ -174,9 +177,10 @@ def in_test_context(sampler: Sampler, fn: Callable[[], T]) -> T:
     at the start of a fresh frame chunk; return what it returns and raise what it raises.
 
     On the caller's thread: whatever the test set up around ``infer_bench`` holds for every
-    call of the model, as it does for the test's own call: grad and inference mode,
-    autocast, the default device, the current CUDA device and stream, torch's thread count
-    (partly kept per thread), ``contextvars``, a library's ``threading.local``. On a thread
+    call of the model, as it does for the test's own call (with the sampler's own context
+    on top: a torch model's inference mode): autocast, the default device, the current
+    CUDA device and stream, torch's thread count (partly kept per thread), ``contextvars``,
+    a library's ``threading.local``. On a thread
     of its own the plugin would time another model (under bf16 autocast, an fp32 one).
 
     Anchored: CPython 3.11+ keeps Python frames in 16 KiB chunks and frees a chunk as soon

@@ -43,8 +43,6 @@ UNCHECKED = (
 
 
 def _names_unchecked(warning: str) -> bool:
-    if "were not re-checked: " in warning:
-        return not warning.rstrip().endswith("were not re-checked: none")
     return any(phrase in warning for phrase in UNCHECKED)
 
 

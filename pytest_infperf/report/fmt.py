@@ -16,11 +16,18 @@ from ..core.results import BenchmarkResult, Comparison, WorkDiff, WorkProfile
 TIME_METRICS = ("median", "p90", "p99")
 
 
+def _rounded(value: float) -> float:
+    """``value`` at the three significant digits it is shown with: the unit is chosen for
+    what is shown (999.7 us is "1 ms", never "1000 us" or "1e+03 ns")."""
+    return float(f"{value:.3g}")
+
+
 def fmt_time(seconds: float | None) -> str:
     if seconds is None or not math.isfinite(seconds):
         return "-"
+    shown = _rounded(seconds)
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
+        if abs(shown) >= scale:
             value = seconds / scale
             return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
@@ -39,8 +46,9 @@ def fmt_bytes(n: float | None, signed: bool = False) -> str:
 def fmt_rate(per_s: float | None) -> str:
     if per_s is None or not math.isfinite(per_s):
         return "-"
+    shown = _rounded(per_s)
     for unit, scale in (("M", 1e6), ("k", 1e3)):
-        if per_s >= scale:
+        if shown >= scale:
             return f"{per_s / scale:.3g}{unit}/s"
     return f"{per_s:.3g}/s"
 

@@ -111,8 +111,10 @@ def distribution_figure(
     comparison: dict[str, Any] | None,
     base_commit: str | None = None,
     png: bool = False,
+    interleaved: bool = False,
 ) -> Plot:
-    """Now vs baseline as two violins on one axis. The axis is shared because the figure
+    """Now vs baseline as two violins on one axis (``interleaved``: both drawn from the
+    interleaved run the verdict came from). The axis is shared because the figure
     exists to compare where the two sit (an axis each would make any two shapes look
     alike). It stops at each side's body (Tukey's far fences, plotdata.violin_range): a few
     stalls of one side stretched it until the other's body was a hairline. What it cuts is
@@ -154,7 +156,9 @@ def distribution_figure(
     title = _label(key)
     if comparison and comparison.get("ratio"):
         title += f"\n{comparison['verdict']}: ratio {comparison['ratio']:.3f}"
-        if comparison.get("decided_by") == "ab":
+        if interleaved:
+            title += " (the interleaved run's samples, both sides measured now)"
+        elif comparison.get("decided_by") == "ab":
             title += " (decided by the interleaved run, not these samples)"
     ax.set_title(title, fontsize=8)
     ax.grid(axis="x", alpha=0.3)
@@ -465,10 +469,29 @@ def build(
     png_dir: Path | None = None,
     title: str = "pytest-infperf report",
     along: str = "HEAD",
+    shown: str | None = None,
 ) -> tuple[str, int]:
     """The HTML text and how many figures it holds; with ``png_dir``, every figure is also
-    written there as a PNG."""
-    return _build(results, baseline, history, png_dir, title, along)
+    written there as a PNG. ``shown``: what the page shows, said under its heading (the
+    baseline nearest HEAD when HEAD has none)."""
+    return _build(results, baseline, history, png_dir, title, along, shown)
+
+
+def _drawn_samples(
+    entry: Mapping[str, Any], base: Mapping[str, Any] | None
+) -> tuple[list[float], list[float], bool]:
+    """The samples the verdict came from: a settled verdict's interleaved run (both sides
+    measured in this job), else this run's and the stored baseline's. Drawing the stored
+    pass beside an interleaved verdict read as a change the verdict did not claim."""
+    extra = entry.get("extra") or {}
+    settle = extra.get("settle") or {}
+    decided = (entry.get("comparison") or {}).get("decided_by")
+    if decided == "ab" and settle.get("head_samples") and settle.get("base_samples"):
+        return list(settle["head_samples"]), list(settle["base_samples"]), True
+    if decided == "ab" and extra.get("base_samples"):  # --perf-ab: both sides interleaved
+        return list(entry.get("samples") or []), list(extra["base_samples"]), True
+    before = base["samples"] if base else extra.get("base_samples")
+    return list(entry.get("samples") or []), list(before or []), False
 
 
 def _build(
@@ -478,6 +501,7 @@ def _build(
     png_dir: Path | None,
     title: str,
     along: str,
+    shown: str | None = None,
 ) -> tuple[str, int]:
     sections: list[tuple[str, list[tuple[str, Plot]]]] = []
     png = png_dir is not None
@@ -486,12 +510,10 @@ def _build(
     base_commit = ((baseline or {}).get("commit") or {}).get("sha")
     dist = []
     for key, e in sorted(entries.items()):
-        base = base_entries.get(key)
-        base_samples = base["samples"] if base else (e.get("extra") or {}).get("base_samples")
-        if base_samples and e.get("samples"):  # a violin needs samples on both sides
-            figure = distribution_figure(
-                key, e["samples"], base_samples, e.get("comparison"), base_commit, png
-            )
+        now, before, interleaved = _drawn_samples(e, base_entries.get(key))
+        if now and before:  # a violin needs samples on both sides
+            c = e.get("comparison")
+            figure = distribution_figure(key, now, before, c, base_commit, png, interleaved)
             dist.append((key, figure))
     if dist:
         sections.append(("Latency now vs baseline", dist))
@@ -538,7 +560,7 @@ def _build(
                 safe = "".join(c if c.isalnum() else "_" for c in _label(label))[:80]
                 (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(plot.png)
     count = sum(len(figures) for _, figures in sections)
-    return _html(title, results, sections, changes), count
+    return _html(title, results, sections, changes, shown), count
 
 
 def _generation_table(results: dict[str, Any]) -> list[str]:
@@ -610,6 +632,7 @@ def _html(
     results: dict[str, Any] | None,
     sections: list[tuple[str, list[tuple[str, Plot]]]],
     changes: list[tuple[str, ChangePoint, Point, str | None]],
+    shown: str | None = None,
 ) -> str:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -625,6 +648,8 @@ def _html(
         ".regression{color:#c0392b;font-weight:600}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
+    if shown:  # what the page shows, where a reader looks first (not only in a terminal)
+        parts.append(f"<p><strong>{html.escape(shown[0].upper() + shown[1:])}.</strong></p>")
     if results:
         commit = (results.get("commit") or {}).get("sha") or "?"
         env = (results.get("environment") or {}).get("key", "?")

@@ -39,15 +39,53 @@ WIDTH = 120
 
 
 def _fit(rows: list[list[str]], width: int) -> None:
-    """Shorten the first column (the benchmark's name) in the middle until the table fits
-    ``width``: the file's start and the test's end say most."""
+    """Shorten the first column (the benchmark's name) until the table fits ``width``,
+    cutting what the names share (a long common path or prefix, a common suffix) before
+    what tells them apart (a parametrization's differing ids), and never making two rows
+    alike: a name that cannot be cut without that stays whole."""
     others = sum(max(len(r[i]) for r in rows) + 2 for i in range(1, len(rows[0])))
     room = max(20, width - others)
-    for row in rows[1:]:
-        name = row[0]
-        if len(name) > room:
-            keep = room - 1
-            row[0] = name[: keep // 2] + "…" + name[len(name) - (keep - keep // 2) :]
+    names = [row[0] for row in rows[1:]]
+    if not names or max(len(n) for n in names) <= room:
+        return
+    prefix = _shared(names) if len(names) > 1 else 0
+    suffix = _shared([n[::-1] for n in names]) if len(names) > 1 else 0
+    suffix = min(suffix, min(len(n) for n in names) - prefix)
+    cut = [_cut_name(n, room, prefix, suffix) for n in names]
+    counts: dict[str, int] = {}
+    for c in cut:
+        counts[c] = counts.get(c, 0) + 1
+    for row, name, short in zip(rows[1:], names, cut, strict=True):
+        row[0] = short if counts[short] == 1 else name
+
+
+def _shared(texts: list[str]) -> int:
+    """How many leading characters all ``texts`` share."""
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return n
+
+
+def _cut_name(name: str, room: int, prefix: int, suffix: int) -> str:
+    """``name`` in ``room`` characters: its shared prefix cut after as many of its first
+    characters as fit (the file's name, where there is room), then its shared suffix cut
+    before as many of its last as fit, then, only if that is not enough, its middle."""
+    if len(name) <= room:
+        return name
+    if prefix > 1:
+        own = len(name) - prefix  # what follows the shared prefix
+        head = max(0, min(prefix - 2, room - 1 - own))
+        name = name[:head] + "…" + name[prefix:]
+    if len(name) > room and suffix > 1:
+        end = len(name) - suffix
+        tail = max(0, min(suffix - 2, room - 1 - end))
+        name = name[:end] + "…" + name[len(name) - tail :]
+    if len(name) > room:
+        keep = room - 1
+        name = name[: keep // 2] + "…" + name[len(name) - (keep - keep // 2) :]
+    return name
 
 
 def spread(s: Mapping[str, Any]) -> str:
@@ -71,7 +109,7 @@ def summary_lines(results: Sequence[BenchmarkResult], *, verbose: bool = False) 
     spread, items/s and memory."""
     compared = any(r.comparison is not None for r in results)
     if not compared:
-        return _measured_lines(results)
+        return _measured_lines(results, verbose=verbose)
     levels = {fmt_level(level_of(r.comparison)) for r in results if r.comparison is not None}
     level = levels.pop() if len(levels) == 1 else "per-benchmark"
     header = ["benchmark", "now", "before", f"ratio [{level} CI]", "verdict", "by", "work"]
@@ -104,8 +142,9 @@ def summary_lines(results: Sequence[BenchmarkResult], *, verbose: bool = False) 
     return lines
 
 
-def _measured_lines(results: Sequence[BenchmarkResult]) -> list[str]:
-    """A run that compared nothing: each benchmark's own figures."""
+def _measured_lines(results: Sequence[BenchmarkResult], *, verbose: bool = False) -> list[str]:
+    """A run that compared nothing: each benchmark's own figures, in 120 columns
+    (``verbose``: names whole)."""
     header = ["benchmark", "backend", "median", "p90", "95% CI of median", "spread", "items/s"]
     header += ["n", "mem"]
     rows = [header]
@@ -120,19 +159,25 @@ def _measured_lines(results: Sequence[BenchmarkResult]) -> list[str]:
         mem = fmt_bytes(memory_figure(r.memory), signed=True)
         row = [short_name(r), r.backend, fmt_time(s.get("median")), p90, ci, spread(s)]
         rows.append([*row, fmt_rate(r.throughput), str(s.get("n", 0)), mem])
+    if not verbose:
+        _fit(rows, WIDTH)
     lines = _table(rows, right={2, 3, 5, 6, 7, 8})
     lines.insert(1, "-" * max(len(line) for line in lines))
     return lines + sorted(set(notes)) + [SPREAD_NOTE]
 
 
-def generation_lines(results: Sequence[BenchmarkResult]) -> list[str]:
+def generation_lines(results: Sequence[BenchmarkResult], *, verbose: bool = False) -> list[str]:
     """The generation benchmarks' own table: TTFT, TPOT, the ITL tail and tokens/s (medians
-    over generations), and each judged metric's ratio and verdict where compared."""
+    over generations), and each judged metric's ratio and verdict where compared, in 120
+    columns (``verbose``: each ratio's interval, names whole)."""
     gens = [r for r in sorted(results, key=lambda r: r.key) if r.generation]
     if not gens:
         return []
     compared = any(r.comparison is not None and r.comparison.parts for r in gens)
-    header = ["generation", "prompt", "new", "batch", "TTFT", "TPOT", "ITL p99", "tokens/s"]
+    # Compared, in 120 columns: the ratios take the place of the ITL tail and tokens/s.
+    extra = not compared or verbose
+    header = ["generation", "prompt", "new", "batch", "TTFT", "TPOT"]
+    header += ["ITL p99", "tokens/s"] if extra else []
     if compared:
         header += ["TTFT ratio", "TPOT ratio"]
     rows = [header]
@@ -140,13 +185,20 @@ def generation_lines(results: Sequence[BenchmarkResult]) -> list[str]:
         gr = generation_row(r.generation or {}, r.comparison)
         row = [short_name(r), str(gr.prompt_tokens), str(gr.new_tokens), str(gr.batch_size)]
         row += [fmt_time(gr.figures[m]) for m in GENERATION_METRICS]
-        row += [fmt_time(gr.itl_p99)]
-        row.append("-" if gr.tokens_per_s is None else f"{gr.tokens_per_s:.4g}/s")
+        if extra:
+            row += [fmt_time(gr.itl_p99)]
+            row.append("-" if gr.tokens_per_s is None else f"{gr.tokens_per_s:.4g}/s")
         if compared:
             for part in gr.parts.values():
-                row.append("-" if part is None else f"{fmt_ratio(part)} {part.verdict.value}")
+                if part is None:
+                    row.append("-")
+                    continue
+                short = "-" if part.ratio is None else f"{part.ratio:.3f}"
+                row.append(f"{fmt_ratio(part) if verbose else short} {part.verdict.value}")
         rows.append(row)
-    lines = _table(rows, right={1, 2, 3, 4, 5, 6, 7})
+    if not verbose:
+        _fit(rows, WIDTH)
+    lines = _table(rows, right={1, 2, 3, 4, 5, *({6, 7} if extra else set())})
     lines.insert(1, "-" * max(len(line) for line in lines))
     return ["", *lines]
 

@@ -7,6 +7,7 @@ and the GitHub job summary; a perf run that measured no benchmark fails closed.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -155,9 +156,11 @@ class ArtifactWriter(RunOutcome):
         status = self.finish(exitstatus, listing)
         if status is not None and session.exitstatus == 0:
             session.exitstatus = status
-        from ..ab import sigterm
-
-        sigterm.finishing()  # the outcome is written: a SIGTERM now lets the teardown end
+        # The outcome is written: a SIGTERM now lets the teardown end (where this run holds
+        # the handler at all: its module is imported only by a run that interleaves).
+        sigterm = sys.modules.get("pytest_infperf.ab.sigterm")
+        if sigterm is not None:
+            sigterm.finishing()
 
     def finish(self, exitstatus: int, listing: bool = False) -> int | None:
         """Write everything; returns a new exit status when saving failed or a perf run

@@ -35,10 +35,18 @@ from ..measure.mode import mode_key
 from . import early
 from .collector import is_perf, split_deselected
 from .context import RunContext
+from .facts import (
+    base_call_reason,
+    clocks_held,
+    comparable,
+    env_reason,
+    session_facts,
+)
+from .terminal import announce
 
 if TYPE_CHECKING:
     from ..ab.checkout import Selection
-    from ..ab.workers import ABController, BaseCall
+    from ..ab.workers import ABController
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
     from ..measure.call import BenchCall
@@ -190,6 +198,8 @@ class Stored(Plain):
         self._refused = ""
         #: The misread rule's state in this process (the first misread, what stood before).
         self._misread = Watch()
+        self._config: pytest.Config | None = None
+        self._announced = False  # said that it interleaves (once, without -v or CI)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._controller is not None:
@@ -200,6 +210,7 @@ class Stored(Plain):
 
         super().pytest_collection_finish(session)
         config, source = session.config, self.context.source
+        self._config = config
         if not (
             self.context.settings.prestart
             and source is not None
@@ -224,21 +235,10 @@ class Stored(Plain):
             early.end_test(self._controller, nodeid)
 
     def _session_facts(self) -> policy.Facts:
-        """What the policy needs of the session: the same for every benchmark."""
-        source, s = self.context.source, self.context.settings
-        assert source is not None
-        return policy.Facts(
-            settle=s.settle,
-            commit=source.origin == "commit" and bool(source.sha),
-            unsettled=self._broken if self._fell_back is None else self._fell_back,
-            comparable=not source.env_diff,
-            guard_adjusts=s.drift_guard == "adjust",
-            moved=_moved(self.context),
-            faster=_faster_now(self.context),
-            misread=bool(self._misread.found),
-            budget=None if self.budget is None else self.budget.view(),
-            family=self.family,
-            run_alpha=s.run_alpha,
+        unsettled = self._broken if self._fell_back is None else self._fell_back
+        budget = None if self.budget is None else self.budget.view()
+        return session_facts(
+            self.context, unsettled, bool(self._misread.found), budget, self.family
         )
 
     def _facts(self, call: BenchCall, **after: Any) -> policy.Facts:
@@ -251,7 +251,7 @@ class Stored(Plain):
             domain="cpu" if call.domain == "cpu" else "gpu",
             metric=str(call.opts.metric),
             remeasure=call.opts.remeasure,
-            comparable=_comparable(self.context, call),
+            comparable=comparable(self.context, call),
             refused=self._refused,
             **after,
         )
@@ -293,10 +293,13 @@ class Stored(Plain):
         from ..ab.interleave import run_paired
         from ..ab.workers import ABError, BaseCall
         from ..measure.call import from_warm
+        from ..report.fmt import fmt_why
 
         controller = self._controller_or_none()
         if controller is None:
             return str(self._broken)
+        self._announced = announce(self._config, self.context.settings, call.nodeid,
+                                   fmt_why(d.reason), self._announced)  # fmt: skip
         try:
             budget = self.budget if d.budget_may_cut else None
             paired = run_paired(
@@ -306,15 +309,20 @@ class Stored(Plain):
             self.context.warn(f"{call.nodeid}: {exc}; judged against the stored baseline")
             return f"the baseline commit's worker failed: {exc}"
         if isinstance(paired, BaseCall):
-            return _base_call_reason(paired)
+            return base_call_reason(paired)
         if paired.comparison.env_diff:
-            return _env_reason(paired.comparison.env_diff)
+            return env_reason(paired.comparison.env_diff)
         m = from_warm(paired.head, paired.warm)
         m.memory = paired.memory
         m.metrics = paired.metrics("head")
         result = call.result(m)
         result.work = paired.work
-        result.extra["settle"] = paired.record()
+        # The samples the verdict came from, as a settling's: a report draws them.
+        result.extra["settle"] = {
+            "head_samples": paired.head,
+            "base_samples": paired.base,
+            **paired.record(),
+        }
         result.comparison = dataclasses.replace(paired.comparison, settled_because=d.reason)
         return result
 
@@ -344,7 +352,7 @@ class Stored(Plain):
             call,
             stored=c,
             timed_s=float(result.decisions.get("timed_s") or 0.0),
-            clocks_held=_clocks_held(result, entry),
+            clocks_held=clocks_held(result, entry),
         )
         self._refused = ""
         d = policy.after_stored(facts)
@@ -371,10 +379,15 @@ class Stored(Plain):
         """The interleaved verdict, or why there is none."""
         from ..ab.interleave import run_paired
         from ..ab.workers import ABError, BaseCall
+        from ..report.fmt import fmt_ratio
 
         controller = self._controller_or_none()
         if controller is None:
             return str(self._broken)
+        why = f"its stored pass: {stored.verdict} {fmt_ratio(stored)}"
+        self._announced = announce(
+            self._config, self.context.settings, call.nodeid, why, self._announced
+        )
         try:
             # The stored pass has just warmed (and profiled) the model: calibrate only.
             paired = run_paired(
@@ -389,10 +402,10 @@ class Stored(Plain):
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
         if isinstance(paired, BaseCall):
-            return _base_call_reason(paired)
+            return base_call_reason(paired)
         c = paired.comparison
         if c.env_diff:
-            return _env_reason(c.env_diff)
+            return env_reason(c.env_diff)
         result.extra["settle"] = {
             "head_samples": paired.head,
             "base_samples": paired.base,
@@ -412,25 +425,6 @@ class Stored(Plain):
             else:
                 self._controller = opened
         return self._controller
-
-
-def _base_call_reason(paired: BaseCall) -> str:
-    """Why a benchmark's baseline side gave no samples: its test failed there, or is not
-    there."""
-    if paired.status == "failed":
-        return f"the test failed at the baseline's commit: {paired.error}"
-    from ..report.messages import NO_SUCH_TEST
-
-    return NO_SUCH_TEST
-
-
-def _env_reason(env_diff: dict[str, list[Any]]) -> str:
-    from ..measure import environment
-
-    return (
-        "the baseline commit's code runs in a different environment here: "
-        f"{environment.describe_diff(env_diff)}"
-    )
 
 
 def _remeasure(
@@ -499,48 +493,15 @@ def _open_controller(
             warn=context.warn,
             pin_cpu=context.settings.pin_cpu,
         )
-        controller.setup()
-        controller.collected(perf_files)
+        controller.setup()  # closes itself when it fails
+        try:
+            controller.collected(perf_files)
+        except BaseException:
+            controller.close()
+            raise
     except gitinfo.GitError as exc:
         return f"the baseline's commit cannot be checked out: {exc}"
     return controller
-
-
-def _moved(context: RunContext) -> bool:
-    drift = context.drift()
-    return bool(drift and drift.get("drifted"))
-
-
-def _faster_now(context: RunContext) -> float:
-    """How much faster the machine runs now than at the baseline's run, by the
-    session-start reference (1.0: not faster, or not known)."""
-    drift = context.drift() or {}
-    ratios = [float(drift[k]) for k in ("gemm_ratio", "python_ratio") if drift.get(k)]
-    return max([1.0, *(1.0 / r for r in ratios if r > 0)])
-
-
-def _comparable(context: RunContext, call: BenchCall) -> bool:
-    """The stored baseline can judge this benchmark: it has an entry from a comparable
-    environment (else its verdict is no-baseline or incomparable, whatever this machine's
-    state)."""
-    from ..core.results import bench_key
-    from ..measure import environment
-
-    source = context.source
-    assert source is not None
-    entry = source.entries.get(bench_key(call.nodeid, call.name))
-    if entry is None or source.env_diff:
-        return False
-    return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
-
-
-def _clocks_held(result: BenchmarkResult, entry: dict[str, Any] | None) -> bool | None:
-    """Whether the GPU's clocks held between the baseline's run and this one (within GPU
-    Boost's steps); None where a side has no clock reference (no NVML, an older baseline)."""
-    from ..measure.drift import speed_factors
-
-    factors = speed_factors(result.reference, (entry or {}).get("reference"), "gpu")
-    return None if factors is None else factors == (1.0, 1.0)
 
 
 class ABHead(Plain):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from ..core.settings import Settings
     from .artifacts import ArtifactWriter
     from .collector import Collector
     from .context import RunContext
@@ -64,11 +65,11 @@ class TerminalReport:
             return
         for prefix in names:
             label = report.nodeid + ("" if prefix == "infperf" else "#" + prefix[8:])
-            median = _float(props[prefix + ".median_s"])
-            line = (
-                f"infperf [{self.done}/{total}] {label}: median {fmt_time(median)} "
-                f"(n={props.get(prefix + '.n')})"
-            )
+            # The figure the table and the JSON show: after interleaving, not this run's
+            # stored-pass median.
+            shown = props.get(prefix + ".shown_median_s", props[prefix + ".median_s"])
+            line = f"infperf [{self.done}/{total}] {label}: median {fmt_time(_float(shown))}"
+            line += f" (n={props.get(prefix + '.n')})"
             verdict = props.get(prefix + ".verdict")
             if verdict:
                 line += f", {verdict}"
@@ -77,14 +78,7 @@ class TerminalReport:
             tr.write_line(line)
 
     def _progress(self) -> bool:
-        mode = self.context.settings.progress
-        if mode == "off" or self.config.get_verbosity() < 0:
-            return False
-        if mode == "lines":
-            return True
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        tty = bool(getattr(tr, "isatty", False)) if tr is not None else False
-        return not tty or self.config.get_verbosity() > 0
+        return progress_shown(self.config, self.context.settings.progress)
 
     # --- summary -------------------------------------------------------------------------
     def pytest_terminal_summary(
@@ -132,7 +126,8 @@ class TerminalReport:
                     "serialised by a cross-process lock, so no two benchmarks timed at once"
                 )
             verbose = verbosity > 0
-            for line in summary_lines(results, verbose=verbose) + generation_lines(results):
+            generation = generation_lines(results, verbose=verbose)
+            for line in summary_lines(results, verbose=verbose) + generation:
                 tr.write_line(line)
             for line in settle_summary(results, verbose=verbose) + accepted_lines(results):
                 tr.write_line(line)
@@ -184,3 +179,34 @@ class TerminalReport:
 def _float(value: object) -> float:
     """A JUnit property (a float in-process, maybe a string after xdist) as a float."""
     return float(str(value))
+
+
+def progress_shown(config: pytest.Config, mode: str) -> bool:
+    """Whether a line per benchmark is written as the run goes (expert ``progress``):
+    ``lines``; ``auto`` in a CI service's log (where no live status shows what runs) or
+    with ``-v``; never with ``off`` or ``-q -q``."""
+    if mode == "off" or config.get_verbosity() < 0:
+        return False
+    if mode == "lines":
+        return True
+    ci = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+    return ci or config.get_verbosity() > 0
+
+
+def announce(
+    config: pytest.Config | None, settings: Settings, nodeid: str, why: str, announced: bool
+) -> bool:
+    """Say, as it starts, that a benchmark is interleaved with the baseline's commit and
+    why: a compare that takes several times a plain run is never silent. Each one where
+    progress lines are shown (CI logs, -v), else the first, once. Whether it was said."""
+    tr = None if config is None else config.pluginmanager.get_plugin("terminalreporter")
+    if config is None or tr is None or settings.progress == "off" or config.get_verbosity() < 0:
+        return announced
+    if progress_shown(config, settings.progress):
+        tr.write_line(f"infperf: interleaving {nodeid} with the baseline's commit ({why})")
+    elif not announced:
+        tr.write_line(
+            "infperf: interleaving benchmarks with the baseline's commit as they run (the "
+            f"first, {nodeid}: {why}); each takes several times its plain run, -v names each"
+        )
+    return True

@@ -1,0 +1,115 @@
+"""``infperf compare A B``: B against baseline A, judged by the plugin's own judge, and
+said with the plugin's table; what two stored runs cannot show is not claimed."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+from typing import Any
+
+from . import documents as _docs
+
+
+def say_summary(doc: dict[str, Any], who: str) -> None:
+    compact = sum(1 for e in doc["benchmarks"] if e.get("compact"))
+    if compact:
+        print(
+            f"{who}working from a summary: {compact} of {len(doc['benchmarks'])} benchmarks "
+            f"keep quantiles of their raw samples, not the samples (compacted "
+            f"{str(doc.get('compacted') or 'by infperf prune --keep-raw')[:19]})"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """B against A (A is the baseline), judged by the plugin's own judge."""
+    from ..core.names import CompareMode
+    from ..core.options import BenchOptions
+    from ..core.results import Origin, Verdict
+    from ..judge import work
+    from ..judge.device import work_of
+    from ..judge.judge import Judge, Policy
+    from ..measure import environment
+    from ..report.markdown import render
+    from ..report.text import generation_lines, summary_lines, work_lines
+    from ..session.gate import Gate
+
+    base, head = _docs.load(args.a, args), _docs.load(args.b, args)
+    say_summary(base, f"baseline {args.a}: ")
+    say_summary(head, f"{args.b}: ")
+    base_entries = {r.key: r.to_json() for r in _docs.results(base)}
+    env_diff = environment.diff(
+        head["environment"].get("hard", {}), base["environment"].get("hard", {})
+    )
+    results = _docs.results(head)
+    opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
+    base_commit = (base.get("commit") or {}).get("sha")
+    origin = Origin(CompareMode.STORED, base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
+    # No re-measuring here (stored documents only), so no Holm family. The drift guard
+    # reads the two runs' own probes: how the machine moved between them, not since. A run
+    # without probes (a plain run) cannot say it moved, so no change is claimed from it.
+    judge = Judge(Policy(unreferenced=True))
+    gate = Gate(judge.policy)
+    failed: dict[str, list[str]] = {}
+    for r in results:
+        entry = base_entries.get(r.key)
+        c = judge.stored(r, entry, opts, origin, env_diff)
+        r.comparison = work.attach(c, r.work, None if entry is None else work_of(entry))
+        if failures := gate.apply(r):
+            failed[r.key] = failures
+    for line in summary_lines(results) + generation_lines(results) + work_lines(results):
+        print(line)
+    if env_diff:
+        print("environments differ: " + ", ".join(sorted(env_diff)))
+    if args.markdown:
+        source = {"ref": args.a, "origin": "file", "path": args.a}
+        Path(args.markdown).write_text(render(results, source=source))
+    _say_withheld(results, base_commit)
+    for failures in failed.values():
+        print("\n".join(failures))
+    regressions = [r for r in results if r.verdict is Verdict.REGRESSION]
+    if regressions:
+        print(f"{len(regressions)} regression(s): " + ", ".join(r.key for r in regressions))
+    more = sorted(set(failed) - {r.key for r in regressions})
+    if more:
+        print(f"{len(more)} failed on their work (max_work_increase): " + ", ".join(more))
+    return 1 if failed or not _whole(args, head, results) else 0
+
+
+def _say_withheld(results: list[Any], base_commit: str | None) -> None:
+    """Once: which verdicts the two documents could not stand behind, and the command that
+    would settle them on this machine (both sides measured now, interleaved)."""
+    from ..core.results import Reason
+
+    held = [r for r in results if r.comparison and r.comparison.reason is Reason.DRIFT_WITHHELD]
+    if not held:
+        return
+    names = ", ".join(r.key for r in held)
+    print(
+        f"{len(held)} change(s) not claimed (inconclusive): {names}: the machine's speed is "
+        "unknown or moved between the two runs, so their difference is not the code's"
+    )
+    if base_commit:
+        nodes = shlex.join(dict.fromkeys(r.nodeid for r in held))
+        print(
+            "to settle them here, in a checkout of the second run's code, both commits "
+            f"measured interleaved: pytest {nodes} --perf-ab={base_commit[:12]}"
+        )
+    else:
+        print("to settle them: measure both versions interleaved (pytest ... --perf-ab=REF)")
+
+
+def _whole(args: argparse.Namespace, head: dict[str, Any], results: list[Any]) -> bool:
+    """Whether B's verdicts can gate: a CI step that gates on `compare` must not pass a run
+    that stopped part-way, or one that shares no benchmark with A (the wrong file)."""
+    from ..core.outcome import UNMARKED, incomplete
+    from ..judge.judge import compared_nothing
+
+    why = incomplete(head)
+    if why is not None and why != UNMARKED:  # a baseline (no `run` record) is whole
+        print(f"FAILED: {args.b} is from a run that did not complete ({why})")
+        return False
+    if compared_nothing(results):
+        print(f"FAILED: compared nothing: {args.a} has none of the benchmarks of {args.b}")
+        return False
+    return True

@@ -1,0 +1,94 @@
+"""The facts the comparing policy (:mod:`pytest_infperf.judge.policy`) reads, gathered
+from the session, the stored baseline and a benchmark's measurement. The stored mode
+(:mod:`.modes`) asks the policy with them and acts on its answer."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..judge import policy
+
+if TYPE_CHECKING:
+    from ..ab.workers import BaseCall
+    from ..core.budget import Spare
+    from ..core.results import BenchmarkResult
+    from ..measure.call import BenchCall
+    from .context import RunContext
+
+
+def session_facts(
+    context: RunContext, unsettled: str | None, misread: bool, budget: Spare | None, family: int
+) -> policy.Facts:
+    """What the policy needs of the session: the same for every benchmark (``unsettled``:
+    why settling cannot happen now, for this session or the benchmark being measured)."""
+    source, s = context.source, context.settings
+    assert source is not None
+    return policy.Facts(
+        settle=s.settle,
+        commit=source.origin == "commit" and bool(source.sha),
+        unsettled=unsettled,
+        comparable=not source.env_diff,
+        guard_adjusts=s.drift_guard == "adjust",
+        moved=_moved(context),
+        faster=_faster_now(context),
+        misread=misread,
+        budget=budget,
+        family=family,
+        run_alpha=s.run_alpha,
+    )
+
+
+def base_call_reason(paired: BaseCall) -> str:
+    """Why a benchmark's baseline side gave no samples: its test failed there, or is not
+    there."""
+    if paired.status == "failed":
+        return f"the test failed at the baseline's commit: {paired.error}"
+    from ..report.messages import NO_SUCH_TEST
+
+    return NO_SUCH_TEST
+
+
+def env_reason(env_diff: dict[str, list[Any]]) -> str:
+    from ..measure import environment
+
+    return (
+        "the baseline commit's code runs in a different environment here: "
+        f"{environment.describe_diff(env_diff)}"
+    )
+
+
+def _moved(context: RunContext) -> bool:
+    drift = context.drift()
+    return bool(drift and drift.get("drifted"))
+
+
+def _faster_now(context: RunContext) -> float:
+    """How much faster the machine runs now than at the baseline's run, by the
+    session-start reference (1.0: not faster, or not known)."""
+    drift = context.drift() or {}
+    ratios = [float(drift[k]) for k in ("gemm_ratio", "python_ratio") if drift.get(k)]
+    return max([1.0, *(1.0 / r for r in ratios if r > 0)])
+
+
+def comparable(context: RunContext, call: BenchCall) -> bool:
+    """The stored baseline can judge this benchmark: it has an entry from a comparable
+    environment (else its verdict is no-baseline or incomparable, whatever this machine's
+    state)."""
+    from ..core.results import bench_key
+    from ..measure import environment
+
+    source = context.source
+    assert source is not None
+    entry = source.entries.get(bench_key(call.nodeid, call.name))
+    if entry is None or source.env_diff:
+        return False
+    return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
+
+
+def clocks_held(result: BenchmarkResult, entry: dict[str, Any] | None) -> bool | None:
+    """Whether the GPU's clocks held between the baseline's run and this one (within GPU
+    Boost's steps); None where a side has no clock reference (no NVML, an older baseline)."""
+    from ..measure.drift import speed_factors
+
+    factors = speed_factors(result.reference, (entry or {}).get("reference"), "gpu")
+    return None if factors is None else factors == (1.0, 1.0)
