@@ -85,10 +85,8 @@ def _say_withheld(results: list[Any], base_commit: str | None) -> None:
     if not held:
         return
     names = ", ".join(r.key for r in held)
-    print(
-        f"{len(held)} change(s) not claimed (inconclusive): {names}: the machine's speed is "
-        "unknown or moved between the two runs, so their difference is not the code's"
-    )
+    print(f"{len(held)} change(s) not claimed (inconclusive): {names}")
+    print("  the machine's speed is unknown or moved between the two runs: not the code's")
     if base_commit:
         nodes = shlex.join(dict.fromkeys(r.nodeid for r in held))
         print(
