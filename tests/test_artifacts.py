@@ -134,11 +134,17 @@ def test_terminal_table(run: Any) -> None:
     result.stdout.fnmatch_lines(
         [
             "*- infperf: 4 benchmarks -*",
-            "benchmark*backend*median*p90*95% CI of median*spread*items/s*n*mem",
+            "benchmark*backend*median*p90*spread*items/s*n*mem",
             "test_suite.py::test_model[[]1[]]*callable*",
             "test_suite.py::test_two#other*callable*",
             "* p90 from fewer than 64 samples*",
         ]
+    )
+    # The interval of the median with -v (120 columns keep the rest).
+    assert "95% CI of median" not in result.stdout.str()
+    wide = run("-v", "-o", f"infperf_expert={expert(max_rounds=40)}")
+    wide.stdout.fnmatch_lines(
+        ["benchmark*backend*median*p90*95% CI of median*spread*items/s*n*mem"]
     )
 
 

@@ -287,3 +287,31 @@ def test_tables_fit_120_columns_and_no_two_rows_read_alike(compared: bool) -> No
     # -v: every figure and the names whole, wider than 120 where they need it.
     wide = text.summary_lines(results, verbose=True)
     assert all(any(n.split("/")[-1] in line for line in wide) for n in GENERATIONS)
+
+
+def test_the_main_jobs_names_fit_and_tell_their_rows_apart() -> None:
+    """The main job's 20 names (generations, MLPs and transformers of two frameworks): both
+    tables in 120 columns, every row's name its own, a test's parametrizations cut alike to
+    the ids that tell them apart (cpu, n16, b1 and tiny are in every one of them)."""
+    nodeids = [g.replace("tests/perf/", "examples/").replace("generate_latency", "generation")
+               for g in GENERATIONS]  # fmt: skip
+    nodeids += [f"examples/test_mlp.py::test_mlp_{f}[b{b}]" for f in ("onnxruntime", "torch")
+                for b in (1, 32)]  # fmt: skip
+    nodeids += [
+        f"examples/test_transformers.py::test_{f}[{p}-b1-s{s}-{m}-base-uncased]"
+        for f, p in (("onnxruntime", "ort-cpu"), ("torch", "torch-eager"))
+        for s in (128, 32)
+        for m in ("bert", "distilbert")
+    ]
+    plain = [make_result(_samples(1e-3), nodeid=n, backend="onnxruntime") for n in nodeids]
+    compared = [_result(n.split("::")[1], 1e-3, _c(Verdict.UNCHANGED, 1.0, 0.96, 1.04))
+                for n in nodeids]  # fmt: skip
+    for i, r in enumerate(compared):
+        r.nodeid = nodeids[i]
+    for results in (plain, compared):
+        lines = text.summary_lines(results)
+        assert max(len(line) for line in lines) <= 120, "\n".join(lines)
+        names = [line.split("  ")[0] for line in lines[2 : 2 + len(nodeids)]]
+        assert len(set(names)) == len(nodeids), names
+    assert "test_generation[…static-cache-p32-llama]" in names
+    assert "test_onnxruntime[…s128-distilbert]" in names

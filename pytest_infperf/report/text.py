@@ -40,18 +40,35 @@ WIDTH = 120
 
 def _fit(rows: list[list[str]], width: int) -> None:
     """Shorten the first column (the benchmark's name) until the table fits ``width``,
-    cutting what the names share (a long common path or prefix, a common suffix) before
-    what tells them apart (a parametrization's differing ids), and never making two rows
-    alike: a name that cannot be cut without that stays whole."""
+    cutting what a name shares with its own test's other parametrizations (and the file's
+    path) before what tells them apart (the test's name and the differing ids), and never
+    making two rows alike: a name that cannot be cut without that stays whole."""
     others = sum(max(len(r[i]) for r in rows) + 2 for i in range(1, len(rows[0])))
     room = max(20, width - others)
     names = [row[0] for row in rows[1:]]
     if not names or max(len(n) for n in names) <= room:
         return
-    prefix = _shared(names) if len(names) > 1 else 0
-    suffix = _shared([n[::-1] for n in names]) if len(names) > 1 else 0
-    suffix = min(suffix, min(len(n) for n in names) - prefix)
-    cut = [_cut_name(n, room, prefix, suffix) for n in names]
+    # What a name shares is measured against its own test's other parametrizations: across
+    # files nothing but "test_" is shared, and a cut there keeps none of the ids.
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(n.split("[", 1)[0], []).append(n)
+    cut = []
+    for n in names:
+        group = groups[n.split("[", 1)[0]]
+        prefix = _shared(group) if len(group) > 1 else 0
+        suffix = _shared([m[::-1] for m in group]) if len(group) > 1 else 0
+        suffix = min(suffix, min(len(m) for m in group) - prefix)
+        cuts = _cuts(n, prefix, suffix, room)
+        cuts.insert(2, _ids_that_differ(n, group))
+        cut.append(next((c for c in cuts if len(c) <= room), n))
+    # A test's parametrizations read alike: where one is cut, all are, to their ids.
+    for group in groups.values():
+        ids = [_ids_that_differ(m, group) for m in group]
+        was = dict(zip(names, cut, strict=True))
+        if any(was[m] != m for m in group) and all(len(i) <= room for i in ids):
+            for m, i in zip(group, ids, strict=True):
+                cut[names.index(m)] = i
     counts: dict[str, int] = {}
     for c in cut:
         counts[c] = counts.get(c, 0) + 1
@@ -68,24 +85,41 @@ def _shared(texts: list[str]) -> int:
     return n
 
 
-def _cut_name(name: str, room: int, prefix: int, suffix: int) -> str:
-    """``name`` in ``room`` characters: its shared prefix cut after as many of its first
-    characters as fit (the file's name, where there is room), then its shared suffix cut
-    before as many of its last as fit, then, only if that is not enough, its middle."""
-    if len(name) <= room:
+def _ids_that_differ(name: str, group: list[str]) -> str:
+    """``test_x[…a-b]``: the test's name and only the ids of its parametrization that its
+    other parametrizations do not all share (``cpu``, ``n16`` and ``b1`` in every one of
+    them say nothing about which this is)."""
+
+    def ids(n: str) -> list[str]:
+        return n[n.index("[") + 1 : -1].split("-") if "[" in n and n.endswith("]") else []
+
+    mine = ids(name)
+    if len(group) < 2 or not mine:
         return name
-    if prefix > 1:
-        own = len(name) - prefix  # what follows the shared prefix
-        head = max(0, min(prefix - 2, room - 1 - own))
-        name = name[:head] + "…" + name[prefix:]
-    if len(name) > room and suffix > 1:
+    common = set.intersection(*(set(ids(m)) for m in group))
+    kept = [i for i in mine if i not in common]
+    test = name.partition("::")[2] or name
+    return f"{test[: test.index('[')]}[…{'-'.join(kept)}]" if kept else name
+
+
+def _cuts(name: str, prefix: int, suffix: int, room: int) -> list[str]:
+    """``name`` shorter and shorter, the parts that tell it apart kept longest: without
+    the file's path; then without what its parametrizations share after the test's name
+    (``test_x[…distinct]``), then also before the shared end (``test_x[…distinct…end]``);
+    then cut in the middle."""
+    _, sep, rest = name.partition("::")
+    short = rest if sep else name
+    out = [name, short]
+    if 0 <= name.find("[") < prefix:
+        test = short[: short.index("[") + 1]
+        out.append(f"{test}…{name[prefix:]}")
         end = len(name) - suffix
-        tail = max(0, min(suffix - 2, room - 1 - end))
-        name = name[:end] + "…" + name[len(name) - tail :]
-    if len(name) > room:
-        keep = room - 1
-        name = name[: keep // 2] + "…" + name[len(name) - (keep - keep // 2) :]
-    return name
+        if suffix > 1 and end > prefix:
+            tail = max(1, room - len(test) - (end - prefix) - 2)
+            out.append(f"{test}…{name[prefix:end]}…{name[len(name) - min(tail, suffix) :]}")
+    keep = room - 1
+    out.append(name[: keep // 2] + "…" + name[len(name) - (keep - keep // 2) :])
+    return out
 
 
 def spread(s: Mapping[str, Any]) -> str:
@@ -145,8 +179,11 @@ def summary_lines(results: Sequence[BenchmarkResult], *, verbose: bool = False) 
 def _measured_lines(results: Sequence[BenchmarkResult], *, verbose: bool = False) -> list[str]:
     """A run that compared nothing: each benchmark's own figures, in 120 columns
     (``verbose``: names whole)."""
-    header = ["benchmark", "backend", "median", "p90", "95% CI of median", "spread", "items/s"]
-    header += ["n", "mem"]
+    # The interval of the median with -v: 120 columns keep the name, the figures and the
+    # spread that says how far to trust them.
+    header = ["benchmark", "backend", "median", "p90"]
+    header += ["95% CI of median"] if verbose else []
+    header += ["spread", "items/s", "n", "mem"]
     rows = [header]
     notes = []
     for r in sorted(results, key=lambda r: r.key):
@@ -157,11 +194,12 @@ def _measured_lines(results: Sequence[BenchmarkResult], *, verbose: bool = False
             notes.append("* p90 from fewer than 64 samples (MLPerf's minimum): indicative only")
         ci = f"{fmt_time(s.get('ci_low'))} - {fmt_time(s.get('ci_high'))}"
         mem = fmt_bytes(memory_figure(r.memory), signed=True)
-        row = [short_name(r), r.backend, fmt_time(s.get("median")), p90, ci, spread(s)]
-        rows.append([*row, fmt_rate(r.throughput), str(s.get("n", 0)), mem])
+        row = [short_name(r), r.backend, fmt_time(s.get("median")), p90]
+        row += [ci] if verbose else []
+        rows.append([*row, spread(s), fmt_rate(r.throughput), str(s.get("n", 0)), mem])
     if not verbose:
         _fit(rows, WIDTH)
-    lines = _table(rows, right={2, 3, 5, 6, 7, 8})
+    lines = _table(rows, right={2, 3, 5, 6, 7, 8} if verbose else {2, 3, 4, 5, 6, 7})
     lines.insert(1, "-" * max(len(line) for line in lines))
     return lines + sorted(set(notes)) + [SPREAD_NOTE]
 
