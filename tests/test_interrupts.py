@@ -16,6 +16,14 @@ import pytest
 from .conftest import AB_INI, GIT_ENV, git, init_repo
 
 
+def _default_signals() -> None:
+    """The child's SIGINT and SIGTERM at their defaults, whatever this process inherited: a
+    job started in the background of a shell without job control ignores SIGINT, and a
+    Python started so takes no Ctrl-C at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _start(path: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
@@ -24,6 +32,7 @@ def _start(path: Path, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **GIT_ENV},
+        preexec_fn=_default_signals,  # noqa: PLW1509 (two signal calls before exec)
     )
 
 
@@ -214,11 +223,16 @@ def test_ctrl_c_stops_a_call_that_waits_at_once() -> None:
         def context(self) -> contextlib.AbstractContextManager[None]:
             return contextlib.nullcontext()
 
-    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        timing.in_test_context(Sampler(), lambda: time.sleep(5))  # type: ignore[arg-type]
-    assert time.monotonic() - started < 3
+    # Python's own Ctrl-C handler, whatever this process inherited (see _default_signals).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            timing.in_test_context(Sampler(), lambda: time.sleep(5))  # type: ignore[arg-type]
+        assert time.monotonic() - started < 3
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="fork: POSIX; the test forks a child")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -123,6 +124,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import signal
 import sys
 import threading
 import time
@@ -167,6 +169,11 @@ def test_untouched():
 """
 
 
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="fork and glibc's heap: Linux")
 @pytest.mark.parametrize("compare", [False, True], ids=["plain", "compare"])
 def test_an_installed_plugin_changes_nothing_it_was_not_asked_to(
@@ -205,6 +212,9 @@ def test_an_installed_plugin_changes_nothing_it_was_not_asked_to(
         capture_output=True,
         text=True,
         env=env,
+        # Signals at their defaults, whatever this process inherited (a background job of
+        # a shell without job control ignores SIGINT): Python then installs its own.
+        preexec_fn=_default_signals,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert files() == before
