@@ -562,7 +562,7 @@ def test_a_stored_pass_its_settling_shows_misread_is_not_trusted_after(
     slow_down(repo.path)
     args = ("--perf-compare=HEAD", "--perf-json=out.json", f"--perf-settle={settle}")
     if settle == "auto":  # in this process, so that the reference can be held still
-        monkeypatch.setattr("pytest_infperf.session.modes._moved", lambda context: False)
+        monkeypatch.setattr("pytest_infperf.session.facts._moved", lambda context: False)
         result = repo.runpytest_inprocess(*args)
     else:
         result = repo.runpytest_subprocess(*args)
