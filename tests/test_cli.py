@@ -194,6 +194,24 @@ def test_compare_of_runs_without_a_reference_claims_no_change(repo: Path) -> Non
     assert out.returncode == 0 and "improvement" not in out.stdout.split("not claimed")[0]
 
 
+def test_compare_says_once_what_a_noisy_run_could_not_see(repo: Path) -> None:
+    """A benchmark whose time units split between two speeds cannot resolve the tolerance:
+    `compare` leaves it inconclusive and says so once, naming what it could catch."""
+    doc = json.loads((repo / "new.json").read_text())
+    noisy = next(b for b in doc["benchmarks"] if "test_sweep" in b["key"])
+    # Its time units split between two speeds: half of them 40% faster, half 40% slower.
+    half = len(noisy["samples"]) // 2
+    noisy["samples"] = [s * (0.6 if i < half else 1.4) for i, s in enumerate(noisy["samples"])]
+    (repo / "noisy.json").write_text(json.dumps(doc))
+    out = infperf(repo, "compare", "new.json", "noisy.json", "--markdown", "noisy.md")
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = [x for x in out.stdout.splitlines() if x.startswith("nothing to do for this run")]
+    assert len(said) == 1, out.stdout
+    line = said[0]
+    assert f"{noisy['key'].split('::')[-1]} >= +" in line and "went ungated" in line
+    assert line in (repo / "noisy.md").read_text()
+
+
 def test_export_formats(repo: Path) -> None:
     out = infperf(repo, "export", "new.json", "--format", "github-action-benchmark")
     assert out.returncode == 0, out.stderr

@@ -6,6 +6,7 @@ that a change of wording is reviewed as text. ``INFPERF_GOLDEN=update`` rewrites
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from pytest_infperf.judge.accept import AcceptRule
 from pytest_infperf.judge.judge import Policy
 from pytest_infperf.report import comment, markdown, messages, notices, text
 from pytest_infperf.session.gate import Gate
+from pytest_infperf.stats import pooled as _pool
 
 from .conftest import make_result
 
@@ -159,6 +161,112 @@ def test_identical_code_says_no_warning() -> None:
     assert "warning" not in _terminal(results)
     body, _ = comment.body(_doc(results))
     assert "[!WARNING]" not in body and "[!CAUTION]" not in body
+
+
+CPU4 = {"num_threads": 4, "device_type": "cpu"}
+ORT0 = {"intra_op_threads": 0, "provider": "CPUExecutionProvider"}
+F, W = Reason.FUTILITY, Reason.INTERVAL_WIDE
+
+
+@pytest.mark.parametrize(
+    ("verdict", "detectable", "env", "reason", "said"),
+    [
+        # what the runner could not see at the tolerance: named, with its figure
+        (Verdict.INCONCLUSIVE, 0.14, {}, F, "test_0 >= +14%"),
+        (Verdict.INCONCLUSIVE, 0.30, {}, W, "hides a 5% change in it"),
+        # undecided, but within twice the tolerance: more of the same samples would decide
+        (Verdict.INCONCLUSIVE, 0.10, {}, F, None),
+        (Verdict.INCONCLUSIVE, 0.06, {}, W, None),
+        (Verdict.INCONCLUSIVE, None, {}, W, None),
+        (Verdict.INCONCLUSIVE, math.inf, {}, W, None),
+        # undecided for a reason that is not its noise: said by its own warning
+        (Verdict.INCONCLUSIVE, 0.30, {}, Reason.MULTIPLICITY, None),
+        (Verdict.INCONCLUSIVE, 0.30, {}, Reason.DRIFT_WITHHELD, None),
+        (Verdict.INCONCLUSIVE, 0.30, {}, Reason.GPU_THROTTLED, None),
+        # decided: nothing to say, however wide what it could catch
+        (Verdict.UNCHANGED, 0.30, {}, None, None),
+        (Verdict.NO_REGRESSION, 0.30, {}, None, None),
+        # a CPU model on several threads (or the library's default) is told about one
+        (Verdict.INCONCLUSIVE, 0.3, CPU4, F, "infperf_intra_op_threads = 1, then save a new"),
+        (Verdict.INCONCLUSIVE, 0.3, ORT0, F, "infperf_intra_op_threads = 1"),
+        # ...never a GPU or other device's, one already on one thread, nor a session the
+        # test built (the plugin cannot set its count)
+        (Verdict.INCONCLUSIVE, 0.3, {**CPU4, "device_type": "cuda"}, F, "!threads"),
+        (Verdict.INCONCLUSIVE, 0.3, {**CPU4, "device_type": "mps"}, F, "!threads"),
+        (Verdict.INCONCLUSIVE, 0.3, {**ORT0, "provider": "DmlExecutionProvider"}, F, "!threads"),
+        (Verdict.INCONCLUSIVE, 0.3, {**CPU4, "num_threads": 1}, F, "!threads"),
+        (Verdict.INCONCLUSIVE, 0.3, {**ORT0, "source": "session"}, F, "!threads"),
+        # a budget spent before the decision: a larger one would help
+        (Verdict.INCONCLUSIVE, 0.3, {}, Reason.BUDGET, "a larger --perf-budget (1 of 1 were"),
+        (Verdict.INCONCLUSIVE, 0.3, {}, F, "!budget"),
+    ],
+)
+def test_what_this_runner_could_not_see_is_said_once(
+    verdict: Verdict, detectable: float | None, env: dict[str, Any], reason: Reason | None,
+    said: str | None,
+) -> None:  # fmt: skip
+    c = _c(verdict, 1.02, 0.9, 1.15, detectable=detectable, reason=reason)
+    r = _result("test_0", 1e-3, c)
+    env = dict(env)
+    if "source" in env:
+        r.backend_info["source"] = env.pop("source")
+    r.env.update(env)
+    line = notices.undetectable([r])
+    if said is None:
+        assert line is None
+        return
+    assert line is not None and line.startswith("nothing to do for this run, but 1 benchmark")
+    assert "went ungated" in line and "no other jobs" in line
+    if said.startswith("!"):
+        assert said[1:] not in line
+    else:
+        assert said in line
+    assert notices.run_warnings([r], None).count(line) == 1
+
+
+def test_a_detectable_effect_the_judge_computes_names_only_real_blindness() -> None:
+    """Any noise puts what a test could catch past the tolerance (a claim needs its lower
+    bound beyond it): a tight comparison is not named, a wide one is."""
+    tight = _pool.detectable_effect(0.002, 0.05, 0.05)
+    wide = _pool.detectable_effect(0.05, 0.05, 0.05)
+    assert tight is not None and wide is not None and 0.05 < tight < 0.1 < wide
+    rows = [
+        _result(f"test_{i}", 1e-3, _c(Verdict.INCONCLUSIVE, 1.0, 0.9, 1.1, detectable=d, reason=W))
+        for i, d in enumerate((tight, wide))
+    ]
+    line = notices.undetectable(rows)
+    assert line is not None and "1 benchmark went ungated" in line
+    assert "test_1 >=" in line and "test_0" not in line
+
+
+def test_tolerances_are_said_as_they_are_set() -> None:
+    def row(name: str, threshold: float) -> BenchmarkResult:
+        c = _c(Verdict.INCONCLUSIVE, 1.0, 0.8, 1.2, detectable=0.3, reason=F, threshold=threshold)
+        return _result(name, 1e-3, c)
+
+    line = notices.undetectable([row("test_a", 0.025)])
+    assert line is not None and "hides a 2.5% change" in line
+    line = notices.undetectable([row("test_a", 0.025), row("test_b", 0.1)])
+    assert line is not None and "a change of its tolerance" in line
+    assert "test_a (tolerance 2.5%) >= +30%" in line and "test_b (tolerance 10%)" in line
+
+
+def test_what_many_benchmarks_could_not_see_is_one_line() -> None:
+    blind = _c(Verdict.INCONCLUSIVE, 1.0, 0.8, 1.25, detectable=0.3, reason=Reason.FUTILITY)
+    results = [_result(f"test_{i}", 1e-3, blind) for i in range(7)]
+    [line] = [w for w in notices.run_warnings(results, None) if "ungated" in w]
+    assert "7 benchmarks went ungated" in line and "and 2 more" in line
+    assert "test_4 >= +30%" in line and "test_5" not in line
+
+
+def test_a_split_run_says_what_it_could_not_see_once() -> None:
+    """Each shard says its own line; the merge says the whole run's, once."""
+    blind = _c(Verdict.INCONCLUSIVE, 1.0, 0.8, 1.25, detectable=0.3, reason=Reason.FUTILITY)
+    a, b = _result("test_a", 1e-3, blind), _result("test_b", 1e-3, blind)
+    shards = [*notices.run_warnings([a], None), "W", *notices.run_warnings([b], None)]
+    merged = notices.merged_warnings(shards, [a, b])
+    assert merged[0] == "W" and len(merged) == 2
+    assert "2 benchmarks went ungated" in merged[1] and "test_b >= +30%" in merged[1]
 
 
 def test_drift_is_said_only_where_a_verdict_rests_on_the_stored_pass() -> None:

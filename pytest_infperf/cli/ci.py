@@ -22,6 +22,7 @@ def merged(paths: list[str], expect: int | None) -> tuple[dict[str, Any], str]:
     from ..core.results import BenchmarkResult
     from ..judge.merged import rejudged
     from ..report.markdown import render
+    from ..report.notices import merged_warnings
     from ..store.merge import MergeError, merge
 
     shards = [(str(path), read(str(path), "merge")) for path in paths]
@@ -29,8 +30,10 @@ def merged(paths: list[str], expect: int | None) -> tuple[dict[str, Any], str]:
         doc = _messages(rejudged(merge(shards, expect=expect)))
     except MergeError as exc:
         raise CIError(str(exc)) from None
+    results = [BenchmarkResult.from_json(b) for b in doc["benchmarks"]]
+    doc["warnings"] = merged_warnings(doc.get("warnings") or (), results)
     text = render(
-        [BenchmarkResult.from_json(b) for b in doc["benchmarks"]],
+        results,
         source=doc.get("comparison"),
         warnings=doc.get("warnings") or (),
         environment=doc["environment"],

@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from ..judge.judge import Judge, Policy
     from ..measure import environment
     from ..report.markdown import render
+    from ..report.notices import undetectable
     from ..report.text import generation_lines, summary_lines, work_lines
     from ..session.gate import Gate
 
@@ -61,10 +62,15 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if env_diff:
         print("environments differ: " + ", ".join(sorted(env_diff)))
+    blind = undetectable(results)
     if args.markdown:
         source = {"ref": args.a, "origin": "file", "path": args.a}
-        Path(args.markdown).write_text(render(results, source=source))
+        Path(args.markdown).write_text(
+            render(results, source=source, warnings=[blind] if blind else [])
+        )
     _say_withheld(results, base_commit)
+    if blind:
+        print(blind)
     for failures in failed.values():
         print("\n".join(failures))
     regressions = [r for r in results if r.verdict is Verdict.REGRESSION]

@@ -97,12 +97,25 @@ def level_of(c: Comparison) -> float:
     return 1.0 - 2.0 * c.alpha
 
 
+def cannot_guard(c: Comparison) -> bool:
+    """What the comparison could catch (80% power) is more than twice the tolerance: its
+    noise, not its samples' count, keeps it from guarding the tolerance. (Any test with
+    noise needs a slowdown past the tolerance to claim it; twice is where more of the
+    same samples stop being the cure.)"""
+    return c.detectable is not None and c.detectable > 2.0 * c.threshold
+
+
+def fmt_pct(fraction: float) -> str:
+    """A tolerance as a percentage, ``5%``, ``2.5%``: no rounding that changes it."""
+    return f"{fraction * 100:.3g}%"
+
+
 def fmt_catch(c: Comparison | None) -> str:
     """The slowdown the comparison would have caught (80% power), ``>= +7%``; a trailing
-    ``!`` when that is more than twice the tolerance (it cannot guard it)."""
+    ``!`` when it cannot guard the tolerance (:func:`cannot_guard`)."""
     if c is None or c.detectable is None:
         return "-"
-    flag = " !" if c.detectable > 2.0 * c.threshold else ""
+    flag = " !" if cannot_guard(c) else ""
     return f">= {c.detectable:+.0%}{flag}"
 
 

@@ -5,18 +5,21 @@ that all three say the same.
 A warning is said only where it changes what a reader should do or believe: the machine
 drift warning only where a verdict rests on the stored pass alone while the machine had
 moved (a verdict interleaved in this job measured both sides now, whatever the drift), and
-it never suggests the mode already running. What the table shows (an inconclusive verdict,
-what each comparison could have caught) is not said again as a warning.
+it never suggests the mode already running. What the table shows per benchmark (an
+inconclusive verdict, what each comparison could have caught) is not said again per
+benchmark; what it means for the run is said once: the benchmarks this runner's noise left
+ungated at the threshold, with what it could catch and what would help.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.names import CompareMode
-from ..core.results import BenchmarkResult, Reason, Verdict
-from .fmt import short_name
+from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
+from .fmt import cannot_guard, fmt_pct, short_name
 from .messages import accepted_line
 
 #: The order verdicts are counted in, in every summary.
@@ -120,6 +123,84 @@ def no_baseline(results: Sequence[BenchmarkResult]) -> str | None:
     )
 
 
+#: The reasons an undecided comparison gives when its noise kept it from a decision (not
+#: a multiplicity control, a drift guard or a throttled GPU, which say their own).
+NOISE = (Reason.INTERVAL_WIDE, Reason.FUTILITY, Reason.BUDGET)
+
+#: How :func:`undetectable`'s line starts: a split run's shards each say their own, and the
+#: merge says the run's once (:func:`merged_warnings`).
+UNGATED = "nothing to do for this run, but "
+
+
+def undetectable(results: Sequence[BenchmarkResult]) -> str | None:
+    """The benchmarks left ``inconclusive`` by their noise, which could not guard their
+    tolerance (:func:`~pytest_infperf.report.fmt.cannot_guard`), in one line: that they went
+    ungated, the smallest slowdown each could catch, and what would let this runner see
+    the tolerance. None where every undecided comparison could have (more of the same
+    samples would decide it: nothing about the runner to change)."""
+    blind = [
+        (r, c)
+        for r in sorted(results, key=lambda r: r.key)
+        if (c := r.comparison) is not None
+        and c.verdict is Verdict.INCONCLUSIVE
+        and c.reason in NOISE
+        and cannot_guard(c)
+        and math.isfinite(c.detectable or 0.0)
+    ]
+    if not blind:
+        return None
+    n = len(blind)
+    tolerances = {c.threshold for _, c in blind}
+    one = len(tolerances) == 1
+
+    def caught(r: BenchmarkResult, c: Comparison) -> str:
+        own = "" if one else f" (tolerance {fmt_pct(c.threshold)})"
+        return f"{short_name(r)}{own} >= {c.detectable or 0.0:+.0%}"
+
+    more = n - NAMED
+    shown = ", ".join(caught(r, c) for r, c in blind[:NAMED]) + (
+        f" and {more} more" if more > 0 else ""
+    )
+    them = "them" if n != 1 else "it"
+    help_ = []
+    if any(_threaded_cpu(r) for r, _ in blind):
+        # Multi-threaded kernels wait on each other whenever another task takes a core.
+        # The count is part of the benchmark's environment: a new baseline goes with it.
+        help_.append(
+            "one intra-op thread where a CPU model runs on several (infperf_intra_op_threads"
+            " = 1, then save a new baseline)"
+        )
+    help_.append("a runner with no other jobs on its CPUs")
+    k = sum(c.reason is Reason.BUDGET for _, c in blind)
+    if k:
+        help_.append(f"a larger --perf-budget ({k} of {n} were still measuring when it ran out)")
+    tolerance = f"a {fmt_pct(tolerances.pop())} change" if one else "a change of its tolerance"
+    return (
+        f"{UNGATED}{n} benchmark{'s' * (n != 1)} went ungated: this runner's noise hides "
+        f"{tolerance} in {them} (the smallest slowdown {'each' if n != 1 else 'it'} could "
+        f"catch: {shown}). To gate {them}: {'; or '.join(help_)}"
+    )
+
+
+def merged_warnings(warnings: Sequence[str], results: Sequence[BenchmarkResult]) -> list[str]:
+    """A split run's warnings: the shards' own, less their lines of what their runner
+    could not see, and that line once for the whole run."""
+    out = [w for w in warnings if not w.startswith(UNGATED)]
+    line = undetectable(results)
+    return [*out, line] if line else out
+
+
+def _threaded_cpu(r: BenchmarkResult) -> bool:
+    """A model on the CPU whose library ran it on several intra-op threads (0: the
+    library's default, one per core) and whose count the plugin can set (an ONNX Runtime
+    session the test built keeps its own options)."""
+    env = r.env
+    cpu = env.get("device_type") == "cpu" or env.get("provider") == "CPUExecutionProvider"
+    threads = env.get("num_threads", env.get("intra_op_threads"))
+    own_session = r.backend_info.get("source") == "session"
+    return cpu and threads is not None and threads != 1 and not own_session
+
+
 def accepted_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     """Each accepted regression, who accepted it and why (the terminal's; the Markdown
     report has its own section)."""
@@ -150,9 +231,9 @@ def run_warnings(
     if moved:
         out.append(moved)
     out += list(dict.fromkeys(session))
-    missing = no_baseline(results)
-    if missing:
-        out.append(missing)
+    for line in (no_baseline(results), undetectable(results)):
+        if line:
+            out.append(line)
     for r in sorted(results, key=lambda r: r.key):
         out += [f"{short_name(r)}: {w}" for w in dict.fromkeys(r.warnings)]
     return out
