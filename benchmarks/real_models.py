@@ -310,6 +310,10 @@ def main() -> None:
                     print(f"rep {rep} {variant}: no JSON (exit {code})", file=sys.stderr)
                     continue
                 tally.add(doc, rep)
+                # What the run said of the benchmarks its noise left ungated (once, or not).
+                for line in doc.get("warnings") or []:
+                    if line.startswith("nothing to do for this run"):
+                        print(f"rep {rep} {variant}: said: {line}", file=sys.stderr)
                 print(
                     f"rep {rep}/{args.reps} {variant}: plain {plain:.0f} s, compare {took:.0f} s "
                     f"({took / plain:.2f}x), exit {code} ({time.time() - started:.0f} s)",
