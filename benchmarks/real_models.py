@@ -42,6 +42,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from decision_quality import MODES, Neighbour, commit_repo, git, process_pairs, pytest_run
 
+from pytest_infperf.report.notices import UNGATED
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SLOWDOWN = Path(__file__).resolve().parent / "slowdown_conftest.py"
 NAMES = ("regression", "improvement", "unchanged", "no-regression", "inconclusive")
@@ -312,7 +314,7 @@ def main() -> None:
                 tally.add(doc, rep)
                 # What the run said of the benchmarks its noise left ungated (once, or not).
                 for line in doc.get("warnings") or []:
-                    if line.startswith("nothing to do for this run"):
+                    if line.startswith(UNGATED):
                         print(f"rep {rep} {variant}: said: {line}", file=sys.stderr)
                 print(
                     f"rep {rep}/{args.reps} {variant}: plain {plain:.0f} s, compare {took:.0f} s "

@@ -27,7 +27,7 @@ from ..core.fsutil import lock_dir
 from ..core.options import BenchOptions
 from ..core.results import BenchmarkResult, WorkProfile
 from ..stats.descriptive import summarize, throughput
-from . import gpu
+from . import environment, gpu
 from . import profile as _profile
 from .backends import Prepared, find_nan, runs_on_gpu
 from .timing import Measurement, Warm, measure, recalibrate, warm_up
@@ -318,7 +318,7 @@ def _threads_hint(env: Any, stats: dict[str, Any], asked: int | None) -> str | N
     where the user did not choose the count."""
     if asked is not None or stats.get("noise") != "severe" or runs_on_gpu(env):
         return None
-    n = env.get("num_threads", env.get("intra_op_threads"))
+    n = environment.intra_op_threads(env)
     if n is None or n == 1:
         return None
     many = "its default" if n == 0 else f"{n}"

@@ -19,6 +19,7 @@ import platform
 import re
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,14 @@ def collect(with_gpu: bool = True) -> dict[str, Any]:
         "hard": hard,
         "soft": soft,
     }
+
+
+def intra_op_threads(env: Mapping[str, Any]) -> int | None:
+    """A benchmark's intra-op thread count as its own environment records it (torch's
+    ``num_threads``, ONNX Runtime's ``intra_op_threads``; 0: the library's default, one per
+    core); None where neither library says (a plain callable)."""
+    n = env.get("num_threads", env.get("intra_op_threads"))
+    return None if n is None else int(n)
 
 
 def diff(current: dict[str, Any], baseline: dict[str, Any]) -> dict[str, list[Any]]:

@@ -105,11 +105,6 @@ def cannot_guard(c: Comparison) -> bool:
     return c.detectable is not None and c.detectable > 2.0 * c.threshold
 
 
-def fmt_pct(fraction: float) -> str:
-    """A tolerance as a percentage, ``5%``, ``2.5%``: no rounding that changes it."""
-    return f"{fraction * 100:.3g}%"
-
-
 def fmt_catch(c: Comparison | None) -> str:
     """The slowdown the comparison would have caught (80% power), ``>= +7%``; a trailing
     ``!`` when it cannot guard the tolerance (:func:`cannot_guard`)."""

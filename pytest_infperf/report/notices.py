@@ -19,7 +19,8 @@ from typing import Any
 
 from ..core.names import CompareMode
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
-from .fmt import cannot_guard, fmt_pct, short_name
+from ..measure import environment
+from .fmt import cannot_guard, fmt_level, short_name
 from .messages import accepted_line
 
 #: The order verdicts are counted in, in every summary.
@@ -154,7 +155,7 @@ def undetectable(results: Sequence[BenchmarkResult]) -> str | None:
     one = len(tolerances) == 1
 
     def caught(r: BenchmarkResult, c: Comparison) -> str:
-        own = "" if one else f" (tolerance {fmt_pct(c.threshold)})"
+        own = "" if one else f" (tolerance {fmt_level(c.threshold)})"
         return f"{short_name(r)}{own} >= {c.detectable or 0.0:+.0%}"
 
     more = n - NAMED
@@ -174,7 +175,7 @@ def undetectable(results: Sequence[BenchmarkResult]) -> str | None:
     k = sum(c.reason is Reason.BUDGET for _, c in blind)
     if k:
         help_.append(f"a larger --perf-budget ({k} of {n} were still measuring when it ran out)")
-    tolerance = f"a {fmt_pct(tolerances.pop())} change" if one else "a change of its tolerance"
+    tolerance = f"a {fmt_level(tolerances.pop())} change" if one else "a change of its tolerance"
     return (
         f"{UNGATED}{n} benchmark{'s' * (n != 1)} went ungated: this runner's noise hides "
         f"{tolerance} in {them} (the smallest slowdown {'each' if n != 1 else 'it'} could "
@@ -196,7 +197,7 @@ def _threaded_cpu(r: BenchmarkResult) -> bool:
     session the test built keeps its own options)."""
     env = r.env
     cpu = env.get("device_type") == "cpu" or env.get("provider") == "CPUExecutionProvider"
-    threads = env.get("num_threads", env.get("intra_op_threads"))
+    threads = environment.intra_op_threads(env)
     own_session = r.backend_info.get("source") == "session"
     return cpu and threads is not None and threads != 1 and not own_session
 
