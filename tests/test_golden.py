@@ -247,7 +247,7 @@ def test_tolerances_are_said_as_they_are_set() -> None:
     line = notices.undetectable([row("test_a", 0.025)])
     assert line is not None and "hides a 2.5% change" in line
     line = notices.undetectable([row("test_a", 0.025), row("test_b", 0.1)])
-    assert line is not None and "a change of its tolerance" in line
+    assert line is not None and "hides a change of its tolerance in them" in line
     assert "test_a (tolerance 2.5%) >= +30%" in line and "test_b (tolerance 10%)" in line
 
 
@@ -257,6 +257,21 @@ def test_what_many_benchmarks_could_not_see_is_one_line() -> None:
     [line] = [w for w in notices.run_warnings(results, None) if "ungated" in w]
     assert "7 benchmarks went ungated" in line and "and 2 more" in line
     assert "test_4 >= +30%" in line and "test_5" not in line
+    # Said of many: them, each, the names apart; every remedy that applies, in turn.
+    results[0].env.update(CPU4)
+    line = notices.undetectable(results[:5])
+    assert line is not None and " more" not in line  # five named: none left to count
+    assert "test_4 >= +30% and 1 more)" in str(notices.undetectable(results[:6]))
+    assert (
+        "5 benchmarks went ungated: this runner's noise hides a 5% change in them (the smallest "
+        "slowdown each could catch: test_models.py::test_0 >= +30%, test_models.py::test_1 "
+        ">= +30%, " in line
+    )
+    assert line.endswith(
+        "To gate them: one intra-op thread where a CPU model runs on several "
+        "(infperf_intra_op_threads = 1, then save a new baseline); or a runner with no other "
+        "jobs on its CPUs"
+    )
 
 
 def test_a_split_run_says_what_it_could_not_see_once() -> None:
@@ -267,6 +282,9 @@ def test_a_split_run_says_what_it_could_not_see_once() -> None:
     merged = notices.merged_warnings(shards, [a, b])
     assert merged[0] == "W" and len(merged) == 2
     assert "2 benchmarks went ungated" in merged[1] and "test_b >= +30%" in merged[1]
+    # Nothing ungated in the whole run: the shards' lines go, and none comes back.
+    decided = _result("test_c", 1e-3, _c(Verdict.UNCHANGED, 1.0, 0.99, 1.01))
+    assert notices.merged_warnings(shards, [decided]) == ["W"]
 
 
 def test_drift_is_said_only_where_a_verdict_rests_on_the_stored_pass() -> None:
