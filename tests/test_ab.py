@@ -67,7 +67,8 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     verdicts = {b["key"].split("::", 1)[1]: b["comparison"] for b in doc["benchmarks"]}
     slowed = verdicts["test_slowed"]
     assert slowed["verdict"] == "regression" and slowed["mode"] == "ab"
-    assert 1.2 < slowed["ratio"] < 1.4 and slowed["details"]["quads"] >= 16
+    # Each pair takes four quads at least (more where a new pair costs more: judge/plan.py).
+    assert 1.2 < slowed["ratio"] < 1.4 and slowed["details"]["quads"] >= 8
     # a regression needs two head/base process pairs at least, pooled
     assert slowed["unit"] == "process pairs" and slowed["n"] == slowed["process_pairs"] >= 2
     assert slowed["detectable"] > 0.05
@@ -85,7 +86,7 @@ def test_ab_flags_the_slowed_test_only(repo: pytest.Pytester, validate: object) 
     pairs = bench["extra"]["ab"]["pairs"]
     assert bench["extra"]["base_samples"] and len(pairs) == slowed["process_pairs"]
     assert pairs[0]["head_process"] == "this process" and pairs[1]["head_process"] == "head1"
-    assert all(len(p["quads"]["median"]) >= 8 for p in pairs)
+    assert all(len(p["quads"]["median"]) >= 4 for p in pairs)
     # what each pair cost besides its quads, and whether its workers were started for it
     assert all(p["ready_seconds"] > 0 and isinstance(p["started_workers"], bool) for p in pairs)
     every = [

@@ -239,6 +239,64 @@ def test_a_pair_stops_at_four_quads_once_earlier_pairs_spread_wide() -> None:
     assert plan.more_quads(noisy, seconds=0.5)  # its own error is large even so
 
 
+# A pair of quads with an sd of about 4% (n* = sigma / tau x sqrt(c_pair / c_quad), tau the
+# 2% floor): at 0.1 s a quad, a new pair that costs 0.1 s is cheaper than a fifth quad
+# (n* = 2), one that costs 10 s is not (n* = 20); the rule before the cost was weighed
+# (no cost given) takes eight quads; fewer than four never stop; a pair whose earlier
+# pairs spread wide (tau 7%) stops sooner.
+_Q4 = [0.04, -0.03, 0.05, -0.04]
+
+
+@pytest.mark.parametrize(
+    ("quads", "seconds", "next_pair_s", "more"),
+    [
+        (_Q4, 0.4, None, True),  # no cost given: the rule before, eight quads
+        (_Q4, 0.4, 0.1, False),  # a new pair is cheap: four quads are enough
+        (_Q4, 0.4, 10.0, True),  # a new pair costs 25 quads: n* 20
+        (_Q4 * 5, 2.0, 10.0, False),  # 20 quads past the pair's time: ends, whatever n*
+        (_Q4[:3], 0.3, 0.0, True),  # under slow_quads, whatever the cost
+        ([0.001, -0.001, 0.001, -0.001], 0.4, 1.0, False),  # own spread tiny: n* under 1
+        ([0.2, -0.15, 0.25, -0.1], 0.4, 0.1, True),  # own spread 20%: n* 10
+        (_Q4, 0.0, 0.1, True),  # no time measured: no quad cost to weigh
+    ],
+)
+def test_a_pair_takes_the_quads_a_new_pairs_cost_warrants(
+    quads: list[float], seconds: float, next_pair_s: float | None, more: bool
+) -> None:
+    plan = PairedPlan(0.05, 0.05, ("median",))
+    if next_pair_s is not None:
+        plan.pair_ready(next_pair_s / 2)
+        plan.pair_ready(next_pair_s)  # the costliest pair so far is the guess
+        plan.pair_ready(next_pair_s / 3)
+    assert plan.more_quads({"median": quads}, seconds) is more
+
+
+def test_the_cost_rule_weighs_every_metric_and_the_spread_seen() -> None:
+    """A generation stops only when both metrics have their n*; a wide spread between the
+    earlier pairs (tau 7%, not the 2% floor) lowers n* (11 -> 3 for a quad sd of 10%) and
+    stops a pair whose own error alone would have kept it going."""
+    told, untold = (
+        PairedPlan(0.05, 0.05, ("ttft", "tpot")),
+        PairedPlan(0.05, 0.05, ("ttft", "tpot")),
+    )
+    told.pair_ready(1.0)
+    quiet = [0.001, -0.001, 0.001, -0.001]
+    assert told.more_quads({"ttft": quiet, "tpot": _Q4}, 0.4)
+    assert not told.more_quads({"ttft": quiet, "tpot": quiet}, 0.4)
+    noisy = {"ttft": [0.1, -0.08, 0.12, -0.05], "tpot": quiet}
+    told = PairedPlan(0.05, 0.05, ("ttft", "tpot"))
+    told.pair_ready(0.5)
+    assert told.more_quads(noisy, 0.4)
+    apart = {
+        m: [PairSummary(-0.05, 0.01, 8, 0, False), PairSummary(0.05, 0.01, 8, 0, False)]
+        for m in ("ttft", "tpot")
+    }
+    told.look(apart)
+    untold.look(apart)
+    assert untold.more_quads(noisy, 0.4)  # its own error is large next to the spread
+    assert not told.more_quads(noisy, 0.4)
+
+
 def test_pairs_that_agree_by_chance_do_not_make_a_claim_alone() -> None:
     """Two pairs at +9% and +8.5% with small own errors: the floor-based bound (2%) clears
     1.05, but two pairs cannot show a between-process sd of 5%, so the claim is also held

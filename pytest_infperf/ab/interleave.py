@@ -374,6 +374,7 @@ def _paired(
     watch = _watcher(gpu_at, controller, judge.policy.gpu_throttle)
     started = time.perf_counter()
     _memory.before_timed()
+    plan.pair_ready(ready_s)  # a first benchmark's includes the base worker's start
     runs = [
         interleave(controller.base, local, warm.block, per_sample, plan, watch=watch(), cpu=cpu)
     ]
@@ -477,6 +478,7 @@ def _worker_pair(
     asked = time.perf_counter()
     started = pair.begin(call.nodeid, call.name)
     ready_s = time.perf_counter() - asked
+    plan.pair_ready(ready_s)
     device = None
     try:
         run = interleave(

@@ -173,6 +173,13 @@ class PairedPlan:
         #: Per metric, the between-process sd the pairs so far showed (DerSimonian-Laird,
         #: from two pairs on): a pair's own error need not go far below it.
         self._spread: dict[str, float] = {}
+        #: What a process pair costs besides its quads (None: not told).
+        self._pair_s: float | None = None
+
+    def pair_ready(self, seconds: float) -> None:
+        """A process pair of this comparison took ``seconds`` to be ready, besides its
+        quads: the next one is guessed to cost the most any did (more quads, never fewer)."""
+        self._pair_s = max(self._pair_s or 0.0, seconds)
 
     def more_quads(
         self,
@@ -183,7 +190,9 @@ class PairedPlan:
         """Whether the current process pair should take another quad. ``gpu``: the pair's
         GPU blocks so far and the larger side's share of them set aside: a pair past the
         share limit stops (its verdict is withheld), and quads set aside count towards the
-        pair's time but not its quads, so a pair on a shared GPU ends by its time."""
+        pair's time but not its quads, so a pair on a shared GPU ends by its time. Once
+        told what a pair costs (:meth:`pair_ready`), a pair also ends at
+        :func:`cheapest_quads`, where a new pair is the cheaper way on."""
         d = self.design
         metrics = self.quad_metrics
         n = min(len(quads[m]) for m in metrics)
@@ -198,10 +207,17 @@ class PairedPlan:
                 return False
         target = {m: max(d.tau_floor, self._spread.get(m, 0.0)) for m in metrics}
         wide = any(t > d.tau_floor for t in target.values())
-        if n < d.slow_quads or (n < d.min_quads and not wide and seconds < 2 * d.pair_seconds):
+        if n < d.slow_quads:
             return True
         if n >= d.max_quads or (n >= d.min_quads and seconds >= d.pair_seconds):
             return False
+        pair_s = self._pair_s
+        if pair_s is not None and seconds > 0:
+            at = {m: cheapest_quads(quads[m], target[m], seconds / n, pair_s) for m in metrics}
+            if all(n >= q for q in at.values()):
+                return False
+        if n < d.min_quads and not wide and seconds < 2 * d.pair_seconds:
+            return True
         # Enough quads for this pair's time: more only while its own error is large next
         # to the between-process sd (the floor, or what earlier pairs showed).
         return any(_pool.summarize_pair(quads[m]).se > target[m] / 2.0 for m in metrics)
@@ -359,6 +375,21 @@ class PairedPlan:
         reach_regression = _NORMAL.cdf((est.estimate - limit - z * se_end) / spread)
         reach_pass = _NORMAL.cdf((limit - z * se_end - est.estimate) / spread)
         return max(reach_regression, reach_pass) < d.futility
+
+
+def cheapest_quads(quads: Sequence[float], tau: float, quad_s: float, pair_s: float) -> float:
+    """The quads a process pair takes in the cheapest allocation, given its quads so far,
+    the between-process sd ``tau``, a quad's seconds and a pair's seconds besides its quads.
+    A pair's variance is tau^2 + sigma^2 / n at a cost of pair_s + n quad_s, so the time to
+    a given pooled error is least at n* = (sigma / tau) sqrt(pair_s / quad_s), the classic
+    two-stage allocation. Where the model is ready in a fraction of a second, a pair of
+    four quads decides in less time than one of eight; where it takes seconds, n* is past
+    what the pair's time allows, and that ends it. ``python benchmarks/pair_allocation.py``
+    (this machine's quads, spreads and costs per family, through the plan's own looks)
+    chose it (docs/MEASURED.md, "Quads a pair, by what a new pair costs")."""
+    n = len(quads)
+    sigma = _pool.summarize_pair(quads).se * math.sqrt(n)
+    return sigma / tau * math.sqrt(max(pair_s, 0.0) / quad_s)
 
 
 def _holm_rejected(p_values: Mapping[str, float], alpha: float) -> set[str]:
