@@ -128,9 +128,10 @@ def no_baseline(results: Sequence[BenchmarkResult]) -> str | None:
 #: a multiplicity control, a drift guard or a throttled GPU, which say their own).
 NOISE = (Reason.INTERVAL_WIDE, Reason.FUTILITY, Reason.BUDGET)
 
-#: How :func:`undetectable`'s line starts: a split run's shards each say their own, and the
-#: merge says the run's once (:func:`merged_warnings`).
-UNGATED = "nothing to do for this run, but "
+#: How :func:`undetectable`'s line starts: whether to act on it (not on this change: it
+#: fails nothing, in a run that failed for other tests too); a split run's shards each say
+#: their own, and the merge says the run's once (:func:`merged_warnings`).
+UNGATED = "not a failure, but "
 
 
 def undetectable(results: Sequence[BenchmarkResult]) -> str | None:
