@@ -9,12 +9,15 @@ quad's contrast, the pair's seconds and the seconds its sides took to be ready. 
 (the test function) and judged metric it measures:
 
 - the quads' own spread (a quad contrast's sd within a pair, pooled over pairs), and the
-  quads themselves, centred per pair: the simulation redraws them, heavy tails included;
+  quads themselves, centred per pair: a simulated pair replays one real pair's quads in
+  their order from a random start, so heavy tails, busy spells and the dependence between
+  neighbouring quads stay (quiet and loaded runs apart: pass the runs of one condition);
 - the between-process sd (each benchmark's pair means about their own mean, less what the
   pairs' own errors explain), the floor where no benchmark had two pairs;
 - a quad's cost (a pair's seconds over its quads) and a pair's fixed cost besides its
-  quads: the first pair's (this process against the base worker) and a later pair's (two
-  workers already running, the model prepared again in each).
+  quads, as the JSON records them: the first pair's (this process against the base
+  worker) and a later pair's (two workers already running, the model prepared again in
+  each); a simulated pair draws one of the family's and tells the plan, as the plugin does.
 
 Then it runs the real sequential rule (``judge.plan.PairedPlan``: its looks, its futility,
 its pair cap) on comparisons drawn from those figures, with the quads per pair set by each
@@ -25,8 +28,10 @@ told the cost: a pair's quads by its time and own error alone), ``n* alone`` (``
 well as down, whatever the pair's time) and fixed counts. Each row: identical code (A/A),
 a slowdown of exactly the threshold (+5%) and +10%, the verdicts and the mean seconds a
 comparison took (fresh plan each). Not modelled: a worker pair's start (a session's first
-pair of workers, several seconds, paid once per session, not per benchmark), and the
-correlation of a generation's two metrics (drawn apart here).
+pair of workers, several seconds, paid once per session, not per benchmark), what a pair
+costs besides readiness and quads (its profiled passes, parking the workers), and that
+400 comparisons bound a rare error only to about 1% (the run-level guard aims at 0.05% a
+test). A generation's two metrics replay the same real pair's quads.
 """
 
 from __future__ import annotations
@@ -73,8 +78,9 @@ class Family:
     def __init__(self, name: str) -> None:
         self.name = name
         self.metrics: set[str] = set()
-        #: Per metric, every quad contrast less its pair's mean.
-        self.residuals: dict[str, list[float]] = collections.defaultdict(list)
+        #: Per metric, each pair's quad contrasts less their mean, in order, scaled back to
+        #: the quads' own spread (centring shrinks it by (n - 1) / n).
+        self.residuals: dict[str, list[list[float]]] = collections.defaultdict(list)
         self.pair_vars: dict[str, list[float]] = collections.defaultdict(list)
         #: Per metric, per benchmark run, its pairs' summaries.
         self.groups: dict[str, list[list[_pool.PairSummary]]] = collections.defaultdict(list)
@@ -98,7 +104,8 @@ class Family:
             for m, q in quads.items():
                 self.metrics.add(m)
                 mean = statistics.fmean(q)
-                self.residuals[m] += [v - mean for v in q]
+                scale = math.sqrt(len(q) / (len(q) - 1))
+                self.residuals[m].append([(v - mean) * scale for v in q])
                 self.pair_vars[m].append(statistics.variance(q))
                 per_metric[m].append(_pool.summarize_pair(q))
         for m, summaries in per_metric.items():
@@ -157,7 +164,10 @@ class Cost(PairedPlan):
             return False
         pair_s = self._pair_s or 0.0
         tau = {m: max(self.floor(m), self._spread.get(m, 0.0)) for m in quads}
-        return any(n < cheapest_quads(q, tau[m], seconds / n, pair_s) for m, q in quads.items())
+        reach = self._reach_var
+        return any(
+            n < cheapest_quads(q, tau[m], seconds / n, pair_s, reach) for m, q in quads.items()
+        )
 
 
 def load(paths: Sequence[Path]) -> dict[str, Family]:
@@ -182,28 +192,34 @@ def simulate(
     rng: np.random.Generator,
 ) -> Outcome:
     """One comparison: its verdict (the worst metric's), seconds and process pairs."""
-    quad_s, first_s, later_s = fam.costs()
-    pools = {m: np.asarray(fam.residuals[m]) for m in plan.quad_metrics}
+    quad_s = fam.costs()[0]
+    metrics = plan.quad_metrics
     summaries: dict[str, list[_pool.PairSummary]] = {m: [] for m in plan.metrics}
     seconds = 0.0
     quad_count = 0
     while True:
         k = len(summaries[plan.metrics[0]])
-        seconds += first_s if k == 0 else later_s
-        offsets = {m: rng.normal(0.0, taus[m]) for m in plan.quad_metrics}
-        quads: dict[str, list[float]] = {m: [] for m in plan.quad_metrics}
-        # What the plugin guesses the next pair costs: pair 1 its own readiness, later
-        # ones a worker pair's.
-        plan.pair_ready(first_s if k == 0 else later_s)
+        # A readiness the family's pairs took (pair 1's, or a reused worker pair's), told to
+        # the plan as the plugin tells it.
+        ready = fam.first_ready if k == 0 else fam.later_ready or fam.first_ready
+        ready_s = float(rng.choice(ready)) if ready else 0.0
+        seconds += ready_s
+        plan.pair_ready(ready_s)
+        offsets = {m: rng.normal(0.0, taus[m]) for m in metrics}
+        # The quads of one real pair, in their order from a random start (cycled): a busy
+        # spell and the dependence between neighbouring quads stay within the pair.
+        source = int(rng.integers(len(fam.residuals[metrics[0]])))
+        start = int(rng.integers(1 << 30))
+        quads: dict[str, list[float]] = {m: [] for m in metrics}
         while True:
-            for m in plan.quad_metrics:
-                quads[m].append(effect + offsets[m] + float(rng.choice(pools[m])))
-            elapsed = quad_s * len(quads[plan.quad_metrics[0]])
-            if not plan.more_quads(quads, elapsed):
+            for m in metrics:
+                real = fam.residuals[m][source % len(fam.residuals[m])]
+                quads[m].append(effect + offsets[m] + real[(start + len(quads[m])) % len(real)])
+            if not plan.more_quads(quads, quad_s * len(quads[metrics[0]])):
                 break
-        seconds += quad_s * len(quads[plan.quad_metrics[0]])
-        quad_count += len(quads[plan.quad_metrics[0]])
-        for m in plan.quad_metrics:
+        seconds += quad_s * len(quads[metrics[0]])
+        quad_count += len(quads[metrics[0]])
+        for m in metrics:
             summaries[m].append(_pool.summarize_pair(quads[m]))
         look = plan.look(summaries)
         if look.stop:

@@ -252,12 +252,15 @@ _Q4 = [0.04, -0.03, 0.05, -0.04]
     [
         (_Q4, 0.4, None, True),  # no cost given: the rule before, eight quads
         (_Q4, 0.4, 0.1, False),  # a new pair is cheap: four quads are enough
-        (_Q4, 0.4, 10.0, True),  # a new pair costs 25 quads: n* 20
+        (_Q4, 0.4, 10.0, True),  # a new pair costs 100 quads: n* about 23
         (_Q4 * 5, 2.0, 10.0, False),  # 20 quads past the pair's time: ends, whatever n*
         (_Q4[:3], 0.3, 0.0, True),  # under slow_quads, whatever the cost
         ([0.001, -0.001, 0.001, -0.001], 0.4, 1.0, False),  # own spread tiny: n* under 1
         ([0.2, -0.15, 0.25, -0.1], 0.4, 0.1, True),  # own spread 20%: n* 10
         (_Q4, 0.0, 0.1, True),  # no time measured: no quad cost to weigh
+        # A quad sd of 9%: n* 3.3 at a cheap new pair, but six pairs of 4 quads could not
+        # pool to the error that catches +10%: it goes on (to 8).
+        ([0.08, -0.08, 0.08, -0.08], 0.4, 0.05, True),
     ],
 )
 def test_a_pair_takes_the_quads_a_new_pairs_cost_warrants(

@@ -379,8 +379,7 @@ def _paired(
         interleave(controller.base, local, warm.block, per_sample, plan, watch=watch(), cpu=cpu)
     ]
     memory = _memory.after_timed()
-    # What one call does on each side, profiled after the first pair's blocks, never
-    # before them (a pass must not change what the blocks time), both sides still warm.
+    # Each side profiled after pair 1's blocks, warm (a pass must not change what they time).
     if head_work is None and opts.profile != "off":
         head_work = call.profile(warm.per_call_s)
     base_work = controller.base.profile(opts.profile, warm.per_call_s)
@@ -388,6 +387,7 @@ def _paired(
     if device is not None:  # judged beside the quads' metrics, from the passes (no look yet)
         metrics = (*metrics, "gpu_time")
         plan = judge.plan(opts, metrics)
+        plan.pair_ready(ready_s)
     runs[0].ready_s, runs[0].started, runs[0].device = ready_s, fresh, device
     controller.base.finish_call()
     summaries: dict[str, list[_pool.PairSummary]] = {m: [] for m in metrics}
