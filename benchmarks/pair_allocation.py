@@ -9,9 +9,10 @@ quad's contrast, the pair's seconds and the seconds its sides took to be ready. 
 (the test function) and judged metric it measures:
 
 - the quads' own spread (a quad contrast's sd within a pair, pooled over pairs), and the
-  quads themselves, centred per pair: a simulated pair replays one real pair's quads in
-  their order from a random start, so heavy tails, busy spells and the dependence between
-  neighbouring quads stay (quiet and loaded runs apart: pass the runs of one condition);
+  quads themselves, centred per pair: a simulated pair is made of runs of two neighbouring
+  real quads, each from a random real pair, so heavy tails, busy spells and the
+  dependence between neighbours stay (quiet and loaded runs apart: pass the runs of one
+  condition);
 - the between-process sd (each benchmark's pair means about their own mean, less what the
   pairs' own errors explain), the floor where no benchmark had two pairs;
 - a quad's cost (a pair's seconds over its quads) and a pair's fixed cost besides its
@@ -55,6 +56,8 @@ from pytest_infperf.judge.plan import Design, PairedPlan, cheapest_quads
 from pytest_infperf.stats import pooled as _pool
 
 PASSED = (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
+#: Neighbouring real quads replayed together.
+BLOCK = 2
 COLUMNS = (
     "allocation",
     "A/A passed",
@@ -206,15 +209,20 @@ def simulate(
         seconds += ready_s
         plan.pair_ready(ready_s)
         offsets = {m: rng.normal(0.0, taus[m]) for m in metrics}
-        # The quads of one real pair, in their order from a random start (cycled): a busy
-        # spell and the dependence between neighbouring quads stay within the pair.
-        source = int(rng.integers(len(fam.residuals[metrics[0]])))
-        start = int(rng.integers(1 << 30))
+        # Runs of two neighbouring real quads, each from a random pair at a random place
+        # (never wrapping): busy spells and the dependence between neighbours stay, and a
+        # replayed pair never sums its centred quads back to exactly nothing.
         quads: dict[str, list[float]] = {m: [] for m in metrics}
+        block: list[tuple[int, int]] = []
         while True:
+            if not block:
+                source = int(rng.integers(len(fam.residuals[metrics[0]])))
+                size = len(fam.residuals[metrics[0]][source])
+                start = int(rng.integers(max(1, size - BLOCK + 1)))
+                block = [(source, min(start + i, size - 1)) for i in range(BLOCK)]
+            source, at = block.pop(0)
             for m in metrics:
-                real = fam.residuals[m][source % len(fam.residuals[m])]
-                quads[m].append(effect + offsets[m] + real[(start + len(quads[m])) % len(real)])
+                quads[m].append(effect + offsets[m] + fam.residuals[m][source][at])
             if not plan.more_quads(quads, quad_s * len(quads[metrics[0]])):
                 break
         seconds += quad_s * len(quads[metrics[0]])

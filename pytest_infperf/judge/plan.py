@@ -180,7 +180,8 @@ class PairedPlan:
         self._pair_s: float | None = None
         #: ``max_pairs`` times the squared pooled error at which the last look (any look past
         #: it: ``_z(99)``) still catches twice the tolerance with 80% power (cheapest_quads).
-        se_end = math.log1p(threshold / (1 + threshold)) / (self._z(99) + _NORMAL.inv_cdf(0.8))
+        z_end = self._z(99, alpha / len(metrics)) + _NORMAL.inv_cdf(0.8)  # Holm's first step
+        se_end = math.log1p(threshold / (1 + threshold)) / z_end
         self._reach_var = self.design.max_pairs * se_end**2
 
     def pair_ready(self, seconds: float) -> None:
@@ -395,15 +396,16 @@ def cheapest_quads(
     chose it (docs/MEASURED.md, "Quads a pair, by what a new pair costs"). Never fewer
     than the pair cap allows: ``max_pairs`` pairs of n quads pool to a variance of (tau^2 +
     sigma^2 / n) / max_pairs, which must stay within ``reach_var / max_pairs`` (the cap's
-    pairs must still be able to catch twice the tolerance): without it, four-quad pairs of
-    a noisy ONNX Runtime MLP (quad sd 11%) caught +10% 76% of the time, not 89%."""
+    pairs must still be able to catch twice the tolerance); past that reach no pair length
+    is enough, and the pair's time decides. Even so, a noisy ONNX Runtime MLP (quad sd 11%)
+    caught +10% 88% of the time, not 98% (its quiet first quads end a pair early)."""
     n = len(quads)
     sigma = _pool.summarize_pair(quads).se * math.sqrt(n)
     if tau <= 0 or quad_s <= 0 or not math.isfinite(sigma):
         return math.inf  # nothing to weigh: the pair's time and own error decide
     room = reach_var - tau**2
-    # Past the reach of any pair length the spread between processes decides, not quads.
-    reach = sigma**2 / room if room > 0 else 0.0
+    # Past the reach of any pair length the cap binds harder still: the pair's time decides.
+    reach = sigma**2 / room if room > 0 else math.inf
     return max(sigma / tau * math.sqrt(max(pair_s, 0.0) / quad_s), reach)
 
 
