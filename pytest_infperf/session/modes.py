@@ -430,8 +430,9 @@ class Stored(Plain):
 def _remeasure(
     judge: Judge, context: RunContext, call: BenchCall, result: BenchmarkResult, first: Comparison
 ) -> Comparison:
-    """Fresh samples against the stored baseline, until the verdict changes or the
-    ``remeasure`` budget is spent; Holm over the flagged benchmarks."""
+    """Fresh samples against the stored baseline, until the verdict is neither a
+    regression nor inconclusive or the ``remeasure`` budget is spent; the judge holds a
+    regression on them over the run's family (:meth:`Judge.remeasured`)."""
     from ..core.results import Verdict
     from ..judge.observation import Observation
 
