@@ -169,7 +169,8 @@ class Cost(PairedPlan):
         tau = {m: max(self.floor(m), self._spread.get(m, 0.0)) for m in quads}
         reach = self._reach_var
         return any(
-            n < cheapest_quads(q, tau[m], seconds / n, pair_s, reach) for m, q in quads.items()
+            n < cheapest_quads(_pool.summarize_pair(q), tau[m], seconds / n, pair_s, reach)
+            for m, q in quads.items()
         )
 
 

@@ -178,9 +178,9 @@ class PairedPlan:
         self._spread: dict[str, float] = {}
         #: What a process pair costs besides its quads (None: not told).
         self._pair_s: float | None = None
-        #: ``max_pairs`` times the squared pooled error at which the last look (any look past
-        #: it: ``_z(99)``) still catches twice the tolerance with 80% power (cheapest_quads).
-        z_end = self._z(99, alpha / len(metrics)) + _NORMAL.inv_cdf(0.8)  # Holm's first step
+        #: ``max_pairs`` times the squared pooled error at which the last look (at Holm's
+        #: first step) still catches twice the tolerance with 80% power (cheapest_quads).
+        z_end = self._z(self.design.max_pairs, alpha / len(metrics)) + _NORMAL.inv_cdf(0.8)
         se_end = math.log1p(threshold / (1 + threshold)) / z_end
         self._reach_var = self.design.max_pairs * se_end**2
 
@@ -217,20 +217,20 @@ class PairedPlan:
             return True
         if n >= d.max_quads or (n >= d.min_quads and seconds >= d.pair_seconds):
             return False
+        own = {m: _pool.summarize_pair(quads[m]) for m in metrics}
         if self._pair_s is not None and seconds > 0:
             costs = (seconds / n, self._pair_s, self._reach_var)
-            if all(n >= cheapest_quads(quads[m], target[m], *costs) for m in metrics):
+            if all(n >= cheapest_quads(own[m], target[m], *costs) for m in metrics):
                 return False
         if n < d.min_quads and not wide and seconds < 2 * d.pair_seconds:
             return True
         # Enough quads for this pair's time: more only while its own error is large next
         # to the between-process sd (the floor, or what earlier pairs showed).
-        return any(_pool.summarize_pair(quads[m]).se > target[m] / 2.0 for m in metrics)
+        return any(own[m].se > target[m] / 2.0 for m in metrics)
 
     def floor(self, metric: str) -> float:
         """The between-process sd assumed at least for ``metric``."""
-        d = self.design
-        return d.device_tau_floor if metric in PROFILED else d.tau_floor
+        return self.design.device_tau_floor if metric in PROFILED else self.design.tau_floor
 
     def net_of_waits(
         self, metric: str, blocks: Sequence[tuple[Sequence[float], Mapping[str, Sequence[float]]]]
@@ -383,10 +383,11 @@ class PairedPlan:
 
 
 def cheapest_quads(
-    quads: Sequence[float], tau: float, quad_s: float, pair_s: float, reach_var: float
+    own: _pool.PairSummary, tau: float, quad_s: float, pair_s: float, reach_var: float
 ) -> float:
-    """The quads a process pair takes in the cheapest allocation, given its quads so far,
-    the between-process sd ``tau``, a quad's seconds and a pair's seconds besides its quads.
+    """The quads a process pair takes in the cheapest allocation, given its quads so far
+    (``own``, summarised), the between-process sd ``tau``, a quad's seconds and a pair's
+    seconds besides its quads.
     A pair's variance is tau^2 + sigma^2 / n at a cost of pair_s + n quad_s, so the time to
     a given pooled error is least at n* = (sigma / tau) sqrt(pair_s / quad_s), the classic
     two-stage allocation. Where the model is ready in a fraction of a second, a pair of
@@ -399,8 +400,7 @@ def cheapest_quads(
     pairs must still be able to catch twice the tolerance); past that reach no pair length
     is enough, and the pair's time decides. Even so, a noisy ONNX Runtime MLP (quad sd 11%)
     caught +10% 88% of the time, not 98% (its quiet first quads end a pair early)."""
-    n = len(quads)
-    sigma = _pool.summarize_pair(quads).se * math.sqrt(n)
+    sigma = own.se * math.sqrt(own.n)
     if tau <= 0 or quad_s <= 0 or not math.isfinite(sigma):
         return math.inf  # nothing to weigh: the pair's time and own error decide
     room = reach_var - tau**2
