@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_infperf.core.fsutil import (
@@ -216,6 +216,7 @@ PATHS = _paths(VALID)[1:]
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(PATHS), json_values, st.booleans())
+@example(("benchmarks", 1, "stats", "n"), 0.0, False)  # JSON Schema took 0.0 for an integer
 def test_loader_on_mutated_documents(path: tuple[Any, ...], value: Any, delete: bool) -> None:
     doc = copy.deepcopy(VALID)
     parent = doc

@@ -63,7 +63,13 @@ def _validator() -> Any:
         (defs["series"]["properties"], "samples"),
     ):
         props[field] = {"type": "array"}
-    return jsonschema.Draft202012Validator(schema)
+    # JSON Schema counts 0.0 as an integer; a count written as a float is not one this
+    # plugin wrote, and a reader would then index or range over a float.
+    base = jsonschema.Draft202012Validator
+    ints = base.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    return jsonschema.validators.extend(base, type_checker=ints)(schema)
 
 
 def _first_bad(values: list[Any], strict: bool) -> tuple[int, str] | None:
