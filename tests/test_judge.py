@@ -3,6 +3,7 @@ caused (each reproduced through a real pytest run where it showed there)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -307,6 +308,50 @@ def test_an_unconfirmed_remeasure_keeps_what_the_comparison_said() -> None:
     assert c.verdict is Verdict.INCONCLUSIVE
     assert c.note.startswith("regression on fresh samples not confirmed")
     assert c.note.endswith("; baseline from a summary")
+
+
+R, IM, U = Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED
+NOREG, IN = Verdict.NO_REGRESSION, Verdict.INCONCLUSIVE
+
+
+def _c(verdict: Verdict, *bounds: float, p_value: float | None = None) -> Comparison:
+    ratio, low, high = bounds
+    return Comparison(verdict, ratio=ratio, ci_low=low, ci_high=high, p_value=p_value)
+
+
+# (id, the stored verdict, the run's perf tests, the verdict held over them at 0.01)
+HELD: list[tuple[str, Comparison, int, Verdict]] = [
+    ("regression, p x 20 under the run's", _c(R, 1.3, 1.2, 1.4, p_value=0.0004), 20, R),
+    ("regression, p x 20 past it", _c(R, 1.1, 1.06, 1.2, p_value=0.001), 20, IN),
+    ("regression, alone in its run", _c(R, 1.1, 1.06, 1.2, p_value=0.005), 1, R),
+    ("regression, alone, p past the run's", _c(R, 1.1, 1.06, 1.2, p_value=0.02), 1, IN),
+    ("regression without a p (memory)", _c(R, 1.5, 1.5, 1.5), 20, R),
+    ("improvement far past it", _c(IM, 0.75, 0.70, 0.80), 20, IM),
+    ("improvement near the bound", _c(IM, 0.92, 0.90, 0.94), 20, NOREG),
+    ("improvement, wide at alpha / 20", _c(IM, 0.7, 0.5, 0.94), 20, IN),
+    ("improvement, alone in its run", _c(IM, 0.92, 0.90, 0.94), 1, IM),
+    ("improvement without a spread (memory)", _c(IM, 0.5, 0.5, 0.5), 20, IM),
+    ("unchanged stays", _c(U, 1.0, 0.99, 1.01, p_value=1e-9), 20, U),
+]
+
+
+@pytest.mark.parametrize(
+    ("stored", "family", "held"), [r[1:] for r in HELD], ids=[r[0] for r in HELD]
+)
+def test_a_claim_holds_over_the_run_or_says_why(
+    stored: Comparison, family: int, held: Verdict
+) -> None:
+    from pytest_infperf.judge.judge import held_over
+
+    stored = dataclasses.replace(stored, alpha=0.05, threshold=0.05)
+    c = held_over(stored, family, 0.01)  # the run's alpha
+    assert c.verdict is held
+    assert (c.reason is Reason.MULTIPLICITY) == (held is not stored.verdict)
+    if held is not stored.verdict:
+        assert f"not confirmed at 0.01 over the run's {family} perf tests" in (c.note or "")
+    if stored.p_value is not None:
+        assert c.family_size == family and c.holm_p == min(1.0, stored.p_value * family)
+    assert held_over(c, family, 0.01) == c  # held once or twice: the same
 
 
 def test_strict_env_and_budget_are_the_gates_in_every_mode() -> None:

@@ -304,12 +304,12 @@ def _remeasured_regression(p: float, family: int) -> dict[str, Any]:
 def test_the_merged_run_holds_a_shards_regression_to_the_whole_family(
     compared: tuple[Path, str], tmp_path: Path
 ) -> None:
-    """p 0.02 over a shard's 2 perf tests is a regression (0.04 <= 0.05); over the run's 6
-    it is not (0.12): the merged run, in any order, does not fail where the unsplit rule
-    would not."""
+    """p 0.004 over a shard's 2 perf tests is a regression (0.008 <= 0.01, the run's alpha);
+    over the run's 6 it is not (0.024): the merged run, in any order, does not fail where
+    the unsplit rule would not."""
     root, _ = compared
     one = json.loads((root / "shard1.json").read_text())
-    one["benchmarks"][0]["comparison"] = _remeasured_regression(0.02, 2)
+    one["benchmarks"][0]["comparison"] = _remeasured_regression(0.004, 2)
     (tmp_path / "one.json").write_text(json.dumps(one))
     for name in ("shard2.json", "shard3.json"):
         (tmp_path / name).write_text((root / name).read_text())
@@ -335,11 +335,11 @@ def test_the_merged_run_holds_a_shards_regression_to_the_whole_family(
 
 def test_rejudge_only_ever_withdraws_a_claim() -> None:
     # Re-measured: Bonferroni over the run's family, by the judge's own rule.
-    c = Comparison.from_json(_remeasured_regression(0.02, 2))
+    c = Comparison.from_json(_remeasured_regression(0.004, 2))
     assert rejudge(c, 2, 0.01) == dataclasses.replace(c)  # the same family: unchanged
     held = rejudge(c, 3, 0.01)
     assert held.verdict is Verdict.INCONCLUSIVE and held.reason is Reason.MULTIPLICITY
-    assert held.family_size == 3 and held.holm_p == pytest.approx(0.06)
+    assert held.family_size == 3 and held.holm_p == pytest.approx(0.012)
     accepted = dataclasses.replace(c, verdict=Verdict.ACCEPTED, accepted_by={"pattern": "*"})
     assert rejudge(accepted, 3, 0.01).accepted_by is None
     assert rejudge(Comparison.from_json(_remeasured_regression(0.001, 2)), 6, 0.01).verdict is (
@@ -473,7 +473,7 @@ def test_a_withdrawn_regression_is_gated_on_its_work_as_the_unsplit_run(
     entry = one["benchmarks"][0]
     work = {"flops": [1e6, 2e6], "change": 1.0, "measure": "FLOPs", "increase": 1.0}
     entry["comparison"] = {
-        **_remeasured_regression(0.02, 2),
+        **_remeasured_regression(0.004, 2),
         "work": {**work, "increase_measure": "FLOPs"},
     }
     entry["options"] = {**entry["options"], "max_work_increase": 0.5}

@@ -139,6 +139,7 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("a results file: regression", Facts(commit=False, stored=REG), Step.REMEASURE, "file"),
     ("metric p90: improvement", Facts(metric="p90", stored=IMP), REMEASURE, "metric=p90"),
     ("metric memory: regression stands", Facts(metric="memory", stored=REG), Step.STAND, "memory"),
+    ("gpu_time: improvement stands", Facts(metric="gpu_time", settle="off", stored=IMP), STAND, ""),
     ("remeasure=0: regression stands", Facts(settle="off", remeasure=0, stored=REG), STAND, ""),
     ("remeasure=0: undecided stands", Facts(commit=False, remeasure=0, stored=UND), STAND, "file"),
     ("worker broke: regression", Facts(unsettled=FAIL, stored=REG), Step.REMEASURE, FAIL),

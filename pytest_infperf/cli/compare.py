@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.results import Origin, Verdict
     from ..judge import work
     from ..judge.device import work_of
-    from ..judge.judge import Judge, Policy
+    from ..judge.judge import Judge, Policy, held_over
     from ..measure import environment
     from ..report.markdown import render
     from ..report.notices import undetectable
@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
     base_commit = (base.get("commit") or {}).get("sha")
     origin = Origin(CompareMode.STORED, base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
-    # No re-measuring here (stored documents only), so no Holm family. The drift guard
+    # No re-measuring here (stored documents only): each claim is held over the compared
+    # benchmarks as one pass (Bonferroni), as the plugin holds a fresh pass. The drift guard
     # reads the two runs' own probes: how the machine moved between them, not since. A run
     # without probes (a plain run) cannot say it moved, so no change is claimed from it.
     judge = Judge(Policy(unreferenced=True))
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     for r in results:
         entry = base_entries.get(r.key)
         c = judge.stored(r, entry, opts, origin, env_diff)
+        c = held_over(c, len(results), judge.policy.run_alpha)
         r.comparison = work.attach(c, r.work, None if entry is None else work_of(entry))
         if failures := gate.apply(r):
             failed[r.key] = failures

@@ -284,8 +284,8 @@ class BenchOptions:
     remeasure: int = _option(
         1,
         _int(0),
-        "where settling cannot happen, re-measure a benchmark judged regression or "
-        "inconclusive this many times",
+        "where settling cannot happen, re-measure a benchmark judged regression, "
+        "improvement or inconclusive this many times",
         expert=True,
     )
     max_work_increase: float | None = _option(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 from ..core.names import CompareMode, Metric
@@ -247,25 +248,11 @@ class Judge:
 
     def remeasured(self, first: Comparison, last: Comparison) -> Comparison:
         """The verdict on fresh samples after a flagged first pass, which it replaces. The
-        first pass only screens; the fresh samples are what is tested, and a regression
-        must hold at alpha / (the run's collected perf tests): Bonferroni over the whole
-        family, which is known before any test runs."""
+        first pass only screens; the fresh samples are what is tested, and a claim must
+        hold at run_alpha / (the run's collected perf tests): Bonferroni over the whole
+        family, which is known before any test runs (:func:`held_over`)."""
         c = dataclasses.replace(last, remeasured=True, first_pass=_summary(first))
-        if c.p_value is None:
-            return c
-        adjusted = min(1.0, c.p_value * self.family)
-        c = dataclasses.replace(c, family_size=self.family, holm_p=adjusted)
-        if c.verdict is Verdict.REGRESSION and adjusted > c.alpha:
-            note = (
-                f"regression on fresh samples not confirmed at alpha over the run's "
-                f"{self.family} perf tests (Bonferroni-adjusted p {adjusted:.2g})"
-            )
-            # Keep what the comparison said already (a compact baseline's summary note).
-            note = f"{note}; {c.note}" if c.note else note
-            c = dataclasses.replace(
-                c, verdict=Verdict.INCONCLUSIVE, reason=Reason.MULTIPLICITY, note=note
-            )
-        return c
+        return held_over(c, self.family, self.policy.run_alpha, "on fresh samples ")
 
     def interleaved(
         self,
@@ -315,9 +302,12 @@ class Judge:
             ab, decided_by=CompareMode.AB, stored_pass=_summary(stored), settled_because=because
         )
 
-    def unsettled(self, stored: Comparison, why: str) -> Comparison:
-        """The stored verdict stands, because settling could not happen (``why``)."""
-        return dataclasses.replace(stored, not_settled=why)
+    def unsettled(self, stored: Comparison, why: str | None) -> Comparison:
+        """The stored verdict stands (settling could not happen: ``why``), a claim held over
+        the run's perf tests as a fresh pass's is."""
+        claims = stored.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+        c = held_over(stored, self.family, self.policy.run_alpha) if claims else stored
+        return dataclasses.replace(c, not_settled=why) if why else c
 
     def no_base_run(
         self, opts: BenchOptions, origin: Origin, current: float | None, error: str | None
@@ -605,6 +595,39 @@ def _holm_parts(parts: Mapping[str, Comparison], alpha: float) -> dict[str, Comp
                 c, verdict=Verdict.INCONCLUSIVE, reason=Reason.MULTIPLICITY, note=note
             )
     return out
+
+
+def held_over(c: Comparison, family: int, level: float, on: str = "") -> Comparison:
+    """A stored verdict's claim held over a run's ``family`` of perf tests at the run's
+    ``level`` (its ``run_alpha``: the chance that a run in which nothing changed fails at
+    all), Bonferroni: a regression by its p, an improvement by its interval taken at
+    level / family (the normal approximation of the rank interval). At each test's own
+    alpha, a run of many noisy benchmarks of identical code would claim something in many
+    runs. A regression that does not hold is ``inconclusive``; an improvement, what the
+    wider interval says (``no-regression``: not slower, not shown faster)."""
+    family = max(1, family)
+    adjusted = None if c.p_value is None else min(1.0, c.p_value * family)
+    if adjusted is not None:
+        c = dataclasses.replace(c, family_size=family, holm_p=adjusted)
+    if c.verdict is Verdict.REGRESSION and adjusted is not None and adjusted > level:
+        verdict, why = Verdict.INCONCLUSIVE, f"Bonferroni-adjusted p {adjusted:.2g}"
+    elif c.verdict is Verdict.IMPROVEMENT and c.ci_low and c.ci_high:
+        se = _pool.se_from_interval(c.ci_low, c.ci_high, c.alpha)
+        mid = math.log(c.ci_low * c.ci_high) / 2.0
+        z = NormalDist().inv_cdf(1.0 - level / family) * se
+        low, high = math.exp(mid - z), math.exp(mid + z)
+        verdict, why = _cmp.classify(low, high, c.threshold), f"[{low:.3f}, {high:.3f}]"
+        if verdict is Verdict.IMPROVEMENT:
+            return c
+    else:
+        return c
+    note = (
+        f"{c.verdict.value} {on}not confirmed at {level:g} over the run's {family} perf tests "
+        f"({why})"
+    )
+    # Keep what the comparison said already (a compact baseline's summary note).
+    note = f"{note}; {c.note}" if c.note else note
+    return dataclasses.replace(c, verdict=verdict, reason=Reason.MULTIPLICITY, note=note)
 
 
 def _detectable_stored(c: Comparison) -> float | None:

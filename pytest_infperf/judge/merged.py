@@ -28,7 +28,7 @@ from typing import Any
 from ..core.names import CompareMode
 from ..core.options import BenchOptions
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
-from .judge import Judge, compared_nothing
+from .judge import Judge, Policy, compared_nothing
 from .plan import PairedPlan
 from .work import more_work
 
@@ -42,7 +42,7 @@ def rejudge(c: Comparison, family: int, run_alpha: float) -> Comparison:
     ``multiplicity``), without the failure message or the acceptance it had."""
     family = max(1, family)
     if c.remeasured and c.family_size is not None and c.p_value is not None:
-        return _bonferroni(c, family)
+        return _bonferroni(c, family, run_alpha)
     if c.evidence and c.p_value is not None and c.verdict in _CLAIMED:
         return _quiet(c, family, run_alpha)
     if c.parts:
@@ -53,11 +53,11 @@ def rejudge(c: Comparison, family: int, run_alpha: float) -> Comparison:
     return _unclaimed(c, f"a regression by its interval, not claimed: {why}")
 
 
-def _bonferroni(c: Comparison, family: int) -> Comparison:
+def _bonferroni(c: Comparison, family: int, run_alpha: float) -> Comparison:
     """A re-measured verdict: the judge's own rule, over the run's family."""
     claimed = dataclasses.replace(c, verdict=Verdict.REGRESSION) if c.verdict in _CLAIMED else c
     first = c.first_pass if c.first_pass is not None else c
-    again = Judge(family=family).remeasured(first, claimed)
+    again = Judge(Policy(run_alpha=run_alpha), family=family).remeasured(first, claimed)
     if c.verdict in _CLAIMED and again.verdict is not Verdict.REGRESSION:
         return dataclasses.replace(again, message=None, accepted_by=None)
     return dataclasses.replace(c, family_size=again.family_size, holm_p=again.holm_p)

@@ -237,8 +237,9 @@ def after_stored(f: Facts) -> Decision:
 def _remeasurable(f: Facts) -> bool:
     """Whether fresh samples can re-measure the verdict: not where the benchmark allows
     no fresh pass (``remeasure=0``), nor for its peak memory, which fresh samples of the
-    same call repeat rather than re-measure."""
-    return f.remeasure > 0 and f.metric != "memory"
+    same call repeat rather than re-measure, nor for its device time, which comes from the
+    profiled pass fresh samples do not repeat (they would judge the same figures again)."""
+    return f.remeasure > 0 and f.metric not in ("memory", "gpu_time")
 
 
 def _cut(f: Facts) -> str:

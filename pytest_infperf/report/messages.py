@@ -210,7 +210,9 @@ def _decided_line(c: Comparison) -> str:
         )
     if c.decided_by == "ab":
         return f"decided by: interleaving in this job{pairs}"
-    confirmed = ", confirmed on fresh samples" if c.remeasured else ""
+    held = c.first_pass is not None and c.first_pass.verdict is c.verdict
+    confirmed = (", confirmed" if held else ", measured again") + " on fresh samples"
+    confirmed = confirmed if c.remeasured else ""
     unsettled = f" (not settled in this job: {c.not_settled})" if c.not_settled else ""
     return f"decided by: the stored baseline{confirmed}{unsettled}"
 

@@ -371,7 +371,7 @@ class Stored(Plain):
             if self._controller is not None:  # settling's workers rest while it re-measures
                 early.quiet_workers(self._controller)
             c = _remeasure(judge, self.context, call, result, c)
-        return judge.unsettled(c, d.reason) if d.reason else c
+        return judge.unsettled(c, d.reason)
 
     def _settle(
         self, call: BenchCall, result: BenchmarkResult, stored: Comparison, d: policy.Decision
