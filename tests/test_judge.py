@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -314,9 +315,14 @@ R, IM, U = Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED
 NOREG, IN = Verdict.NO_REGRESSION, Verdict.INCONCLUSIVE
 
 
-def _c(verdict: Verdict, *bounds: float, p_value: float | None = None) -> Comparison:
+def _c(verdict: Verdict, *bounds: float, p_value: float | None = None, **kw: Any) -> Comparison:
     ratio, low, high = bounds
-    return Comparison(verdict, ratio=ratio, ci_low=low, ci_high=high, p_value=p_value)
+    return Comparison(verdict, ratio=ratio, ci_low=low, ci_high=high, p_value=p_value, **kw)
+
+
+_TTFT = _c(Verdict.REGRESSION, 1.3, 1.2, 1.4, p_value=0.004, metric="ttft")
+_TPOT = _c(Verdict.REGRESSION, 1.2, 1.15, 1.25, p_value=1e-8, metric="tpot")
+GENERATION = dataclasses.replace(_TTFT, parts={"ttft": _TTFT, "tpot": _TPOT})
 
 
 # (id, the stored verdict, the run's perf tests, the verdict held over them at 0.01)
@@ -332,6 +338,18 @@ HELD: list[tuple[str, Comparison, int, Verdict]] = [
     ("improvement, alone in its run", _c(IM, 0.92, 0.90, 0.94), 1, IM),
     ("improvement without a spread (memory)", _c(IM, 0.5, 0.5, 0.5), 20, IM),
     ("unchanged stays", _c(U, 1.0, 0.99, 1.01, p_value=1e-9), 20, U),
+    # the rank test's own p of an improvement decides it, ties or not
+    ("improvement by its p", _c(IM, 0.75, 0.7, 0.8, details={"p_faster": 1e-5}), 20, IM),
+    ("improvement, p x 20 past", _c(IM, 0.85, 0.8, 0.9, details={"p_faster": 0.003}), 20, NOREG),
+    ("improvement, tied units", _c(IM, 0.75, 0.75, 0.75, details={"p_faster": 0.004}), 20, NOREG),
+    # throughput: higher is better (a latency of [0.80, 0.85] per item)
+    ("throughput improvement", _c(IM, 1.21, 1.176, 1.25, metric="throughput"), 20, IM),
+    ("throughput improvement, near", _c(IM, 1.08, 1.06, 1.10, metric="throughput"), 20, NOREG),
+    # a tail's bootstrap p is at least 1/2001: its interval decides, however many tests
+    ("p99 regression, far", _c(R, 1.35, 1.3, 1.4, p_value=1 / 2001, metric="p99"), 50, R),
+    ("p99 regression, near", _c(R, 1.13, 1.06, 1.2, p_value=1 / 2001, metric="p99"), 20, IN),
+    # a generation: each metric held over the run and its metrics, then the worst again
+    ("generation, one part holds", GENERATION, 20, R),
 ]
 
 
@@ -346,12 +364,28 @@ def test_a_claim_holds_over_the_run_or_says_why(
     stored = dataclasses.replace(stored, alpha=0.05, threshold=0.05)
     c = held_over(stored, family, 0.01)  # the run's alpha
     assert c.verdict is held
+    if stored.parts:  # the part that held is the headline; the other says why not
+        assert c.metric == "tpot" and c.parts is not None
+        assert c.parts["ttft"].verdict is IN and "20 perf tests and 2 metrics" in str(
+            c.parts["ttft"].note
+        )
+        return
     assert (c.reason is Reason.MULTIPLICITY) == (held is not stored.verdict)
     if held is not stored.verdict:
         assert f"not confirmed at 0.01 over the run's {family} perf tests" in (c.note or "")
     if stored.p_value is not None:
         assert c.family_size == family and c.holm_p == min(1.0, stored.p_value * family)
     assert held_over(c, family, 0.01) == c  # held once or twice: the same
+
+
+def test_a_faster_rank_verdict_carries_its_own_p() -> None:
+    from pytest_infperf.stats.ranks import compare_latency
+
+    base = [1e-3 * (1 + 0.01 * (i % 7)) for i in range(40)]
+    e = compare_latency([0.8 * x for x in base], base, 0.05, 0.05)
+    assert e.verdict is Verdict.IMPROVEMENT and 0 < e.details["p_faster"] < 1e-3  # 10 units a side
+    same = compare_latency(base, base, 0.05, 0.05)
+    assert "p_faster" not in same.details
 
 
 def test_strict_env_and_budget_are_the_gates_in_every_mode() -> None:

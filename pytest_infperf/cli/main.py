@@ -384,7 +384,8 @@ def _add_reading(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
             default=spec.default,
             # The table's words name pytest's flags; here the command's own are meant.
             help=spec.describe().replace(
-                "; see --perf-run-alpha for the run as a whole", ", for each benchmark alone"
+                "; see --perf-run-alpha for the run as a whole",
+                ", for each benchmark; a claim also holds over all those compared at 0.01",
             ),
         )
     cmp.add_argument("--markdown", help="also write a Markdown report here")

@@ -305,7 +305,8 @@ class Judge:
     def unsettled(self, stored: Comparison, why: str | None) -> Comparison:
         """The stored verdict stands (settling could not happen: ``why``), a claim held over
         the run's perf tests as a fresh pass's is."""
-        claims = stored.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+        said = {stored.verdict, *(p.verdict for p in (stored.parts or {}).values())}
+        claims = not stored.remeasured and bool(said & _CLAIMS)  # a fresh pass is held
         c = held_over(stored, self.family, self.policy.run_alpha) if claims else stored
         return dataclasses.replace(c, not_settled=why) if why else c
 
@@ -597,37 +598,48 @@ def _holm_parts(parts: Mapping[str, Comparison], alpha: float) -> dict[str, Comp
     return out
 
 
-def held_over(c: Comparison, family: int, level: float, on: str = "") -> Comparison:
-    """A stored verdict's claim held over a run's ``family`` of perf tests at the run's
-    ``level`` (its ``run_alpha``: the chance that a run in which nothing changed fails at
-    all), Bonferroni: a regression by its p, an improvement by its interval taken at
-    level / family (the normal approximation of the rank interval). At each test's own
-    alpha, a run of many noisy benchmarks of identical code would claim something in many
-    runs. A regression that does not hold is ``inconclusive``; an improvement, what the
-    wider interval says (``no-regression``: not slower, not shown faster)."""
-    family = max(1, family)
-    adjusted = None if c.p_value is None else min(1.0, c.p_value * family)
-    if adjusted is not None:
-        c = dataclasses.replace(c, family_size=family, holm_p=adjusted)
-    if c.verdict is Verdict.REGRESSION and adjusted is not None and adjusted > level:
-        verdict, why = Verdict.INCONCLUSIVE, f"Bonferroni-adjusted p {adjusted:.2g}"
-    elif c.verdict is Verdict.IMPROVEMENT and c.ci_low and c.ci_high:
-        se = _pool.se_from_interval(c.ci_low, c.ci_high, c.alpha)
-        mid = math.log(c.ci_low * c.ci_high) / 2.0
-        z = NormalDist().inv_cdf(1.0 - level / family) * se
-        low, high = math.exp(mid - z), math.exp(mid + z)
-        verdict, why = _cmp.classify(low, high, c.threshold), f"[{low:.3f}, {high:.3f}]"
-        if verdict is Verdict.IMPROVEMENT:
-            return c
-    else:
+def held_over(c: Comparison, family: int, level: float, on: str = "", ways: int = 1) -> Comparison:
+    """A claim on stored samples held over the run's ``family`` perf tests (a part's: and
+    ``ways`` metrics) at ``level`` (run_alpha), Bonferroni, as many noisy benchmarks of
+    identical code claim something: by the claim's p where the rank test gave one, else
+    by its interval there (a tail's p is at least 1 / 2001)."""
+    if c.parts:
+        parts = {m: held_over(p, family, level, on, len(c.parts)) for m, p in c.parts.items()}
+        worst = min(parts.values(), key=lambda p: (_RANK[p.verdict], -(p.ratio or 0.0)))
+        return dataclasses.replace(c, **{f: getattr(worst, f) for f in _HEADLINE}, parts=parts)
+    n = max(1, family) * ways
+    if (adjusted := None if c.p_value is None else min(1.0, c.p_value * n)) is not None:
+        c = dataclasses.replace(c, family_size=max(1, family), holm_p=adjusted)
+    faster = (c.details or {}).get("p_faster") if c.verdict is Verdict.IMPROVEMENT else None
+    p = min(1.0, faster * n) if faster is not None else adjusted
+    by_p = (faster is not None or c.verdict is Verdict.REGRESSION) and c.metric not in TAILS
+    lo, hi = c.ci_low or 0.0, c.ci_high or 0.0
+    held = (p is None or p <= level) if by_p else not (lo > 0 and hi > 0)
+    if c.verdict not in _CLAIMS or held:
         return c
-    note = (
-        f"{c.verdict.value} {on}not confirmed at {level:g} over the run's {family} perf tests "
-        f"({why})"
-    )
-    # Keep what the comparison said already (a compact baseline's summary note).
-    note = f"{note}; {c.note}" if c.note else note
+    if by_p:
+        verdict = Verdict.INCONCLUSIVE if faster is None else Verdict.NO_REGRESSION
+        why = f"Bonferroni-adjusted p {p:.2g}"
+    else:
+        z = NormalDist().inv_cdf(1.0 - level / n) * _pool.se_from_interval(lo, hi, c.alpha)
+        low, high = (math.exp(math.log(lo * hi) / 2.0 + s * z) for s in (-1, 1))
+        # Throughput: higher is better, judged as the latency it inverts.
+        latency = (1 / high, 1 / low) if c.metric == "throughput" else (low, high)
+        verdict, why = _cmp.classify(*latency, c.threshold), f"[{low:.3f}, {high:.3f}]"
+        if verdict is c.verdict:
+            return c
+    of = f"{family} perf tests" + (f" and {ways} metrics" if ways > 1 else "")
+    note = f"{c.verdict.value} {on}not confirmed at {level:g} over the run's {of} ({why})"
+    note += f"; {c.note}" if c.note else ""  # what it said already (a compact baseline's)
     return dataclasses.replace(c, verdict=verdict, reason=Reason.MULTIPLICITY, note=note)
+
+
+_CLAIMS = {Verdict.REGRESSION, Verdict.IMPROVEMENT}
+TAILS = ("p90", "p99")
+#: What a combined comparison takes from its worst part (:meth:`Judge.combined`).
+_HEADLINE: tuple[str, ...] = ("verdict", "metric", "ratio", "ci_low", "ci_high", "ci_level")
+_HEADLINE += ("p_value", "current", "baseline", "n", "n_baseline", "unit", "reason", "note")
+_HEADLINE += ("family_size", "holm_p")
 
 
 def _detectable_stored(c: Comparison) -> float | None:
