@@ -7,10 +7,10 @@ Twenty benchmarks whose calls take 20 or 60 us at random (their medians cannot b
 down: most comparisons cannot guard the 5% tolerance), saved on ``main`` of a temporary
 repository, then compared with identical code on a branch: ``pytest --perf-compare=main
 --perf-settle=off`` (stored passes only, the drift guard at its default; ``--remeasure`` is
-the expert ``remeasure``, 0 for the first pass alone). Each repetition is a fresh repository. Prints per repetition
-the verdicts, and in all: the runs that claimed a regression or an improvement, the
-verdicts that did, and those a claim was withheld from over the run (reason
-``multiplicity``). Quiet runs only: nothing else should run.
+the expert ``remeasure``, 0 for the first pass alone). Each repetition is a fresh
+repository. Prints per repetition the verdicts, and in all: the runs that claimed a
+regression or an improvement, the verdicts that did, and those a claim was withheld from
+over the run (reason ``multiplicity``). Quiet runs only: nothing else should run.
 """
 
 from __future__ import annotations
