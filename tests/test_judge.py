@@ -378,6 +378,16 @@ def test_a_claim_holds_over_the_run_or_says_why(
     assert held_over(c, family, 0.01) == c  # held once or twice: the same
 
 
+def test_a_withheld_headline_stays_withheld_whatever_its_parts_claim() -> None:
+    from pytest_infperf.judge.judge import held_over
+
+    # A CUDA benchmark on a throttled GPU: the headline is withheld, its parts still claim.
+    parts = {"median": _TPOT, "gpu_time": dataclasses.replace(_TPOT, metric="gpu_time")}
+    withheld = Comparison(IN, reason=Reason.GPU_THROTTLED, parts=parts, note="throttled")
+    c = held_over(withheld, 20, 0.01)
+    assert c.verdict is IN and c.reason is Reason.GPU_THROTTLED and c.note == "throttled"
+
+
 def test_a_faster_rank_verdict_carries_its_own_p() -> None:
     from pytest_infperf.stats.ranks import compare_latency
 

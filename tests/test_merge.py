@@ -394,6 +394,14 @@ def test_rejudge_only_ever_withdraws_a_claim() -> None:
     assert rejudge(dataclasses.replace(ab, verdict=Verdict.INCONCLUSIVE), 1, 0.5).verdict is (
         Verdict.INCONCLUSIVE
     )
+    # A stored claim that stood unchecked (remeasure=0): held over the whole run as well.
+    stood = Comparison(
+        Verdict.REGRESSION, ratio=1.2, ci_low=1.1, ci_high=1.3, p_value=0.004,
+        family_size=2, holm_p=0.008, decided_by=CompareMode.STORED, message="FAILED ...",
+    )  # fmt: skip
+    assert rejudge(stood, 2, 0.01).verdict is Verdict.REGRESSION
+    held = rejudge(stood, 6, 0.01)
+    assert held.verdict is Verdict.INCONCLUSIVE and held.message is None
 
 
 # --- only complete shards; never more lenient than the unsplit run -----------------------

@@ -603,7 +603,7 @@ def held_over(c: Comparison, family: int, level: float, on: str = "", ways: int 
     ``ways`` metrics) at ``level`` (run_alpha), Bonferroni, as many noisy benchmarks of
     identical code claim something: by the claim's p where the rank test gave one, else
     by its interval there (a tail's p is at least 1 / 2001)."""
-    if c.parts:
+    if c.parts and c.verdict in _CLAIMS:  # a withheld headline stays withheld
         parts = {m: held_over(p, family, level, on, len(c.parts)) for m, p in c.parts.items()}
         worst = min(parts.values(), key=lambda p: (_RANK[p.verdict], -(p.ratio or 0.0)))
         return dataclasses.replace(c, **{f: getattr(worst, f) for f in _HEADLINE}, parts=parts)

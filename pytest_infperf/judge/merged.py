@@ -28,7 +28,7 @@ from typing import Any
 from ..core.names import CompareMode
 from ..core.options import BenchOptions
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
-from .judge import Judge, Policy, compared_nothing
+from .judge import Judge, Policy, compared_nothing, held_over
 from .plan import PairedPlan
 from .work import more_work
 
@@ -45,6 +45,10 @@ def rejudge(c: Comparison, family: int, run_alpha: float) -> Comparison:
         return _bonferroni(c, family, run_alpha)
     if c.evidence and c.p_value is not None and c.verdict in _CLAIMED:
         return _quiet(c, family, run_alpha)
+    if c.decided_by is not CompareMode.AB and c.family_size is not None:
+        held = held_over(c, family, run_alpha)  # a stored claim, held over the whole run
+        kept = held.verdict is c.verdict
+        return held if kept else dataclasses.replace(held, message=None, accepted_by=None)
     if c.parts:
         return _generation(c, family, run_alpha)
     why = _guard(c, family, run_alpha)
