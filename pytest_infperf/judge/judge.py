@@ -305,8 +305,7 @@ class Judge:
     def unsettled(self, stored: Comparison, why: str | None) -> Comparison:
         """The stored verdict stands (settling could not happen: ``why``), a claim held over
         the run's perf tests as a fresh pass's is."""
-        said = {stored.verdict, *(p.verdict for p in (stored.parts or {}).values())}
-        claims = not stored.remeasured and bool(said & _CLAIMS)  # a fresh pass is held
+        claims = not stored.remeasured and stored.verdict in _CLAIMS  # a fresh pass is held
         c = held_over(stored, self.family, self.policy.run_alpha) if claims else stored
         return dataclasses.replace(c, not_settled=why) if why else c
 

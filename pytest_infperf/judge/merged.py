@@ -3,8 +3,8 @@ against their own group of tests, judged again against the whole run.
 
 A shard of a pytest-split run collects only its group, so its run-level multiplicity
 control counted only that group's perf tests: the interleaved verdicts' run-level guard
-(``run_alpha / family``, :class:`~pytest_infperf.judge.plan.PairedPlan`) and the
-re-measured verdicts' Bonferroni (:meth:`~pytest_infperf.judge.judge.Judge.remeasured`).
+(``run_alpha / family``, :class:`~pytest_infperf.judge.plan.PairedPlan`) and the stored
+claims' Bonferroni (:func:`~pytest_infperf.judge.judge.held_over`).
 With N groups the run's chance of a false failure grew about N-fold. Here every claimed
 regression is held to the family of the whole run (the sum of the shards' families), by
 the same rule at the same look. A verdict can only lose its claim (become inconclusive):
@@ -28,7 +28,7 @@ from typing import Any
 from ..core.names import CompareMode
 from ..core.options import BenchOptions
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
-from .judge import Judge, Policy, compared_nothing, held_over
+from .judge import Judge, compared_nothing, held_over
 from .plan import PairedPlan
 from .work import more_work
 
@@ -41,30 +41,22 @@ def rejudge(c: Comparison, family: int, run_alpha: float) -> Comparison:
     claims a slowdown that does not hold at that family; then inconclusive (reason
     ``multiplicity``), without the failure message or the acceptance it had."""
     family = max(1, family)
-    if c.remeasured and c.family_size is not None and c.p_value is not None:
-        return _bonferroni(c, family, run_alpha)
     if c.evidence and c.p_value is not None and c.verdict in _CLAIMED:
         return _quiet(c, family, run_alpha)
     if c.decided_by is not CompareMode.AB and c.family_size is not None:
-        held = held_over(c, family, run_alpha)  # a stored claim, held over the whole run
-        kept = held.verdict is c.verdict
-        return held if kept else dataclasses.replace(held, message=None, accepted_by=None)
+        # A stored claim (a fresh pass's, or one that stood): the judge's rule, over the
+        # whole run; an accepted regression is held as the regression it is.
+        claim = dataclasses.replace(c, verdict=Verdict.REGRESSION) if c.verdict in _CLAIMED else c
+        held = held_over(claim, family, run_alpha, "on fresh samples " if c.remeasured else "")
+        if held.verdict is claim.verdict:
+            return dataclasses.replace(held, verdict=c.verdict)
+        return dataclasses.replace(held, message=None, accepted_by=None)
     if c.parts:
         return _generation(c, family, run_alpha)
     why = _guard(c, family, run_alpha)
     if why is None or c.verdict not in _CLAIMED:
         return c
     return _unclaimed(c, f"a regression by its interval, not claimed: {why}")
-
-
-def _bonferroni(c: Comparison, family: int, run_alpha: float) -> Comparison:
-    """A re-measured verdict: the judge's own rule, over the run's family."""
-    claimed = dataclasses.replace(c, verdict=Verdict.REGRESSION) if c.verdict in _CLAIMED else c
-    first = c.first_pass if c.first_pass is not None else c
-    again = Judge(Policy(run_alpha=run_alpha), family=family).remeasured(first, claimed)
-    if c.verdict in _CLAIMED and again.verdict is not Verdict.REGRESSION:
-        return dataclasses.replace(again, message=None, accepted_by=None)
-    return dataclasses.replace(c, family_size=again.family_size, holm_p=again.holm_p)
 
 
 def _quiet(c: Comparison, family: int, run_alpha: float) -> Comparison:

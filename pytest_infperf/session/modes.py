@@ -432,7 +432,7 @@ def _remeasure(
 ) -> Comparison:
     """Fresh samples against the stored baseline, until the verdict is neither a
     regression nor inconclusive or the ``remeasure`` budget is spent; the judge holds a
-    regression on them over the run's family (:meth:`Judge.remeasured`)."""
+    claim on them over the run's family (:meth:`Judge.remeasured`)."""
     from ..core.results import Verdict
     from ..judge.observation import Observation
 
