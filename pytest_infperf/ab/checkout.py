@@ -181,6 +181,9 @@ class Selection:
     layer: str = "{}"
     #: Seconds a worker may stay silent (infperf_expert's ``worker_timeout``: see WORKER_TIMEOUT_S).
     timeout: float = WORKER_TIMEOUT_S
+    #: What the head imports of its repository (:class:`~.imports.ImportMap` as JSON; ""
+    #: until the controller has looked): each worker imports the project from its checkout.
+    imports: str = ""
 
     def args_in(self, checkout: Checkout) -> list[str]:
         """The worker's pytest arguments in ``checkout``: paths and the ini file mapped

@@ -37,7 +37,7 @@ from ..core.options import generation_metrics
 from ..core.results import Comparison, Origin, WorkProfile
 from ..judge import work as _work
 from ..judge.device import gpu_withholds, host_bound_noted
-from ..judge.judge import Judge, no_clean_blocks
+from ..judge.judge import Judge, base_code_differs, no_clean_blocks
 from ..judge.plan import PROFILED, Look, PairedPlan
 from ..judge.policy import budget_stopped, next_pair
 from ..measure import cpuwait as _cpuwait
@@ -49,7 +49,8 @@ from ..measure.call import BenchCall, gpu_index
 from ..measure.timing import Warm, take_block
 from ..stats import pooled as _pool
 from . import protocol
-from .workers import ABController, ABError, BaseCall, Block
+from .controller import ABController
+from .workers import ABError, BaseCall, Block
 
 #: Target duration of one block of an interleaved run, on each side. A quad (A B B A) is
 #: four of them; the process pair, not the block, is the unit the verdict replicates, so
@@ -270,6 +271,9 @@ class PairedRun:
     memory: dict[str, Any]
     #: The head's work profile (this process's profiled pass; None: not profiled).
     work: WorkProfile | None = None
+    #: Where each side's project modules came from, and the base's environment where it
+    #: was not HEAD's as is (:meth:`ABController.proof`).
+    proof: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def head(self) -> list[float]:
@@ -288,6 +292,7 @@ class PairedRun:
     def record(self) -> dict[str, Any]:
         """What the JSON keeps of it: per process pair its quads and summary."""
         return {
+            **self.proof,
             "pairs": [
                 {
                     "head_process": run.head_process,
@@ -310,7 +315,7 @@ class PairedRun:
                     },
                 }
                 for run in self.runs
-            ]
+            ],
         }
 
 
@@ -322,6 +327,7 @@ def run_paired(
     warm_per_call_s: float | None = None,
     head_work: WorkProfile | None = None,
     budget: Budget | None = None,
+    witness: WorkProfile | None = None,
 ) -> PairedRun | BaseCall:
     """``call`` interleaved with the same call of the base commit, over as many process
     pairs as the judge's plan asks for: first this process (the head, its model prepared
@@ -331,17 +337,22 @@ def run_paired(
     stored pass, at this many seconds per call): only its block size is calibrated again;
     ``head_work``: its profiled pass then, reused. ``budget``: a process pair after the
     first starts only while the run's budget lasts (--perf-budget). Raises
-    :class:`ABError` when the base worker crashes; a worker pair that fails ends the
-    replication there, and says why. On any error the base worker's call is ended, never
-    left waiting mid-call."""
+    :class:`ABError` when the base worker crashes, and its :class:`ForeignCode` when a side
+    imported the project from somewhere other than its checkout; a worker pair that fails
+    ends the replication there, and says why. ``witness``: the work profile a stored
+    baseline of the base commit recorded for this call, which the base side's exact counts
+    must match. On any error the base worker's call is ended, never left waiting
+    mid-call."""
     asked = time.perf_counter()
     fresh = controller.base.launch()
-    ready = _both_ready(call, controller, warm_per_call_s)
-    if isinstance(ready, BaseCall):
-        return ready
     try:
+        ready = _both_ready(call, controller, warm_per_call_s)
+        if isinstance(ready, BaseCall):
+            return ready
         elapsed = time.perf_counter() - asked
-        return _paired(call, controller, judge, origin, ready, elapsed, fresh, head_work, budget)
+        return _paired(
+            call, controller, judge, origin, ready, elapsed, fresh, head_work, budget, witness
+        )
     except BaseException:
         # The head's model raised, or Ctrl-C: the base worker is inside the same call,
         # waiting for blocks. End its test so that the next benchmark finds it idle.
@@ -355,14 +366,15 @@ def _paired(
     controller: ABController,
     judge: Judge,
     origin: Origin,
-    ready: tuple[Warm, BaseCall],
+    ready: tuple[tuple[Warm, dict[str, str]], BaseCall],
     ready_s: float,
     fresh: bool,
     head_work: WorkProfile | None,
     budget: Budget | None,
+    witness: WorkProfile | None,
 ) -> PairedRun:
     """:func:`run_paired` once both sides are ready."""
-    warm, base = ready
+    (warm, here), base = ready
     opts = call.opts
     env_diff = environment.diff(call.prepared.env, base.env)
     gpu_at = gpu_index(call.prepared)
@@ -379,10 +391,7 @@ def _paired(
         interleave(controller.base, local, warm.block, per_sample, plan, watch=watch(), cpu=cpu)
     ]
     memory = _memory.after_timed()
-    # Each side profiled after pair 1's blocks, warm (a pass must not change what they time).
-    if head_work is None and opts.profile != "off":
-        head_work = call.profile(warm.per_call_s)
-    base_work = controller.base.profile(opts.profile, warm.per_call_s)
+    head_work, base_work = _profiles(call, controller, warm, head_work)
     device = _device_times(gpu_at, head_work, base_work)
     if device is not None:  # judged beside the quads' metrics, from the passes (no look yet)
         metrics = (*metrics, "gpu_time")
@@ -427,9 +436,20 @@ def _paired(
         )
     if gpu is not None:
         c = judge.gpu_checked(c, gpu)
-    c = _work.attach(c, head_work, base_work)
-    c = host_bound_noted(c, _share(head))
-    return PairedRun(c, runs, warm, memory, head_work)
+    c = host_bound_noted(_work.attach(c, head_work, base_work), _share(head))
+    if differs := _work.not_the_code_of(witness, base_work):
+        c = base_code_differs(c, differs)
+    return PairedRun(c, runs, warm, memory, head_work, controller.proof(len(runs), here))
+
+
+def _profiles(
+    call: BenchCall, controller: ABController, warm: Warm, head_work: WorkProfile | None
+) -> tuple[WorkProfile | None, WorkProfile | None]:
+    """Each side's profiled pass, after pair 1's blocks, warm (a pass must not change what
+    they time); the head's reused where it was just taken (``head_work``)."""
+    if head_work is None and call.opts.profile != "off":
+        head_work = call.profile(warm.per_call_s)
+    return head_work, controller.base.profile(call.opts.profile, warm.per_call_s)
 
 
 def _budget_spent(
@@ -511,7 +531,7 @@ def pinned_cpu(env: Mapping[str, Any], gpu_at: int | None, cpu: int | None) -> i
 
 def _both_ready(
     call: BenchCall, controller: ABController, warm_per_call_s: float | None
-) -> tuple[Warm, BaseCall] | BaseCall:
+) -> tuple[tuple[Warm, dict[str, str]], BaseCall] | BaseCall:
     """The head warmed (or only re-calibrated) here and the base worker's call ready, or the
     base side's answer when it has none. The base worker builds and warms its model while
     this process warms the head's, as a worker pair's two sides do (neither is timed): one
@@ -525,7 +545,8 @@ def _both_ready(
         warm = call.recalibrate(target, warm_per_call_s)
     base = controller.base.await_ready(call.name)
     controller.quiet()  # no worker of the session still collecting once blocks are timed
-    return (warm, base) if base.ready else base
+    # This process's model is built: where its project modules came from is known now.
+    return ((warm, controller.vouch_here()), base) if base.ready else base
 
 
 def _watcher(

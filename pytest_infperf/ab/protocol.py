@@ -16,7 +16,8 @@ worker answers with ``ev``s:
   (the profiled pass of the warm call, in ``mode``: counts or full) -> ``profiled``
   (``work``: the :class:`~pytest_infperf.core.results.WorkProfile` as JSON, or None), asked
   only of a worker whose ``collected`` listed ``"profile"`` in its ``features`` (a base
-  checkout's older worker does not know it);
+  checkout's older worker does not know it); every ``ready`` carries ``origins``, where
+  the project's modules in the worker came from (absent from an older worker's);
 - ``quit`` ends the worker; ``error`` reports a crash of the worker itself.
 """
 
@@ -44,6 +45,10 @@ LAYER_ENV = "INFPERF_AB_LAYER"
 #: Environment variable carrying the controller's PID: the worker ends when its parent is
 #: not that process any more (the controller is gone), even before it could look.
 PARENT_ENV = "INFPERF_AB_PARENT"
+#: Environment variable carrying what the head imports of its repository (JSON,
+#: :class:`~pytest_infperf.ab.imports.ImportMap`): the worker imports the project from its
+#: own checkout by it, and says in each ``ready`` where its project modules came from.
+IMPORTS_ENV = "INFPERF_AB_IMPORTS"
 #: Environment variable carrying the folder the worker works in: where the controller's
 #: pytest was invoked, mapped into the worker's checkout.
 CWD_ENV = "INFPERF_AB_CWD"
@@ -81,6 +86,10 @@ class Ready(TypedDict):
     block: int
     #: Seconds per call at warmup: the controller's first guess of a block's length.
     per_call_s: float
+    #: Where each of the project's modules this process imported came from (module ->
+    #: file; :class:`~pytest_infperf.ab.proof.Origins`), None where it was not told what
+    #: the project is.
+    origins: dict[str, str] | None
 
 
 class Done(TypedDict):

@@ -10,7 +10,7 @@ the default (the process ends at once): a runner that escalates is not held up b
 teardown, and what that leaves behind the next run prunes (``ab/checkout.prune``).
 
 Only while there is something to clean up: the handler is installed when the first
-:class:`~pytest_infperf.ab.workers.ABController` checks a commit out (:func:`hold`) and
+:class:`~pytest_infperf.ab.controller.ABController` checks a commit out (:func:`hold`) and
 removed when the last one closes (:func:`release`). A run that interleaves nothing keeps
 Python's default, as pytest-timeout installs its handler only where asked. A child a test
 forks (``multiprocessing``) inherits handlers: it is given the default back at once, so

@@ -38,7 +38,7 @@ from ..measure import heap, profile
 from ..measure.call import BenchCall, from_warm
 from ..measure.mode import mode_key
 from ..measure.timing import take_block
-from . import protocol
+from . import imports, proof, protocol
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -62,8 +62,11 @@ class ABWorkerPlugin:
         conn: Connection,
         options: Sequence[Sequence[str]] = (),
         layer: dict[str, Any] | None = None,
+        origins: proof.Origins | None = None,
     ) -> None:
         self.conn = conn
+        #: Where the project's modules came from, told with every ``ready``.
+        self.origins = origins
         #: The controller's run-wide benchmark options, which this side times with.
         self.layer = layer
         self.items: dict[str, pytest.Item] = {}
@@ -163,6 +166,7 @@ class ABWorkerPlugin:
             info=prepared.info,
             block=warm.block,
             per_call_s=warm.per_call_s,
+            origins=None if self.origins is None else self.origins.read(),
         )
         self.conn.send(ready)
         samples: list[float] = []
@@ -229,13 +233,18 @@ def main(argv: list[str] | None = None) -> int:
         conn = listener.accept()
     try:
         tree = Path(worktree)
-        extra = [str(tree / p) for p in pythonpath.split(os.pathsep) if p]
-        sys.path[:0] = [*extra, str(tree)]
+        told = imports.ImportMap.from_json(os.environ.pop(protocol.IMPORTS_ENV, ""))
+        if told is None:  # a controller that does not say what the project is
+            extra = [str(tree / p) for p in pythonpath.split(os.pathsep) if p]
+            sys.path[:0] = [*extra, str(tree)]
+        else:
+            imports.hold(told, tree)
         # Where pytest was invoked, in this checkout (a test may open paths relative to
         # it); the rootdir where that folder is not in this checkout.
         os.chdir(os.environ.pop(protocol.CWD_ENV, "") or rootdir)
         layer = served_layer(os.environ.pop(protocol.LAYER_ENV, ""))
-        plugin = ABWorkerPlugin(conn, options, layer)
+        origins = None if told is None else proof.Origins(told, tree)
+        plugin = ABWorkerPlugin(conn, options, layer, origins)
         # No xdist: this process serves one measurement at a time, in its own session.
         options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
         options.append("--no-header")

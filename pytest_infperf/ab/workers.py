@@ -1,38 +1,32 @@
-"""The A/B worker processes and checkouts: the base commit checked out as a git worktree,
-``python -m pytest_infperf.abworker`` processes running pytest in a checkout on demand, and
-the controller that starts them once per session and reuses them (see
-:mod:`pytest_infperf.ab.interleave` for what they measure and how).
+"""The A/B worker processes, as the controller sees them: ``python -m
+pytest_infperf.abworker`` processes running pytest in one checkout on demand, each spoken
+to over its own socket with a deadline on every reply, and a pair of them (base and head)
+that measure together. :mod:`~pytest_infperf.ab.controller` starts them once per session
+and reuses them; :mod:`~pytest_infperf.ab.interleave` says what they measure and how.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import itertools
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Client
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.results import WorkProfile
-from ..measure import gpu as _gpu
 from ..measure.profile import calls_for
-from . import protocol, sigterm
+from . import imports, proof, protocol
 from .checkout import Checkout, Selection
 from .lifecycle import IN_TEST, Event, IllegalTransition, Stage, advance
 from .procs import kill_group, socket_path
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 #: One block from a side: seconds per call of each sample, and the per-sample figures the
 #: sampler recorded besides (a generation's TTFT and TPOT; empty otherwise).
@@ -54,6 +48,12 @@ _OWN_GROUP: dict[str, Any] = (
 
 class ABError(Exception):
     """A worker side failed; the message carries its error."""
+
+
+class ForeignCode(ABError):
+    """A side imported the project's code from somewhere other than its own checkout (the
+    base from HEAD's, the head from a stale installed copy): nothing it measured compares
+    the two commits, so the test is not passed and nothing is kept."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +106,15 @@ class WorkerProcess:
         self._address: tuple[str, bytes] = ("", b"")
         self.serial = next(_SERIAL)
         self.log = checkout.tmp / f"{label}-{self.serial}-worker.log"
+        #: Where the project's modules in the process came from, at its last READY (None:
+        #: not told, by an older worker).
+        self.origins: dict[str, str] | None = None
+        #: A head worker: the base's checkout, which none of its modules may come from.
+        self.other: Path | None = None
+        #: The Python it runs, and what it is told of the project (a base worker of a
+        #: compiled project: where the environment built for the base installed it).
+        self.python = sys.executable
+        self.imports = selection.imports
 
     def launch(self) -> bool:
         """Start the process if it is not running, without waiting for it: a process pair's
@@ -154,11 +163,12 @@ class WorkerProcess:
         env[protocol.HEAP_ENV] = self.selection.heap
         env[protocol.LAYER_ENV] = self.selection.layer
         env[protocol.PARENT_ENV] = str(os.getpid())
+        env[protocol.IMPORTS_ENV] = self.imports
         rootdir = self.checkout.map(self.selection.rootdir)
         here = self.checkout.map(self.selection.invocation_dir or self.selection.rootdir)
         env[protocol.CWD_ENV] = str(here if here.is_dir() else rootdir)
         cmd = [
-            sys.executable,
+            self.python,
             "-m",
             "pytest_infperf.abworker",
             address,
@@ -362,6 +372,7 @@ class WorkerSide(WorkerProcess):
                 if message.get("name") == name:
                     self.per_call_s = float(message.get("per_call_s") or 0.0)
                     self._on(Event.READY)
+                    self._vouch(message.get("origins"))
                     return BaseCall("ready", dict(message.get("env") or {}), int(message["block"]))
                 self._send(op=protocol.SKIP)  # a call the other side does not make
                 self._on(Event.SKIP)
@@ -371,6 +382,26 @@ class WorkerSide(WorkerProcess):
                 if message.get("outcome") in ("failed", "error"):
                     return BaseCall("failed", error=str(message.get("longrepr") or "").strip())
                 return BaseCall("missing")
+
+    def _vouch(self, found: Any) -> None:
+        """Where the worker's project modules came from, checked for its side: raises
+        :class:`ForeignCode` (the worker left at its call, which the caller ends)."""
+        told = imports.ImportMap.from_json(self.imports)
+        if told is None or not isinstance(found, dict):
+            self.origins = None  # no project known, or an older worker: nothing to check
+            if told is not None and self.notice is not None:
+                self.notice(
+                    f"the {self.checkout.title}'s pytest-infperf is too old to prove which "
+                    "code its side ran (its origins are not in the JSON)"
+                )
+            return
+        self.origins = {str(k): str(v) for k, v in found.items()}
+        side = "head" if self.checkout.sha is None else "base"
+        other = None if self.other is None else str(self.other.resolve())
+        tree = str(self.checkout.root.resolve())
+        bad = proof.problems(side, self.origins, told, tree, other)
+        if bad:
+            raise ForeignCode(proof.explain(side, f"{self.label}, {self.checkout.title}", bad))
 
     def block(self, count: int, calls: int, cpu: int | None = None) -> Block:
         self._send(op=protocol.BLOCK, n=count, calls=calls, cpu=cpu)
@@ -471,175 +502,6 @@ class WorkerSide(WorkerProcess):
             with contextlib.suppress(OSError):
                 self.conn.send({"op": protocol.QUIT})
         self._on(Event.QUIT)
-
-
-class ABController:
-    """The base side of one pytest session: the base commit's worktree and its worker."""
-
-    def __init__(
-        self,
-        base_sha: str,
-        toplevel: Path,
-        selection: Selection,
-        title: str = "merge-base",
-        warn: Callable[[str], None] | None = None,
-        pin_cpu: int | None = None,
-    ) -> None:
-        self.base_sha = base_sha
-        #: The CPU interleaved blocks are timed on (expert ``pin``), where they can be.
-        self.pin_cpu = pin_cpu
-        self.warn = warn
-        self._noticed: set[str] = set()
-        self.toplevel = toplevel
-        self.selection = selection
-        self.tmp = Path(tempfile.mkdtemp(prefix="infperf-ab-"))
-        self.checkout = Checkout(toplevel, base_sha, self.tmp, f"{title} {base_sha[:10]}")
-        self.base = WorkerSide(self.checkout, selection, "base")
-        self.base.notice = self._notice
-        self.pairs: list[ProcessPair] = []
-        #: What process pairs collect: :meth:`collected` narrows it to the perf tests' files.
-        self.pair_selection = selection
-        self.gpu_before: frozenset[int] | None = None
-        self._closed = False
-        # A child a test forks inherits this atexit hook: only this process cleans up.
-        self._owner = os.getpid()
-        atexit.register(self.close)
-        # From here until close() there is a folder, a worktree or workers to remove.
-        sigterm.hold()
-
-    def setup(self) -> None:
-        """Check the base commit out (GitError: a usage error for the caller), and note who
-        was on the GPUs before the session measured anything: a process that comes later
-        is a tenant of the blocks it shares (measure/gpu.BlockWatch)."""
-        self.gpu_before = _gpu.context_pids()
-        try:
-            self.checkout.add()
-        except BaseException:  # a GitError, no git at all, Ctrl-C while it checks out
-            self.close()
-            raise
-        # The base worker collects while this session does (--perf-ab sets up at
-        # configure), instead of after it. One that fails to start is started again, and
-        # its error reported, where it is first needed.
-        with contextlib.suppress(ABError):
-            self.base.connect()
-
-    def base_tests(self) -> set[str]:
-        return self.base.tests()
-
-    def collected(self, modules: Sequence[str]) -> None:
-        """The files of the perf tests this session collected (head paths). Process pairs
-        collect only those present in both checkouts, instead of the session's arguments:
-        given a folder, a worker walks everything in it, and the working tree holds
-        untracked folders the base checkout lacks (baselines/, results/). Walking one
-        more folder, even an empty one, left a head worker's 50-iteration Python loop
-        4-5% slower than its base partner in every pair of every session measured
-        (docs/MEASURED.md, "A/A run counts, and the same files on both sides"), a bias
-        no number of pairs removes. The controller's own base worker keeps the whole
-        selection: it lists the base's tests, and pair 1's head is this process anyway."""
-        both = tuple(
-            m
-            for m in dict.fromkeys(modules)
-            if Path(m).is_file() and self.checkout.map(Path(m)).is_file()
-        )
-        if both:
-            self.pair_selection = dataclasses.replace(self.selection, args=both)
-
-    def process_pair(self, k: int) -> ProcessPair:
-        """The ``k``-th extra process pair (k >= 1), started on first use and kept for
-        the session's later benchmarks: a base worker in the base checkout and a head
-        worker in the working tree, with the same hash seed."""
-        while len(self.pairs) < k:
-            n = len(self.pairs) + 1
-            # A random seed per pair and session, not a fixed one: the seed sets dict and
-            # set layouts, and with them part of a pair's speed offset. A fixed seed (1, 2,
-            # ...) would make that part the same in every session, a bias every CI run
-            # repeats; drawn afresh, it is part of the between-process variance the
-            # pooling accounts for.
-            seed = secrets.randbelow(2**32 - 1) + 1
-            head_tree = Checkout(self.toplevel, None, self.tmp, "the working tree")
-            pair = ProcessPair(
-                WorkerSide(self.checkout, self.pair_selection, f"base{n}", seed),
-                WorkerSide(head_tree, self.pair_selection, f"head{n}", seed),
-            )
-            pair.base.notice = pair.head.notice = self._notice
-            self.pairs.append(pair)
-        return self.pairs[k - 1]
-
-    def prestart(self) -> None:
-        """Start the first process pair now, without waiting for it: it imports and
-        collects while this session collects and builds its first model, instead of when
-        a benchmark first needs it (docs/MEASURED.md, "Workers started ahead of need"). A
-        pair that cannot start is started again, and its error reported, where it is
-        first needed. :meth:`quiet` waits for it before any block is timed."""
-        pair = self.process_pair(1)
-        for side in (pair.base, pair.head):
-            with contextlib.suppress(ABError):
-                side.connect()
-
-    def quiet(self) -> None:
-        """Wait for every worker still collecting (a prestarted one), so that none imports
-        or collects while blocks are timed (a test that runs on after its call is parked:
-        ``WorkerSide.park``). A worker that fails here is started again where needed."""
-        for side in self.sides():
-            if side.collecting:
-                with contextlib.suppress(ABError):
-                    side.ensure()
-
-    def _notice(self, message: str) -> None:
-        """Said once per session, however many workers say it."""
-        if message not in self._noticed:
-            self._noticed.add(message)
-            if self.warn is not None:
-                self.warn(message)
-
-    def sides(self) -> list[WorkerSide]:
-        """Every worker of this session: the base's, then each process pair's."""
-        return [self.base, *(s for pair in self.pairs for s in (pair.base, pair.head))]
-
-    def pids(self) -> set[int]:
-        """This session's worker processes: on a GPU they are not its tenants."""
-        return {side.proc.pid for side in self.sides() if side.proc is not None}
-
-    def end_test(self, nodeid: str) -> None:
-        """``nodeid`` ended on every side that serves it, whatever another side did; the
-        first error after."""
-        errors = []
-        for side in self.sides():
-            if side.current == nodeid:
-                try:
-                    side.end_test()
-                except ABError as exc:
-                    errors.append(exc)
-        if errors:
-            raise errors[0]
-
-    def close(self) -> None:
-        if self._closed or os.getpid() != self._owner:
-            return
-        self._closed = True
-        # Every worker told first, then waited for: a worker's exit (its pytest session's
-        # end, torch's and transformers' teardown) took about 3 s on 2 cores, and one
-        # after another the workers added 21 s to a compare of the examples.
-        sides = self.sides()
-        try:
-            for side in sides:
-                with contextlib.suppress(Exception):
-                    side.quit()
-            for side in sides:
-                side.wait()
-        finally:
-            # Whatever interrupted the above (a second Ctrl-C): no worker outlives this,
-            # and the worktree and the temporary folder go; SIGTERM's default is back
-            # whatever of that fails.
-            try:
-                for side in sides:
-                    side.kill()
-                self.checkout.remove()
-                shutil.rmtree(self.tmp, ignore_errors=True)
-                with contextlib.suppress(Exception):
-                    atexit.unregister(self.close)
-            finally:
-                sigterm.release()
 
 
 @dataclasses.dataclass

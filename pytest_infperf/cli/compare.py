@@ -108,8 +108,7 @@ def _say_withheld(results: list[Any], base_commit: str | None) -> None:
 def _whole(args: argparse.Namespace, head: dict[str, Any], results: list[Any]) -> bool:
     """Whether B's verdicts can gate: a CI step that gates on `compare` must not pass a run
     that stopped part-way, or one that shares no benchmark with A (the wrong file)."""
-    from ..core.outcome import UNMARKED, incomplete
-    from ..judge.judge import compared_nothing
+    from ..core.outcome import UNMARKED, compared_nothing, incomplete
 
     why = incomplete(head)
     if why is not None and why != UNMARKED:  # a baseline (no `run` record) is whole

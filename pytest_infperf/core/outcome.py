@@ -16,6 +16,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .results import BenchmarkResult, Verdict
+
 #: pytest's exit statuses after which every selected test ran to its end: all passed,
 #: some failed, or none was selected (an empty group of a split run).
 RAN_THROUGH = (0, 1, 5)
@@ -157,3 +159,11 @@ def count_line(found: Sequence[Failure]) -> str:
         whole_run = kind in ("compared-nothing", "measured-nothing")
         parts.append(one if whole_run else f"{n} {one if n == 1 else many}")
     return ", ".join(parts)
+
+
+def compared_nothing(results: Sequence[BenchmarkResult]) -> bool:
+    """Every compared benchmark went without a usable baseline (none stored, or only from
+    another environment): a gate that compared nothing must not look green."""
+    compared = [r.comparison for r in results if r.comparison is not None]
+    blind = (Verdict.NO_BASELINE, Verdict.INCOMPARABLE)
+    return bool(compared) and all(c.verdict in blind for c in compared)

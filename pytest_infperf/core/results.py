@@ -76,6 +76,9 @@ class Reason(str, enum.Enum):
     FUTILITY = "futility"
     NOT_IN_BASELINE = "not-in-baseline"
     BASE_ERROR = "base-error"
+    #: The base side's exact work counts are not those a stored baseline of its commit
+    #: recorded: it did not run that commit's code, and its verdict is withheld.
+    BASE_CODE = "base-code-differs"
     ENVIRONMENT = "environment-differs"
     #: Too many of the benchmark's GPU blocks ran throttled or beside another process on
     #: the GPU (or, with infperf_expert gpu_throttle=fail, any of them did).

@@ -293,7 +293,9 @@ TABLE: tuple[Setting, ...] = (
         "ab_pythonpath",
         "",
         _text,
-        "folders (relative to the checkout) put on sys.path of the A/B base worker, e.g. 'src'",
+        "an override, which no layout needs: folders (relative to the checkout) put first on "
+        "sys.path of every A/B worker (each worker imports the project from its own "
+        "checkout by itself: docs/COMPARING.md, 'Which code each side runs')",
         ini=True,
     ),
     # --- in infperf_expert only ----------------------------------------------------------

@@ -328,6 +328,15 @@ class Judge:
         )
 
 
+def base_code_differs(c: Comparison, differs: str) -> Comparison:
+    """An interleaved verdict withheld: the base side counts other work than a stored
+    baseline of its commit (``differs``), so it did not run that commit's code."""
+    note = f"the base side did not run the baseline's code: {differs}"
+    return dataclasses.replace(
+        c, verdict=Verdict.INCONCLUSIVE, reason=Reason.BASE_CODE, note=note, parts=None
+    )
+
+
 def _by(kind: str) -> str:
     """What said the machine moved, for the drift guard's notes."""
     return "the GPU's clocks" if kind == "gpu" else "reference probes"
@@ -649,14 +658,6 @@ def _detectable_stored(c: Comparison) -> float | None:
     se = _pool.se_from_interval(c.ci_low, c.ci_high, c.alpha)
     value = _pool.detectable_effect(se, c.threshold, c.alpha)
     return value if math.isfinite(value) else None
-
-
-def compared_nothing(results: Sequence[BenchmarkResult]) -> bool:
-    """Every compared benchmark went without a usable baseline (none stored, or only from
-    another environment): a gate that compared nothing must not look green."""
-    compared = [r.comparison for r in results if r.comparison is not None]
-    blind = (Verdict.NO_BASELINE, Verdict.INCOMPARABLE)
-    return bool(compared) and all(c.verdict in blind for c in compared)
 
 
 def _blank(opts: BenchOptions, origin: Origin) -> Comparison:

@@ -27,8 +27,9 @@ from typing import Any
 
 from ..core.names import CompareMode
 from ..core.options import BenchOptions
+from ..core.outcome import compared_nothing
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
-from .judge import Judge, compared_nothing, held_over
+from .judge import Judge, held_over
 from .plan import PairedPlan
 from .work import more_work
 

@@ -171,6 +171,22 @@ def diff(base: WorkProfile | None, now: WorkProfile | None) -> WorkDiff | None:
     )
 
 
+def not_the_code_of(witness: WorkProfile | None, base: WorkProfile | None) -> str | None:
+    """A stored baseline of the base commit counted what one call does (``witness``); the
+    base side measured now must count exactly the same, or it did not run that commit's
+    code. The first exact count that differs ("FLOPs: 8.389e+06 in the stored baseline,
+    1.258e+07 on the base side now"), or None (the same, or nothing to tell)."""
+    if witness is None or base is None:
+        return None
+    varying = set(witness.varying) | set(base.varying)
+    for measure, a, b in _measures(witness, base):
+        if a is None or b is None or _VARIES[measure] in varying:
+            continue
+        if _changed(a, b):
+            return f"{measure}: {a:.4g} in the stored baseline, {b:.4g} on the base side now"
+    return None
+
+
 def more_work(work: WorkDiff | None, limit: float | None) -> bool:
     """Whether a work diff shows more work than ``limit`` allows (``max_work_increase``):
     the largest increase of a measure that does not vary from call to call."""

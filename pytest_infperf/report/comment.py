@@ -24,6 +24,7 @@ from ..core.outcome import UNMARKED, Failure, count_line, failures, incomplete
 from ..core.results import BenchmarkResult, Verdict
 from .markdown import render
 from .messages import more_work_warning
+from .notices import HEAD_ENVIRONMENT
 
 MARKER = "<!-- pytest-infperf:comment -->"
 #: GitHub's limit on a comment body, in characters.
@@ -39,6 +40,7 @@ UNCHECKED = (
     "judged against the stored baseline",
     "settling is off for this session",
     "were not re-checked: ",
+    HEAD_ENVIRONMENT,
 )
 
 

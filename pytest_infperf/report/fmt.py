@@ -133,6 +133,7 @@ WHY = {
     "holm": "not confirmed after Holm",
     "not-in-baseline": "not in the baseline",
     "base-error": "the base side's test failed",
+    "base-code-differs": "the base side did not run the baseline's code",
     "environment-differs": "environment differs",
     "gpu-throttled": "GPU throttled or shared",
     "regression": "first-pass regression",

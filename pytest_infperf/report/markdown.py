@@ -26,7 +26,7 @@ from .fmt import (
     shown_figures,
 )
 from .messages import fmt_change, more_work_warning, repro_command, work_note
-from .notices import drift_warning
+from .notices import HEAD_ENVIRONMENT, drift_warning
 from .rows import generation_row, result_row
 from .text import settle_summary
 
@@ -109,6 +109,10 @@ def render(
     moved = drift_warning(drift, results, mode == "ab")
     if moved:
         lines += ["", "> [!WARNING]", f"> **The machine moved:** {_cell(moved)}."]
+    # The base's code ran under HEAD's dependencies: said plainly, not among the warnings.
+    unbuilt = next((w for w in warnings if w.startswith(HEAD_ENVIRONMENT)), None)
+    if unbuilt:
+        lines += ["", "> [!WARNING]", f"> **Not the base's own environment:** {_cell(unbuilt)}."]
     lines += _more_work(results)
     lines += ["", *(_table(results, bool(compared)))]
     lines += _generation_table(results)
@@ -121,7 +125,7 @@ def render(
         lines += ["", "### Accepted regressions", ""]
         lines += [_accepted_detail(r) for r in accepted_rows]
     lines += _env_diffs(results)
-    rest = [w for w in warnings if w != moved]
+    rest = [w for w in warnings if w not in (moved, unbuilt)]
     if rest:
         lines += ["", "<details><summary>Warnings</summary>", ""]
         lines += [f"- {_cell(w)}" for w in rest]

@@ -73,6 +73,11 @@ def on_stored_pass(results: Sequence[BenchmarkResult]) -> list[str]:
     ]
 
 
+#: How a run says the base side's code ran under HEAD's dependencies, its own environment
+#: not built (``ab/baseenv.py``): the Markdown's callout and the PR comment look for it.
+HEAD_ENVIRONMENT = "the base's code ran under HEAD's environment"
+
+
 def drift_warning(
     drift: Mapping[str, Any] | None, results: Sequence[BenchmarkResult], ab: bool = False
 ) -> str | None:

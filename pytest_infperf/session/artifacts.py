@@ -202,7 +202,7 @@ class ArtifactWriter(RunOutcome):
             self.environment["key"] = context.env_key
 
     def _check_gate(self) -> int | None:
-        from ..judge.judge import compared_nothing
+        from ..core.outcome import compared_nothing
 
         s = self.settings
         if not (s.compare or s.ab) or s.allow_missing:

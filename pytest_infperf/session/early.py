@@ -16,7 +16,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..ab.workers import ABController
+    from ..ab.controller import ABController
 
 
 def end_test(controller: ABController, nodeid: str) -> None:

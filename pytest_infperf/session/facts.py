@@ -11,7 +11,7 @@ from ..judge import policy
 if TYPE_CHECKING:
     from ..ab.workers import BaseCall
     from ..core.budget import Spare
-    from ..core.results import BenchmarkResult
+    from ..core.results import BenchmarkResult, WorkProfile
     from ..measure.call import BenchCall
     from .context import RunContext
 
@@ -83,6 +83,50 @@ def comparable(context: RunContext, call: BenchCall) -> bool:
     if entry is None or source.env_diff:
         return False
     return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
+
+
+def witness(context: RunContext, call: BenchCall) -> WorkProfile | None:
+    """What a stored baseline of the base commit counted for this call, where it can
+    witness the base side's code: saved on this environment, the call's own settings the
+    same. Settling's stored baseline is of that commit; for ``--perf-ab`` the base commit's
+    baseline is read from the store if one was saved."""
+    from ..core.results import bench_key
+    from ..judge.device import work_of
+    from ..measure import environment
+
+    source = context.source
+    if source is None or source.env_diff or source.dirty:
+        return None
+    entries = source.entries
+    if source.origin == "ab":
+        if source.witness is None:
+            source.witness = _stored_of(context, source.sha)
+        entries = source.witness
+    entry = entries.get(bench_key(call.nodeid, call.name))
+    if entry is None or environment.diff(dict(call.prepared.env), dict(entry.get("env") or {})):
+        return None
+    return work_of(entry)
+
+
+def _stored_of(context: RunContext, sha: str | None) -> dict[str, dict[str, Any]]:
+    """The entries of the baseline stored for ``sha`` on this machine's environment."""
+    from ..measure import environment
+    from ..measure import gpu as _gpu
+    from ..store.baselines import BaselineFileError, BaselineStore, iter_entries
+
+    s = context.settings
+    store = BaselineStore(s.baselines, s.max_baseline_bytes)
+    key = context.env_key or environment.env_key(environment.hard_fields(_gpu.snapshot()))
+    try:
+        path = store.path_for(key, sha) if sha else None
+        if path is None or not path.is_file():
+            return {}
+        doc = store.load(path)
+    except (BaselineFileError, OSError, ValueError):
+        return {}
+    if (doc.get("commit") or {}).get("dirty"):  # saved from other code than its commit's
+        return {}
+    return dict(iter_entries(doc))
 
 
 def clocks_held(result: BenchmarkResult, entry: dict[str, Any] | None) -> bool | None:

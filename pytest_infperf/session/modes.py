@@ -41,12 +41,15 @@ from .facts import (
     comparable,
     env_reason,
     session_facts,
+    witness,
 )
 from .terminal import announce
 
 if TYPE_CHECKING:
     from ..ab.checkout import Selection
-    from ..ab.workers import ABController
+    from ..ab.controller import ABController
+    from ..ab.interleave import PairedRun
+    from ..ab.workers import BaseCall
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
     from ..measure.call import BenchCall
@@ -290,7 +293,6 @@ class Stored(Plain):
     def _interleave_at_once(self, call: BenchCall, d: policy.Decision) -> BenchmarkResult | str:
         """The benchmark measured only interleaved with the baseline commit's code; or why
         that cannot happen for it (then the stored pass runs as usual)."""
-        from ..ab.interleave import run_paired
         from ..ab.workers import ABError, BaseCall
         from ..measure.call import from_warm
         from ..report.fmt import fmt_why
@@ -302,9 +304,7 @@ class Stored(Plain):
                                    fmt_why(d.reason), self._announced)  # fmt: skip
         try:
             budget = self.budget if d.budget_may_cut else None
-            paired = run_paired(
-                call, controller, self.judge, _settle_origin(self.context), budget=budget
-            )
+            paired = _with_base(self.context, self.judge, controller, call, budget)
         except ABError as exc:
             self.context.warn(f"{call.nodeid}: {exc}; judged against the stored baseline")
             return f"the baseline commit's worker failed: {exc}"
@@ -377,7 +377,6 @@ class Stored(Plain):
         self, call: BenchCall, result: BenchmarkResult, stored: Comparison, d: policy.Decision
     ) -> Comparison | str:
         """The interleaved verdict, or why there is none."""
-        from ..ab.interleave import run_paired
         from ..ab.workers import ABError, BaseCall
         from ..report.fmt import fmt_ratio
 
@@ -389,16 +388,8 @@ class Stored(Plain):
             self._config, self.context.settings, call.nodeid, why, self._announced
         )
         try:
-            # The stored pass has just warmed (and profiled) the model: calibrate only.
-            paired = run_paired(
-                call,
-                controller,
-                self.judge,
-                _settle_origin(self.context),
-                result.median,
-                result.work,
-                self.budget if d.budget_may_cut else None,
-            )
+            budget = self.budget if d.budget_may_cut else None
+            paired = _with_base(self.context, self.judge, controller, call, budget, result)
         except ABError as exc:
             return f"the baseline commit's worker failed: {exc}"
         if isinstance(paired, BaseCall):
@@ -462,6 +453,32 @@ def _remeasure(
     return judge.remeasured(first, c)
 
 
+def _with_base(
+    context: RunContext,
+    judge: Judge,
+    controller: ABController,
+    call: BenchCall,
+    budget: Budget | None,
+    stored: BenchmarkResult | None = None,
+) -> PairedRun | BaseCall:
+    """``call`` interleaved with the code of the stored baseline's commit (``stored``: its
+    stored pass, which has just warmed and profiled the model: only calibrated again). A
+    side that imported the project's code from elsewhere fails the test; any other worker
+    failure is the caller's ABError."""
+    from ..ab.interleave import run_paired
+    from ..ab.workers import ForeignCode
+    from ..measure.call import BenchmarkError
+
+    warm_s, work = (None, None) if stored is None else (stored.median, stored.work)
+    try:
+        origin = _settle_origin(context)
+        return run_paired(
+            call, controller, judge, origin, warm_s, work, budget, witness(context, call)
+        )
+    except ForeignCode as exc:
+        raise BenchmarkError(str(exc)) from None
+
+
 def _settle_origin(context: RunContext) -> Origin:
     source = context.source
     assert source is not None and source.sha
@@ -479,7 +496,7 @@ def _open_controller(
     context: RunContext, selection: Selection, perf_files: list[str]
 ) -> ABController | str:
     """The baseline commit checked out and its worker started, or why it cannot be."""
-    from ..ab.workers import ABController
+    from ..ab.controller import ABController
     from ..store import git as gitinfo
 
     source = context.source
@@ -573,7 +590,14 @@ class ABHead(Plain):
         assert source is not None
         origin = source.as_origin()
         try:
-            paired = run_paired(call, self.controller, self.judge, origin, budget=self.budget)
+            paired = run_paired(
+                call,
+                self.controller,
+                self.judge,
+                origin,
+                budget=self.budget,
+                witness=witness(self.context, call),
+            )
         except ABError as exc:
             raise BenchmarkError(str(exc)) from None
         if isinstance(paired, BaseCall):  # the base has no such call, or failed first
@@ -631,7 +655,7 @@ def choose(config: pytest.Config, context: RunContext) -> Mode:
 
 
 def _ab_head(config: pytest.Config, context: RunContext) -> ABHead:
-    from ..ab.workers import ABController
+    from ..ab.controller import ABController
     from ..store.git import GitError
 
     s = context.settings

@@ -48,6 +48,12 @@ class BaselineSource:
     searched: int = 0
     #: --perf-ab: the head side is a working tree with uncommitted changes.
     head_dirty: bool = False
+    #: --perf-ab: the stored baseline of the base commit for this environment, if one was
+    #: saved (loaded on first need), whose exact work counts the base side must match.
+    witness: dict[str, dict[str, Any]] | None = None
+    #: The baseline was saved from a working tree with uncommitted changes: it measured
+    #: other code than its commit's, so it witnesses nothing of that commit's code.
+    dirty: bool = False
 
     def describe(self) -> str:
         if self.origin == "ab":
@@ -76,6 +82,7 @@ class BaselineSource:
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data.pop("entries")
+        data.pop("witness")
         return data
 
     def to_worker(self) -> dict[str, Any]:
@@ -236,6 +243,7 @@ def _load_into(
 
 def _fill(source: BaselineSource, doc: dict[str, Any], hard: dict[str, Any]) -> None:
     source.entries = dict(iter_entries(doc))
+    source.dirty = bool((doc.get("commit") or {}).get("dirty"))
     source.env_diff = environment.diff(hard, doc["environment"].get("hard", {}))
     source.soft = dict(doc["environment"].get("soft") or {})
     source.reference = doc.get("reference")
