@@ -469,7 +469,10 @@ def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
     gpu_obs = Observation([1.0], env={"device_type": "cuda"}, device_share=0.9)
     host_bound = dataclasses.replace(gpu_obs, device_share=0.3)
     assert reference_kind("gpu_time", host_bound) == "gpu"
-    assert reference_kind("median", gpu_obs) == "gpu"
+    # A GPU latency the device bounds (or whose share is not known): both references, the
+    # larger move; a host-bound one: the host's.
+    assert reference_kind("median", gpu_obs) == "both"
+    assert reference_kind("median", dataclasses.replace(gpu_obs, device_share=None)) == "both"
     assert reference_kind("median", host_bound) == "cpu"
     assert reference_kind("median", Observation([1.0])) == "cpu"
     # The GPU's reference is its clocks while the samples ran (the region watch's medians;
@@ -486,6 +489,11 @@ def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
     assert speed_factors(throttled, then, "gpu") == (2.0, 1.0)
     assert speed_factors(then, throttled, "gpu") == (1.0, 2.0)
     assert speed_factors({"python_s": 1.0}, then, "gpu") is None  # no GPU reference: none
+    # both: the larger move of either; the CPU's alone where the GPU has no reference
+    assert speed_factors(now, then, "both") == (2.0, 1.0)
+    assert speed_factors(throttled, {**then, "python_s": 2.0, "gemm_s": 2.0}, "both") == (2.0, 1.0)
+    host_only = {"python_s": 0.75, "gemm_s": 0.75}
+    assert speed_factors(host_only, {"python_s": 1.0, "gemm_s": 1.0}, "both") == (1.0, 4 / 3)
     # The old fixed kernel's time (the host's launch rate on the H200, x1.10-x1.39 between
     # runs of a quiet GPU) guards nothing any more, nor does a clock a document garbled.
     old = {"gpu_kernel_s": 1.4e-05}
@@ -493,6 +501,26 @@ def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
     for bad in ("fast", True, float("inf"), -1.0, 0):
         assert speed_factors({"gpu_sm_mhz": bad}, then, "gpu") is None
     assert gpu_reference(None) == {} and gpu_reference({"sm_clock_mhz": None}) == {}
+
+
+@pytest.mark.parametrize(
+    ("env", "verdict"),
+    [({}, "inconclusive"), ({"device_type": "cuda"}, "inconclusive")],
+)
+def test_a_faster_host_guards_a_gpu_latency_without_a_gpu_reference(
+    env: dict[str, str], verdict: str
+) -> None:
+    """No NVML (the torch extra does not install nvidia-ml-py): the GPU has no clock
+    reference, and a host now x1.33 faster could hide a slowdown of a GPU latency as of a
+    CPU one. Before, the CPU's read inconclusive (drift explains) and the CUDA one unchanged."""
+    from pytest_infperf.judge.observation import Observation
+
+    rng = np.random.default_rng(3)
+    samples = list(1e-3 * np.exp(rng.normal(0, 0.002, 60)))
+    now = Observation(samples, env=env, reference={"python_s": 0.75, "gemm_s": 0.75})
+    entry = {"samples": samples, "env": env, "reference": {"python_s": 1.0, "gemm_s": 1.0}}
+    c = Judge().against(now, entry, merge({}), ORIGIN)
+    assert (c.verdict.value, str(c.reason)) == (verdict, "drift-explains")
 
 
 def test_a_process_pair_of_device_times_pools_with_the_device_floor() -> None:

@@ -337,9 +337,8 @@ def base_code_differs(c: Comparison, differs: str) -> Comparison:
     )
 
 
-def _by(kind: str) -> str:
-    """What said the machine moved, for the drift guard's notes."""
-    return "the GPU's clocks" if kind == "gpu" else "reference probes"
+#: What said the machine moved, for the drift guard's notes, by reference kind.
+_BY = {"cpu": "reference probes", "gpu": "the GPU's clocks", "both": "probes and GPU clocks"}
 
 
 #: How far two runs without a reference of the machine's speed can differ on identical
@@ -402,7 +401,7 @@ def _drift_guarded(
     if way:
         note = (
             f"{plain} withheld by the drift guard: the machine itself ran x{moved:.2f} "
-            f"{way} than during the baseline's measurement ({_by(kind)}), beyond "
+            f"{way} than during the baseline's measurement ({_BY[kind]}), beyond "
             f"infperf_expert's drift_limit={limit:g}: a stored baseline cannot be trusted now"
         )
         return dataclasses.replace(
@@ -415,7 +414,7 @@ def _drift_guarded(
     if guarded is not plain:
         note = (
             f"{plain} without the drift guard: the machine ran x{slower:.3f} slower / "
-            f"x{faster:.3f} faster than at the baseline ({_by(kind)}), which "
+            f"x{faster:.3f} faster than at the baseline ({_BY[kind]}), which "
             "explains the change"
         )
         return dataclasses.replace(

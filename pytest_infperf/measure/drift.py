@@ -123,9 +123,13 @@ def speed_factors(
     clock at half the speed takes twice the time): the CPU probes say nothing of a GPU's
     clocks, and the host's speed moved by tens of percent between processes where the
     device's time moved by a fraction of one. None where either side lacks
-    them (no NVML, a baseline saved before them): no guard, rather than the CPU's."""
+    them (no NVML, a baseline saved before them): no guard, rather than the CPU's.
+    ``kind="both"``: the larger move of the two (a GPU latency the device bounds)."""
     if not current or not baseline:
         return None
+    if kind == "both":  # the larger move of either reference, each where it has one
+        found = [f for f in (speed_factors(current, baseline, k) for k in ("gpu", "cpu")) if f]
+        return (max(f[0] for f in found), max(f[1] for f in found)) if found else None
     if kind == "gpu":
         pairs = [
             (float(current[k]), float(baseline[k]))
