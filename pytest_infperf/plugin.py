@@ -55,9 +55,12 @@ def pytest_load_initial_conftests(
         from .measure import gpu
 
         configured = str(early_config.getini("infperf_gpus") or "").replace(",", " ").split()
-        warning = gpu.pin_worker(worker, configured)
-        if warning:
-            early_config.stash[pin_warning_key] = warning
+        # Only where the run asks for measurement (its controller said so, or the GPUs are
+        # named): a suite of multi-GPU tests with no perf option keeps every GPU.
+        if configured or os.environ.get(gpu.PIN_ENV):
+            warning = gpu.pin_worker(worker, configured)
+            if warning:
+                early_config.stash[pin_warning_key] = warning
     before = set(_cmdline.arity(parser))
     yield
     known = _cmdline.arity(parser)
@@ -146,8 +149,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # the environment only where the run measures or starts workers (else at the first
     # infer_bench): an unused plugin leaves the environment as it found it.
     asked = settings.save or settings.compare or settings.ab
-    if asked or getattr(config.option, "numprocesses", None):
+    if asked:
         gpu.mark_run()
+    if getattr(config.option, "numprocesses", None) and _measures(config):
+        # xdist's workers, started after this hook, pin themselves to a GPU each.
+        os.environ[gpu.PIN_ENV] = "1"
+        config.add_cleanup(_unpin)
     if not settings.disable and asked:
         # Before any test builds a model: every process that measures runs on the same heap
         # (an A/B worker has already applied its controller's: the first call decides). A
@@ -186,6 +193,24 @@ def pytest_configure(config: pytest.Config) -> None:
         from .session.xdist import XdistController
 
         manager.register(XdistController(context, collector), "infperf-xdist")
+
+
+def _unpin() -> None:
+    """The run's end: a later run in this process (pytester's) decides for itself."""
+    from .measure import gpu
+
+    os.environ.pop(gpu.PIN_ENV, None)
+
+
+def _measures(config: pytest.Config) -> bool:
+    """Whether the run asks for measurement: a ``--perf-*`` option (on the command line,
+    in PYTEST_ADDOPTS or the ini's addopts) other than ``--perf-disable``."""
+    tokens = [
+        *config.invocation_params.args,
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+        *(str(t) for t in config.getini("addopts")),
+    ]
+    return any(t.startswith("--perf-") and not t.startswith("--perf-disable") for t in tokens)
 
 
 def _split(config: pytest.Config) -> tuple[int, int] | None:

@@ -518,11 +518,22 @@ def test_pin_choices_respect_what_the_user_restricted() -> None:
     assert gpu.pin_choices(None, [], None) == []
 
 
+@pytest.mark.parametrize(
+    ("args", "pinned"),
+    [
+        (["--perf-json=out.json"], True),  # the run asks for measurement
+        (["-o", "infperf_gpus=1,0"], True),  # the GPUs are named
+        ([], False),  # a suite with no perf option (multi-GPU tests) keeps every GPU
+        (["--perf-disable"], False),
+    ],
+    ids=["perf-option", "infperf_gpus", "no-perf-option", "perf-disable"],
+)
 def test_xdist_workers_are_pinned_before_conftest(
-    pytester: pytest.Pytester, tmp_path: Path
+    pytester: pytest.Pytester, tmp_path: Path, args: list[str], pinned: bool
 ) -> None:
     """Each worker gets its own GPU, by UUID, before its conftest runs (a conftest that
-    starts CUDA would make the pin too late). nvidia-smi is a stand-in here: no GPU."""
+    starts CUDA would make the pin too late), where the run asks for measurement; else the
+    plugin leaves the environment alone. nvidia-smi is a stand-in here: no GPU."""
     import importlib.util
 
     pytest.importorskip("xdist")
@@ -543,6 +554,7 @@ def test_xdist_workers_are_pinned_before_conftest(
         def test_a():
             worker = os.environ["PYTEST_XDIST_WORKER"]
             Path(f"pin-{worker}.txt").write_text(str(conftest.SEEN_AT_CONFTEST))
+            Path(f"root-{worker}.txt").write_text(os.environ.get("INFPERF_RUN_ROOT", "-"))
 
         def test_b():
             test_a()
@@ -551,7 +563,8 @@ def test_xdist_workers_are_pinned_before_conftest(
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
         mp.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-        result = pytester.runpytest_subprocess("-p", "xdist", "-n", "2")
+        mp.delenv("INFPERF_RUN_ROOT", raising=False)
+        result = pytester.runpytest_subprocess("-p", "xdist", "-n", "2", *args)
     result.assert_outcomes(passed=2)
     pins = {p.stem: p.read_text() for p in pytester.path.glob("pin-gw*.txt")}
     assert pins, result.stdout.str()
@@ -559,7 +572,14 @@ def test_xdist_workers_are_pinned_before_conftest(
         "pin-gw0": "GPU-2f1c8b4e-0000-1111-2222-333344445555",
         "pin-gw1": "GPU-9a8b7c6d-0000-1111-2222-333344445555",
     }
-    assert all(pins[w] == uuids[w] for w in pins), pins
+    if args[:2] == ["-o", "infperf_gpus=1,0"]:
+        uuids = {"pin-gw0": "1", "pin-gw1": "0"}
+    if pinned:
+        assert all(pins[w] == uuids[w] for w in pins), pins
+    else:  # untouched: no pin, no run root exported
+        assert set(pins.values()) == {"None"}, pins
+        roots = {p.read_text() for p in pytester.path.glob("root-gw*.txt")}
+        assert roots == {"-"}, roots
 
 
 def test_region_watch_energy_tenants_and_throttling(monkeypatch: pytest.MonkeyPatch) -> None:

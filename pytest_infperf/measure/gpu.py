@@ -119,6 +119,9 @@ def _reasons(nv: Any, handle: Any) -> list[str] | None:
     return None if mask is None else _names(mask)
 
 
+#: Set by an xdist run's controller where the run asks for measurement: its workers pin
+#: themselves to a GPU each (:func:`pin_worker`); any other run's workers keep every GPU.
+PIN_ENV = "INFPERF_PIN_WORKERS"
 #: The PID of this run's first pytest process, inherited by every process it starts (xdist
 #: workers, A/B workers, their children): the root of the run's own process tree.
 RUN_ROOT_ENV = "INFPERF_RUN_ROOT"
