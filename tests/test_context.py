@@ -80,15 +80,23 @@ def test_ctx(infer_bench, tmp_path):
         model(x)  # the test's own call: what every call the plugin makes must see
         expected = SEEN[0]
         SEEN.clear()
-        infer_bench(model, x)
-    Path(os.environ["CTX_OUT"]).write_text(json.dumps({"expected": expected, "seen": SEEN}))
+        result = infer_bench(model, x, **json.loads(os.environ.get("CTX_KW") or "{}"))
+    # A module the test left in training mode is in training mode again after.
+    doc = {"expected": expected, "seen": SEEN, "training_after": lin.training}
+    doc["info"] = result.backend_info
+    Path(os.environ["CTX_OUT"]).write_text(json.dumps(doc))
 """
 
 #: What every call sees whatever the test set: the torch backend's inference mode.
 PLUGIN = {"grad": False, "inference": True}
+#: The call's keywords that keep the test's own grad mode.
+OPT_OUT = {"inference_mode": False}
 
-#: (id, contexts entered around infer_bench, model, device, what the row checks).
-ROWS: list[tuple[str, str, str, str, dict[str, Any]]] = [
+#: (id, contexts entered around infer_bench, model, device, what the row checks, and the
+#: call's keywords: inference_mode=False times the model in the grad mode the test set).
+ROWS: list[tuple[Any, ...]] = [
+    ("grad-kept-callable", "torch.enable_grad()", "callable", "cpu", {"grad": True}, OPT_OUT),
+    ("grad-kept-module", "torch.enable_grad()", "module", "cpu", {"grad": True}, OPT_OUT),
     ("no_grad", "torch.no_grad()", "callable", "cpu", {"grad": False}),
     ("inference_mode", "torch.inference_mode()", "callable", "cpu", {"inference": True}),
     (
@@ -141,10 +149,11 @@ ROWS: list[tuple[str, str, str, str, dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(
-    ("enter", "model", "device", "checks"),
+    ("enter", "model", "device", "checks", "kw"),
     [
         pytest.param(
-            *row[1:],
+            *row[1:5],
+            row[5] if len(row) > 5 else {},
             id=row[0],
             marks=[pytest.mark.skipif(not has_cuda(), reason="needs CUDA")]
             if row[3] == "cuda"
@@ -160,6 +169,7 @@ def test_every_call_runs_under_the_tests_context(
     model: str,
     device: str,
     checks: dict[str, Any],
+    kw: dict[str, Any],
 ) -> None:
     out = ourtester.path / "seen.json"
     for key, value in {
@@ -167,6 +177,7 @@ def test_every_call_runs_under_the_tests_context(
         "CTX_MODEL": model,
         "CTX_DEVICE": device,
         "CTX_OUT": str(out),
+        "CTX_KW": json.dumps(kw),
     }.items():
         monkeypatch.setenv(key, value)
     ourtester.makepyfile(test_ctx=INNER)
@@ -179,7 +190,20 @@ def test_every_call_runs_under_the_tests_context(
     # First call, warm-up, the timed samples and the profiled pass: more than a handful.
     assert len(seen) >= 10
     # On top of the test's context, the plugin's own: a torch model is timed under
-    # torch.inference_mode() (no autograd), whatever grad mode the test left on.
-    want = {**expected, **PLUGIN}
+    # torch.inference_mode() (no autograd), whatever grad mode the test left on, unless
+    # the test says inference_mode=False.
+    want = {**expected, **PLUGIN} if kw.get("inference_mode", True) else expected
     differ = [s for s in seen if s != want]
     assert not differ, f"{len(differ)} of {len(seen)} calls differ: {differ[0]} != {want}"
+    # What was timed is recorded: the grad mode, and autocast where the test entered it.
+    info = doc["info"]
+    assert info["grad_mode"] == (
+        "inference" if want["inference"] else "grad" if want["grad"] else "no_grad"
+    )
+    autocast = [
+        f"{d}:{v[1].removeprefix('torch.')}"
+        for d in ("cpu", "cuda")
+        if (v := want.get(f"autocast_{d}")) and v[0]
+    ]
+    assert info["autocast"] == (autocast[0] if autocast else None)
+    assert doc["training_after"] is True  # the module's own mode, put back

@@ -366,6 +366,14 @@ class BenchOptions:
         ini=False,
         expert=True,
     )
+    inference_mode: bool = _option(
+        True,
+        _bool,
+        "torch: time the model under torch.inference_mode(); false keeps the grad mode the "
+        "test set (a training step, a model that needs autograd)",
+        ini=False,
+        expert=True,
+    )
     params: dict[str, Any] | None = _option(
         None, _optional(_mapping), "extra parameters recorded with the benchmark", ini=False
     )

@@ -83,13 +83,21 @@ class RecompileWatch:
         return {"recompiles": max(0, (now or 0) - self.before)}
 
 
+def _mode(torch: Any, inference: bool) -> Callable[[], Any]:
+    """What each call runs under: torch.inference_mode(), or (``inference_mode=False``) the
+    grad mode the test set, as it is."""
+    return torch.inference_mode if inference else contextlib.nullcontext
+
+
 class TorchHostSampler(HostSampler):
-    """CPU torch: host timing in blocks, under inference_mode."""
+    """CPU torch: host timing in blocks, under inference_mode (unless the test opts out)."""
 
     backend = "torch"
 
-    def __init__(self, fn: Callable[[], Any], torch: Any, compiled: bool) -> None:
-        super().__init__(fn, ctx=torch.inference_mode)
+    def __init__(
+        self, fn: Callable[[], Any], torch: Any, compiled: bool, inference: bool = True
+    ) -> None:
+        super().__init__(fn, ctx=_mode(torch, inference))
         self.watch = RecompileWatch(compiled)
 
     def begin_timed(self) -> None:
@@ -112,8 +120,10 @@ class CudaEventSampler:
         device: Any,
         compiled: bool,
         after: Callable[[Any], Any] | None = None,
+        inference: bool = True,
     ) -> None:
         self.fn = fn
+        self.mode = _mode(torch, inference)
         #: Timed after the enqueue timestamp, inside the sample (include_copies).
         self.after = after
         self.torch = torch
@@ -132,7 +142,7 @@ class CudaEventSampler:
         # kernels go to its device's current stream (a side stream the test entered, say),
         # and the events are recorded on that same stream (see run_blocks). What the test
         # queued before is finished first, untimed.
-        with self.torch.inference_mode():
+        with self.mode():
             self.torch.cuda.synchronize(self.device)
             self._stream = self.torch.cuda.current_stream(self.device)
             yield
@@ -311,6 +321,10 @@ def _describe(
         "copies": "outputs to host" if opts.include_copies else None,
         "inputs_moved_to_device": moved,
         "model": type(model).__qualname__,
+        # What each call ran under (read in the test's context, where prepare runs): the
+        # grad mode, and autocast where the test entered it (the weights' dtype is above).
+        "grad_mode": "inference" if opts.inference_mode else _grad_mode(torch),
+        "autocast": _autocast(torch, device.type),
     }
     env: dict[str, Any] = {
         "backend": "torch",
@@ -341,6 +355,8 @@ def _describe(
 def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
     torch = require("torch")
     warnings: list[str] = []
+    # The module's own mode, put back after: a model the test left training trains again.
+    training = isinstance(model, torch.nn.Module) and model.training
     if isinstance(model, torch.nn.Module):
         model.eval()
     model_device, dtype = _model_device_dtype(model, torch)
@@ -366,11 +382,13 @@ def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
         restore_threads()
         if restore is not None:
             restore()
+        if training:
+            model.train(True)
 
     if opts.cuda_graph:
         if device.type != "cuda":
             raise BackendError("cuda_graph=True needs a model on a CUDA device")
-        with torch.inference_mode():
+        with _mode(torch, opts.inference_mode)():
             fn = _cuda_graph_fn(model, inputs, torch, device)
     else:
         fn = bind_call(model, inputs)
@@ -388,9 +406,9 @@ def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
     compiled = is_compiled(model)
     sampler: TorchHostSampler | CudaEventSampler
     if device.type == "cuda":
-        sampler = CudaEventSampler(fn, torch, device, compiled, after=copy)
+        sampler = CudaEventSampler(fn, torch, device, compiled, copy, opts.inference_mode)
     else:
-        sampler = TorchHostSampler(fn, torch, compiled)
+        sampler = TorchHostSampler(fn, torch, compiled, opts.inference_mode)
 
     info, env = _describe(torch, model, device, dtype, opts, compiled, bool(moved))
     return Prepared(
@@ -458,6 +476,22 @@ def set_threads(torch: Any, opts: BenchOptions) -> Callable[[], None]:
             torch.set_num_threads(before)
 
     return restore
+
+
+def _grad_mode(torch: Any) -> str:
+    if torch.is_inference_mode_enabled():
+        return "inference"
+    return "grad" if torch.is_grad_enabled() else "no_grad"
+
+
+def _autocast(torch: Any, device_type: str) -> str | None:
+    """The autocast the test entered for the model's device, as ``cpu:bfloat16`` (None:
+    none)."""
+    read = functools.partial(torch.is_autocast_enabled, device_type)
+    if not _quiet_read(read):
+        return None
+    dtype = _quiet_read(functools.partial(torch.get_autocast_dtype, device_type))
+    return f"{device_type}:{str(dtype).removeprefix('torch.')}"
 
 
 def _quiet_read(read: Callable[[], Any]) -> Any:
