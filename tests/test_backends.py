@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import glob_escape, load_json
+from .conftest import FAST_INI, glob_escape, load_json
 
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
@@ -211,6 +211,50 @@ def test_onnxruntime_session_and_path(ourtester: pytest.Pytester) -> None:
         """
     )
     ourtester.runpytest().assert_outcomes(passed=4)
+
+
+def test_the_noise_advice_is_safe_to_follow_as_written(ourtester: pytest.Pytester) -> None:
+    """The runner-noise advice says `infperf_intra_op_threads = 1`. As an ini key it applies
+    where the plugin builds the session (an .onnx path) or sets torch's threads; a session
+    the test built keeps its own, and the run says once how to set them: no test fails for
+    a suite-wide setting. Set on the call itself, it is still an error for such a session."""
+    ourtester.makeconftest(ONNX_MODEL)
+    ourtester.makefile(".ini", pytest=FAST_INI + "infperf_intra_op_threads = 1\n")
+    ourtester.makepyfile(
+        """
+        import numpy as np
+        import onnxruntime as ort
+        import pytest
+
+        X = np.ones((2, 8), dtype=np.float32)
+
+        def test_path(infer_bench, onnx_path):
+            r = infer_bench(onnx_path, {"x": X})
+            assert r.backend_info["intra_op_threads"] == 1
+
+        @pytest.mark.parametrize("i", range(2))
+        def test_session(infer_bench, onnx_path, i):
+            sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            infer_bench(sess, {"x": X})
+
+        def test_session_asked(infer_bench, onnx_path):
+            sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            infer_bench(sess, {"x": X}, intra_op_threads=1)
+        """
+    )
+    result = ourtester.runpytest()
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*infer_bench(sess*intra_op_threads=1)", "*BackendError: option intra_op_threads= only*"]
+    )
+    said = glob_escape(
+        "infperf_intra_op_threads does not reach an InferenceSession a test built "
+        "(test_the_noise_advice_is_safe_to_follow_as_written.py::test_session[0], and any "
+        "after): set SessionOptions.intra_op_num_threads where it is made"
+    )
+    said = f"*{said}*"
+    result.stdout.fnmatch_lines([said])
+    assert result.stdout.str().count("does not reach an InferenceSession") == 1
 
 
 @pytest.mark.parametrize(

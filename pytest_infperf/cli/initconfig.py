@@ -191,10 +191,12 @@ def _reads_back(target: Target, new: str, settings: list[Setting]) -> bool:
 
 def edit(target: Target, settings: list[Setting]) -> tuple[str, str]:
     """The configuration file's new text with ``settings`` in its pytest section, and what
-    was done; :class:`InitError` when it sets ``infperf_*`` keys already, or when the
-    edit would not read back as intended."""
+    was done; :class:`InitError` when it sets one of those keys already, or when the edit
+    would not read back as intended. Other ``infperf_*`` keys stay as they are (the noise
+    advice's ``infperf_intra_op_threads = 1``, followed before init ran, is kept)."""
     name = target.path.name
-    already = sorted(key for key in target.options if key.startswith("infperf_"))
+    writes = {key for key, _, _ in settings}
+    already = sorted(key for key in target.options if key in writes)
     if already:
         raise InitError(
             f"{name} already sets {', '.join(already)}: pytest-infperf is configured here "

@@ -416,6 +416,19 @@ def check_known(keys: Iterable[str], where: str) -> None:
         )
 
 
+#: The options that apply where infer_bench builds an ONNX Runtime session from an .onnx
+#: path, and the SessionOptions attribute each sets there. A session the test built keeps
+#: its own: set on that call or its marker they are an error; run-wide (an ini key) they
+#: do not reach it, and the run says so once.
+SESSION_KEYS = {
+    "session_options": "",
+    "graph_optimization_level": "graph_optimization_level",
+    "intra_op_threads": "intra_op_num_threads",
+    "inter_op_threads": "inter_op_num_threads",
+    "provider_options": "",
+}
+
+
 def parse_layer(values: Mapping[str, Any], where: str) -> dict[str, Any]:
     """Validate one layer of options (marker kwargs, call kwargs...), naming ``where``."""
     check_known(values, where)

@@ -66,11 +66,13 @@ class InferBench:
         return f"<InferBench {self._item.nodeid} measurements={len(self.results)}>"
 
     def _options(
-        self, kwargs: dict[str, Any], where: str, generation: bool
+        self, kwargs: dict[str, Any], where: str, generation: bool, model: Any = None
     ) -> _options.BenchOptions:
         defaults = dict(self._defaults)
         marker = _options.marker_layer(self._item)
         call = _options.parse_layer(kwargs, where)
+        if _is_ort_session(model):
+            self._keep_session_settings(defaults, marker, call)
         session_metric = defaults.get("metric", "median")
         explicit = "metric" in marker or "metric" in call
         if not explicit and not _options.metric_applies(session_metric, generation):
@@ -79,6 +81,28 @@ class InferBench:
             # keeps its default. Set on a test or a call, it is an error instead.
             defaults["metric"] = "median"
         return _options.merge(defaults, marker, call, generation=generation)
+
+    def _keep_session_settings(
+        self, defaults: dict[str, Any], marker: Mapping[str, Any], call: Mapping[str, Any]
+    ) -> None:
+        """A session the test built keeps its own settings: a run-wide one (an ini key such
+        as the noise advice's infperf_intra_op_threads) does not reach it, and the run says
+        once how to set it where the session is made. Set on the call or the marker, it
+        stays (and is an error for such a session)."""
+        dropped = [
+            k for k in _options.SESSION_KEYS if k in defaults and k not in marker and k not in call
+        ]
+        for key in dropped:
+            del defaults[key]
+        if not dropped:
+            return
+        context = self._collector.context
+        prefix = f"infperf_{dropped[0]} does not reach an InferenceSession a test built"
+        if any(w.startswith(prefix) for w in context.warnings):
+            return
+        attrs = [_options.SESSION_KEYS[k] for k in dropped if _options.SESSION_KEYS[k]]
+        how = f"set SessionOptions.{', '.join(attrs)}" if attrs else "set it"
+        context.warn(f"{prefix} ({self._item.nodeid}, and any after): {how} where it is made")
 
     def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
         __tracebackhide__ = True
@@ -123,7 +147,7 @@ class InferBench:
                 "its own name= (the unnamed one is the test's benchmark)"
             )
         try:
-            opts = self._options(kwargs, where, generation is not None)
+            opts = self._options(kwargs, where, generation is not None, model)
         except _options.OptionError as exc:
             raise _options.OptionError(str(exc)) from None  # the user's line, not ours
         self._names.add(name)
@@ -163,6 +187,12 @@ class InferBench:
         self._collector.add(self._item, result, call.failures)
         self.results.append(result)
         return result
+
+
+def _is_ort_session(model: Any) -> bool:
+    """An ONNX Runtime session the test built (told by its type, without importing ORT)."""
+    kind = type(model)
+    return kind.__module__.startswith("onnxruntime") and "InferenceSession" in kind.__name__
 
 
 def _raise_explained(exc: RuntimeError) -> None:

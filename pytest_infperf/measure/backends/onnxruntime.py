@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...core.options import BenchOptions
+from ...core.options import SESSION_KEYS, BenchOptions
 from .. import gpu
 from ..timing import HostSampler
 from . import BackendError, CapturedStderr, Prepared, WorkTarget, infer_batch_size, require
@@ -203,13 +203,7 @@ def _drop_unavailable(
 
 def prepare_session(session: Any, inputs: Any, opts: BenchOptions) -> Prepared:
     ort = require("onnxruntime")
-    for key in (
-        "session_options",
-        "graph_optimization_level",
-        "intra_op_threads",
-        "inter_op_threads",
-        "provider_options",
-    ):
+    for key in SESSION_KEYS:
         if getattr(opts, key) is not None:
             raise BackendError(
                 f"option {key}= only applies when infer_bench creates the session from an "
