@@ -339,6 +339,51 @@ def _cuda_result(latency: float, device: float, *, sd: float = 0.002, seed: int 
 ORIGIN = Origin(CompareMode.STORED, "a" * 40, 0, "commit aaaaaaaaaa")
 
 
+def test_a_remeasure_judges_the_fresh_samples_device_time() -> None:
+    """Where settling cannot happen, a device-time regression whose counts did not grow
+    is measured afresh: the fresh samples come with their own profiled pass, and the
+    device time judged is that pass's, not the first's (which failed the test again "on
+    fresh samples", with the same figures)."""
+    from pytest_infperf.session.modes import _remeasure
+    from pytest_infperf.store.resolve import BaselineSource
+
+    base, stale = _cuda_result(8e-3, 2e-3, seed=1), _cuda_result(8e-3, 2.3e-3, seed=2)
+    base_entry = base.to_json()
+    source = BaselineSource(ref="main", origin="commit", sha="a" * 40)
+    source.entries = {stale.key: base_entry}
+    fresh_work = _cuda_result(8e-3, 2e-3, seed=3).work
+
+    class Context:  # the run's: its baseline, no drift probes
+        def __init__(self) -> None:
+            self.source = source
+
+        def probe(self) -> None:
+            return None
+
+    class Fresh:  # what call.measure returns: the fresh samples, as the plugin records them
+        def __init__(self) -> None:
+            self.samples = list(base.samples)
+            self.reference = None
+            self.memory: dict[str, Any] = {}
+            self.backend_extra: dict[str, Any] = {}
+            self.metrics: dict[str, Any] = {}
+
+    class Call:
+        opts = merge({"remeasure": 1})
+
+        def measure(self, **kwargs: Any) -> Fresh:
+            return Fresh()
+
+        def profile(self, per_call_s: float, mode: str | None = None) -> WorkProfile | None:
+            return fresh_work
+
+    judge = Judge()
+    first = judge.stored(stale, base_entry, Call.opts, ORIGIN)
+    assert first.parts is not None and first.parts["gpu_time"].verdict is Verdict.REGRESSION
+    c = _remeasure(judge, Context(), Call(), stale, first)  # type: ignore[arg-type]
+    assert c.parts is not None and c.parts["gpu_time"].verdict is not Verdict.REGRESSION, c
+
+
 def test_device_time_decides_where_the_host_bound_latency_cannot() -> None:
     """Issue 44's H100 figures: eager BERT b32 fp16 at 4.5-9 ms of latency over 2 ms of
     device time. One layer more (+8% device time) is a regression of the device, and the
