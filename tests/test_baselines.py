@@ -193,6 +193,35 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     assert slowed["process_pairs"] >= 2
 
 
+def test_the_family_counts_benchmarks_not_tests(repo: pytest.Pytester) -> None:
+    """test_named calls infer_bench twice: two claims. The run's family (its multiplicity
+    control, the run-level guard, the JSON's record a merge sums) counts the baseline's
+    benchmarks of each test: 4 for 3 tests. Before, it counted the tests."""
+    from pytest_infperf.session.facts import family
+
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    git(repo.path, "checkout", "-q", "-b", "feature")
+    repo.runpytest("--perf-compare=main", "--perf-json=out.json")
+    assert load_json(repo.path / "out.json")["family"]["benchmarks"] == 4
+
+    class Context:  # a baseline of test_a twice, test_b once
+        source = type("Source", (), {"origin": "commit", "entries": {}})()
+
+    Context.source.entries = {
+        "a": {"nodeid": "t.py::test_a"},
+        "a2": {"nodeid": "t.py::test_a"},
+        "b": {"nodeid": "t.py::test_b"},
+    }
+    rows = [
+        (["t.py::test_a"], 2),
+        (["t.py::test_a", "t.py::test_b"], 3),
+        (["t.py::test_new"], 1),  # not in the baseline: its calls are not known yet
+        ([], 0),
+    ]
+    for nodeids, size in rows:
+        assert family(Context(), nodeids) == size  # type: ignore[arg-type]
+
+
 def test_warn_only_reports_without_failing(repo: pytest.Pytester) -> None:
     repo.runpytest("--perf-save").assert_outcomes(passed=3)
     slow_down(repo.path)

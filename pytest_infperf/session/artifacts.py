@@ -275,9 +275,9 @@ class ArtifactWriter(RunOutcome):
             extra["split"] = {"group": self.split[0], "splits": self.split[1]}
         s = self.settings
         if (s.compare or s.ab) and self.collector.perf_tests is not None:
-            # The family the run-level guard and Bonferroni counted: a merge of shards
-            # judges the whole run's family, the sum of its shards'.
-            extra["family"] = {"perf_tests": self.collector.perf_tests, "run_alpha": s.run_alpha}
+            # The family the run-level guard and Bonferroni counted (its benchmarks, as far
+            # as the baseline tells): a merge of shards judges the whole run's, the sum.
+            extra["family"] = self.collector.family_record(s.run_alpha)
         if self.gate is not None:
             extra["compared_nothing"] = self.gate
         if self.nothing is not None:

@@ -16,6 +16,7 @@ import pytest
 
 from ..core import options as _options
 from ..core.keys import failures_key, marker_error_key
+from .facts import family
 
 if TYPE_CHECKING:
     from ..core.results import BenchmarkResult
@@ -31,18 +32,18 @@ def is_perf(item: pytest.Item) -> bool:
     return "infer_bench" in getattr(item, "fixturenames", ())
 
 
-def split_deselected(items: Iterable[pytest.Item]) -> int:
-    """How many of ``items`` (a ``pytest_deselected`` call's) are perf tests that
-    pytest-split left to another shard: called from pytest-split's own hook, not from a
+def split_deselected(items: Iterable[pytest.Item]) -> list[str]:
+    """Which of ``items`` (a ``pytest_deselected`` call's) are perf tests that pytest-split
+    left to another shard: called from pytest-split's own hook, not from a
     ``-k``/``-m`` the whole run shares. A shard's verdicts are held to the whole run's
     family, as the unsplit run's are: counting only its own group, a regression that held
     over a shard lost its claim when the merge held it to the whole run."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if str(frame.f_globals.get("__name__", "")).startswith("pytest_split"):
-            return sum(1 for item in items if is_perf(item))
+            return [item.nodeid for item in items if is_perf(item)]
         frame = frame.f_back
-    return 0
+    return []
 
 
 #: The session's collector on ``config.stash``.
@@ -61,6 +62,8 @@ class Collector:
         #: process of this session collected), for the results document: a split run's
         #: shards each count their own group, and ``infperf merge`` adds them up.
         self.perf_tests: int | None = None
+        #: How many benchmarks they make, as far as the baseline tells (:func:`.facts.family`).
+        self.benchmarks: int | None = None
 
     def add(self, item: pytest.Item, result: BenchmarkResult, failures: Iterable[str]) -> None:
         failures = list(failures)
@@ -79,8 +82,18 @@ class Collector:
         self.results.extend(BenchmarkResult.from_json(r) for r in data.get("results", []))
         if data.get("perf_tests") is not None:  # every worker collects the whole selection
             self.perf_tests = max(self.perf_tests or 0, int(data["perf_tests"]))
+        if data.get("benchmarks") is not None:
+            self.benchmarks = max(self.benchmarks or 0, int(data["benchmarks"]))
         for warning in data.get("warnings", []):
             self.context.warn(warning)
+
+    def family_record(self, run_alpha: float) -> dict[str, Any]:
+        """The results document's ``family``: what the run's multiplicity counted."""
+        return {
+            "perf_tests": self.perf_tests,
+            "benchmarks": self.benchmarks or self.perf_tests,
+            "run_alpha": run_alpha,
+        }
 
     def payload(self, worker: str) -> dict[str, Any]:
         """Worker: what goes back to the controller at the end of the session."""
@@ -89,11 +102,14 @@ class Collector:
             "results": [r.to_json() for r in self.results],
             "warnings": self.context.warnings,
             "perf_tests": self.perf_tests,
+            "benchmarks": self.benchmarks,
         }
 
     # --- hooks -------------------------------------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.perf_tests = sum(1 for item in session.items if is_perf(item))
+        perf = [item.nodeid for item in session.items if is_perf(item)]
+        self.perf_tests = len(perf)
+        self.benchmarks = family(self.context, perf)
         problems = marker_problems(session.items)
         if not problems:
             return

@@ -4,6 +4,8 @@ from the session, the stored baseline and a benchmark's measurement. The stored 
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..judge import policy
@@ -97,15 +99,33 @@ def witness(context: RunContext, call: BenchCall) -> WorkProfile | None:
     source = context.source
     if source is None or source.env_diff or source.dirty:
         return None
-    entries = source.entries
-    if source.origin == "ab":
-        if source.witness is None:
-            source.witness = _stored_of(context, source.sha)
-        entries = source.witness
-    entry = entries.get(bench_key(call.nodeid, call.name))
+    entry = baseline_entries(context).get(bench_key(call.nodeid, call.name))
     if entry is None or environment.diff(dict(call.prepared.env), dict(entry.get("env") or {})):
         return None
     return work_of(entry)
+
+
+def baseline_entries(context: RunContext) -> dict[str, dict[str, Any]]:
+    """The stored baseline's entries of the commit compared with: ``--perf-compare``'s, or
+    for ``--perf-ab`` the base commit's where one was saved on this environment (read on
+    first need); none where nothing is compared."""
+    source = context.source
+    if source is None:
+        return {}
+    if source.origin == "ab":
+        if source.witness is None:
+            source.witness = _stored_of(context, source.sha)
+        return source.witness
+    return source.entries
+
+
+def family(context: RunContext, nodeids: Iterable[str]) -> int:
+    """How many claims the run's perf tests make, the family its multiplicity is controlled
+    over: a test counts as many benchmarks as the baseline holds of it (one that calls
+    ``infer_bench`` several times with ``name=`` makes several claims), one where it holds
+    none (a new test, or no baseline: then its calls are not known before it runs)."""
+    held = Counter(str(e.get("nodeid")) for e in baseline_entries(context).values())
+    return sum(max(1, held[nodeid]) for nodeid in nodeids)
 
 
 def _stored_of(context: RunContext, sha: str | None) -> dict[str, dict[str, Any]]:

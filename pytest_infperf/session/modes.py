@@ -40,6 +40,7 @@ from .facts import (
     clocks_held,
     comparable,
     env_reason,
+    family,
     session_facts,
     witness,
 )
@@ -86,11 +87,12 @@ class Plain:
 
     def __init__(self, context: RunContext) -> None:
         self.context = context
-        #: How many perf tests this session collected: the family the run's multiplicity
-        #: is controlled over (known before any test runs, unlike the flagged ones).
+        #: How many benchmarks this session's perf tests make (:func:`.facts.family`): the
+        #: family the run's multiplicity is controlled over (known before any test runs,
+        #: unlike the flagged ones).
         self.family = 1
         #: Perf tests pytest-split left to the other shards of this run.
-        self._other_shards = 0
+        self._other_shards: list[str] = []
         #: The files of the perf tests, in collection order: what interleaving's process
         #: pairs collect (``ABController.collected``).
         self.perf_files: list[str] = []
@@ -110,9 +112,9 @@ class Plain:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         perf = [item for item in session.items if is_perf(item)]
-        # A shard of a split run judges over the whole run's perf tests, as the unsplit
-        # run does: its own, and those pytest-split left to the other shards.
-        self.family = max(1, len(perf) + self._other_shards)
+        # A shard of a split run judges over the whole run's benchmarks, as the unsplit
+        # run does: its own tests', and those pytest-split left to the other shards.
+        self.family = max(1, family(self.context, [i.nodeid for i in perf] + self._other_shards))
         self.perf_files = [str(item.path) for item in perf]
         if self.budget is not None:
             # Under xdist each worker collects every test and measures its share of them.

@@ -192,10 +192,13 @@ def _family(shards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any] | No
             f"the shards ran with different run_alpha ({', '.join(map(str, sorted(alphas)))}):"
             " every shard of a run takes the same --perf-run-alpha"
         )
-    return {
+    out = {
         "perf_tests": sum(int(f["perf_tests"]) for f in families if f),
         "run_alpha": alphas.pop(),
     }
+    if all(f.get("benchmarks") is not None for f in families if f):
+        out["benchmarks"] = sum(int(f["benchmarks"]) for f in families if f)
+    return out
 
 
 def merge(
