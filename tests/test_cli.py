@@ -177,7 +177,9 @@ def test_compare_exit_codes(repo: Path) -> None:
 def test_compare_of_runs_without_a_reference_claims_no_change(repo: Path) -> None:
     """Two plain runs (no probes of the machine's speed) minutes apart on a machine that
     may have moved: `compare` names no regression or improvement it cannot stand behind,
-    says why once with the command that would settle it, and exits 0."""
+    nor says `unchanged` or `no-regression` (a move may as well have hidden a change), says
+    why once with the command that would settle it, and exits 0. A regression whose exact
+    work counts grew is claimed: more work per call is no move of the machine."""
     for name in ("old", "new"):
         doc = json.loads((repo / f"{name}.json").read_text())
         for b in doc["benchmarks"]:
@@ -186,12 +188,30 @@ def test_compare_of_runs_without_a_reference_claims_no_change(repo: Path) -> Non
     out = infperf(repo, "compare", "old-plain.json", "new-plain.json")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "regression(s)" not in out.stdout and "REGRESSION" not in out.stdout
+    assert " unchanged " not in out.stdout and "no-regression" not in out.stdout
     sha = json.loads((repo / "old.json").read_text())["commit"]["sha"]
-    assert "1 change(s) not claimed (inconclusive): test_suite.py::test_slowed" in out.stdout
-    assert f"pytest test_suite.py::test_slowed --perf-ab={sha[:12]}" in out.stdout
+    said = [x for x in out.stdout.splitlines() if "withheld, cannot tell" in x]
+    assert len(said) == 1 and "test_suite.py::test_slowed" in said[0], out.stdout
+    (command,) = [x for x in out.stdout.splitlines() if f"--perf-ab={sha[:12]}" in x]
+    assert "test_suite.py::test_slowed" in command
     assert "in a checkout of the second run's code" in out.stdout
     out = infperf(repo, "compare", "new-plain.json", "old-plain.json")  # faster: not claimed
-    assert out.returncode == 0 and "improvement" not in out.stdout.split("not claimed")[0]
+    assert out.returncode == 0 and "improvement" not in out.stdout.split("cannot tell")[0]
+    # The slowed benchmark's work grew by half (a layer more): claimed, and the gate fails.
+    for name, flops in (("old", 8.39e6), ("new", 1.258e7)):
+        doc = json.loads((repo / f"{name}-plain.json").read_text())
+        for b in doc["benchmarks"]:
+            if b["nodeid"].endswith("test_slowed"):
+                b["work"] = {
+                    "mode": "counts",
+                    "source": "torch.profiler",
+                    "calls": 5,
+                    "flops": flops,
+                }
+        (repo / f"{name}-work.json").write_text(json.dumps(doc))
+    out = infperf(repo, "compare", "old-work.json", "new-work.json")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "1 regression(s): test_suite.py::test_slowed" in out.stdout
 
 
 def test_compare_says_once_what_a_noisy_run_could_not_see(repo: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 from pytest_infperf.core.names import CompareMode, Metric
 from pytest_infperf.core.results import BenchmarkResult, Comparison, Reason, Verdict, WorkDiff
 from pytest_infperf.judge.accept import AcceptRule
-from pytest_infperf.judge.judge import Policy
+from pytest_infperf.judge.rules import Policy
 from pytest_infperf.report import comment, markdown, messages, notices, text
 from pytest_infperf.session.gate import Gate
 from pytest_infperf.stats import pooled as _pool

@@ -19,8 +19,9 @@ from pytest_infperf.ab.interleave import interleave
 from pytest_infperf.core.names import CompareMode
 from pytest_infperf.core.results import Comparison, Origin, Reason, Verdict
 from pytest_infperf.judge.device import gpu_withholds
-from pytest_infperf.judge.judge import Judge, Policy
+from pytest_infperf.judge.judge import Judge
 from pytest_infperf.judge.plan import GPU_SHARE_LIMIT, PairedPlan
+from pytest_infperf.judge.rules import Policy
 from pytest_infperf.measure import gpu
 from pytest_infperf.measure.gpu import GpuRead, block_flags
 

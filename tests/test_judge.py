@@ -17,8 +17,9 @@ import pytest
 
 from pytest_infperf.core.options import BenchOptions, recorded
 from pytest_infperf.core.results import BenchmarkResult, Comparison, Origin, Reason, Verdict
-from pytest_infperf.judge.judge import Judge, Policy
+from pytest_infperf.judge.judge import Judge
 from pytest_infperf.judge.observation import Observation
+from pytest_infperf.judge.rules import Policy
 from pytest_infperf.report.fmt import fmt_time
 from pytest_infperf.session.gate import Gate
 from pytest_infperf.stats.pooled import summarize_pair

@@ -473,7 +473,7 @@ def test_a_withdrawn_regression_is_gated_on_its_work_as_the_unsplit_run(
     regression failed the test already). The merge withdraws the regression for the run's
     family; the unsplit run's gate, on that verdict, fails the work, and so does the merge."""
     from pytest_infperf.core.results import BenchmarkResult
-    from pytest_infperf.judge.judge import Policy
+    from pytest_infperf.judge.rules import Policy
     from pytest_infperf.session.gate import Gate
 
     root, _ = compared

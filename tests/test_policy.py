@@ -5,6 +5,7 @@ table in words."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any
@@ -492,8 +493,9 @@ DRIFT = [
 def test_the_drift_guard_withholds_only_what_the_machine_could_explain(
     verdict: Verdict, interval: tuple[float, float], speed: float, left: Verdict
 ) -> None:
-    from pytest_infperf.judge.judge import Policy, _drift_guarded
+    from pytest_infperf.judge.judge import _drift_guarded
     from pytest_infperf.judge.observation import Observation
+    from pytest_infperf.judge.rules import Policy
 
     c = cmp(verdict, sum(interval) / 2, *interval, threshold=0.05)
     then = Observation([1.0], reference={"python_s": 1.0})
@@ -507,8 +509,8 @@ def test_the_drift_guard_withholds_only_what_the_machine_could_explain(
     [
         (R, True, IN),  # two plain runs compared offline: no change can be claimed
         (X, True, IN),
-        (U, True, U),  # what claims no change stands
-        (N, True, N),
+        (U, True, IN),  # nor its absence: a move may as well have hidden one
+        (N, True, IN),
         (R, False, R),  # a session's own stored pass without probes: as before
     ],
 )
@@ -538,11 +540,42 @@ def test_a_change_beyond_any_machine_move_is_claimed_without_a_reference(
 
 
 def check_unreferenced(c: Comparison, unreferenced: bool, left: Verdict) -> None:
-    from pytest_infperf.judge.judge import Policy, _drift_guarded
+    from pytest_infperf.judge.judge import _drift_guarded
     from pytest_infperf.judge.observation import Observation
+    from pytest_infperf.judge.rules import Policy
 
     with_probes = Observation([1.0], reference={"python_s": 1.0})
     guarded = _drift_guarded(c, Observation([1.0]), with_probes, Policy(unreferenced=unreferenced))
     assert guarded.verdict is left
     if left is not c.verdict:
         assert "this run carries no reference of the machine's speed" in (guarded.note or "")
+        assert (guarded.note or "").startswith(f"{c.verdict} withheld, cannot tell:")
+        assert guarded.details["withheld"] == c.verdict.value
+
+
+@pytest.mark.parametrize(
+    ("withheld", "counts", "left"),
+    [
+        ("regression", "grew", R),  # more work and a time past the threshold: evidence
+        ("regression", "same", IN),  # the same work: a move of the machine could explain it
+        ("regression", None, IN),  # counts that vary, or none counted: no evidence
+        ("regression", "mixed", IN),
+        ("improvement", "shrank", IN),  # only a regression stands on the counts
+        ("unchanged", "grew", IN),
+    ],
+)
+def test_two_runs_without_references_claim_a_regression_on_grown_work(
+    withheld: str, counts: str | None, left: Verdict
+) -> None:
+    """`infperf compare` of two plain runs: a regression withheld for want of references
+    stands where the exact work counts grew, as a GPU's quiet evidence does."""
+    from pytest_infperf.core.results import Reason
+    from pytest_infperf.judge.judge import _counted
+
+    c = dataclasses.replace(
+        cmp(IN, 1.56, 1.4, 1.7), reason=Reason.DRIFT_WITHHELD, details={"withheld": withheld}
+    )
+    judged = _counted(c, counts)
+    assert judged.verdict is left
+    if left is R:
+        assert judged.evidence == {"part": "work", "counts": "grew"} and judged.reason is None

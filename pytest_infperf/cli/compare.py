@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     from ..core.results import Origin, Verdict
     from ..judge import work
     from ..judge.device import work_of
-    from ..judge.judge import Judge, Policy, held_over
+    from ..judge.judge import Judge, held_over
+    from ..judge.rules import Policy
     from ..measure import environment
     from ..report.markdown import render
     from ..report.notices import undetectable
@@ -93,8 +94,11 @@ def _say_withheld(results: list[Any], base_commit: str | None) -> None:
     if not held:
         return
     names = ", ".join(r.key for r in held)
-    print(f"{len(held)} change(s) not claimed (inconclusive): {names}")
-    print("  the machine's speed is unknown or moved between the two runs: not the code's")
+    print(f"{len(held)} verdict(s) withheld, cannot tell (inconclusive): {names}")
+    print(
+        "  the machine's speed is unknown or moved between the two runs: a change of the "
+        "code, or its absence, cannot be told from it (more work per call can: it is said)"
+    )
     if base_commit:
         nodes = shlex.join(dict.fromkeys(r.nodeid for r in held))
         print(

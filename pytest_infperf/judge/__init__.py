@@ -6,7 +6,8 @@ tests/test_architecture.py), ``observation`` (one side's measurement as the judg
 it), ``plan`` (the interleaved protocol: quads, process pairs, every
 alpha split and stopping rule), ``device`` (a GPU benchmark's device time judged apart from
 its host's, throttled and shared GPUs), ``work`` (the work diff of two profiled passes),
-``accept`` (``Perf-Accept:`` trailers), ``policy`` (what happens to a compared benchmark:
+``accept`` (``Perf-Accept:`` trailers), ``rules`` (the session's rules the judge applies
+on top of the statistics), ``policy`` (what happens to a compared benchmark:
 its stored pass stands, or it is interleaved, settled, re-checked, re-measured or left for
 the budget) and ``merged`` (a split run's verdicts held to the
 whole run's family, by the judge's and the plan's rules). It returns

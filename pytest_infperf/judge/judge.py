@@ -34,7 +34,6 @@ from ..measure.drift import speed_factors
 from ..stats import pooled as _pool
 from ..stats import ranks as _cmp
 from ..store.compact import summary_note
-from .accept import AcceptRule
 from .device import (
     device_share,
     enqueue_share,
@@ -47,31 +46,9 @@ from .device import (
 )
 from .observation import Observation
 from .plan import Look, PairedPlan, _holm_rejected
-
-#: What the drift guard does: widen intervals by the machine's drift ("adjust"), only report
-#: it ("warn"), or take no probes ("off").
-DRIFT_GUARDS = ("adjust", "warn", "off")
-
-
-@dataclasses.dataclass(frozen=True)
-class Policy:
-    """The session's rules that apply on top of the statistics."""
-
-    drift_guard: str = "adjust"
-    drift_limit: float = 0.25
-    strict_env: bool = False
-    #: Each ``no-baseline`` or ``incomparable`` benchmark fails (--perf-require-baseline).
-    require_baseline: bool = False
-    #: Regressions the change accepts (Perf-Accept trailers, --perf-accept).
-    accept: tuple[AcceptRule, ...] = ()
-    #: The chance that a run in which nothing changed fails at all (--perf-run-alpha).
-    run_alpha: float = 0.01
-    #: What a throttled or shared GPU block does (infperf_expert's gpu_throttle).
-    gpu_throttle: str = "exclude"
-    #: A side that carries no reference of the machine's speed withholds a decided verdict
-    #: (two stored runs compared offline: a plain run takes none, and the machine may have
-    #: moved between them).
-    unreferenced: bool = False
+from .policy import counts_relation
+from .rules import Policy
+from .work import diff as work_diff
 
 
 def _estimate(current: Observation, base: Observation, opts: BenchOptions) -> _cmp.Estimate:
@@ -160,6 +137,8 @@ class Judge:
         ``fresh`` / ``fresh_metrics``: new samples of the same benchmark (a re-measurement)
         instead of the result's own."""
         c = self._stored(result, entry, opts, origin, env_diff, fresh, fresh_metrics)
+        if self.policy.unreferenced and entry is not None:
+            c = _counted(c, counts_relation(work_diff(work_of(entry), result.work)))
         extra = (entry or {}).get("extra")
         c = _gpu_withheld(c, gpu_withheld(c, result.extra, extra, self.policy.gpu_throttle))
         summary = None if entry is None else summary_note(dict(entry))
@@ -341,6 +320,21 @@ def base_code_differs(c: Comparison, differs: str) -> Comparison:
 _BY = {"cpu": "reference probes", "gpu": "the GPU's clocks", "both": "probes and GPU clocks"}
 
 
+def _counted(c: Comparison, counts: str | None) -> Comparison:
+    """A regression withheld for want of references (two runs compared offline) stands
+    where the exact work counts grew: more work and a time past the threshold is evidence
+    no move of the machine makes, as a GPU's quiet evidence is."""
+    if c.reason is not Reason.DRIFT_WITHHELD or c.details.get("withheld") != "regression":
+        return c
+    if counts != "grew":
+        return c
+    note = "regression: the work per call grew, and its time is past the threshold"
+    evidence = {"part": "work", "counts": counts}
+    return dataclasses.replace(
+        c, verdict=Verdict.REGRESSION, reason=None, note=note, evidence=evidence
+    )
+
+
 #: How far two runs without a reference of the machine's speed can differ on identical
 #: code: two plain runs minutes apart on a 2-core VM read x1.74 and x0.54 (docs/MEASURED.md).
 #: A change whose whole interval lies beyond this is claimed even so.
@@ -348,13 +342,16 @@ UNREFERENCED_MOVE = 2.0
 
 
 def _within_unknown_drift(c: Comparison) -> bool:
-    """A claimed change that a machine's unknown move could have made."""
+    """A verdict a machine's unknown move could have made: a change within it, or no
+    change (a move could as well have hidden one)."""
     low, high = c.ci_low or 0.0, c.ci_high or math.inf
     if c.metric == "throughput":  # the latency's orientation
         low, high = 1.0 / high if high else math.inf, 1.0 / low if low else math.inf
     if c.verdict is Verdict.REGRESSION:
         return low <= UNREFERENCED_MOVE
-    return c.verdict is Verdict.IMPROVEMENT and high >= 1.0 / UNREFERENCED_MOVE
+    if c.verdict is Verdict.IMPROVEMENT:
+        return high >= 1.0 / UNREFERENCED_MOVE
+    return c.verdict in (Verdict.UNCHANGED, Verdict.NO_REGRESSION)
 
 
 def _drift_guarded(
@@ -374,12 +371,18 @@ def _drift_guarded(
         sides = [n for n, o in (("this run", current), ("the baseline's", base)) if not o.reference]
         who = f"{' and '.join(sides)} carr{'y' if len(sides) > 1 else 'ies'}" if sides else "a side"
         note = (
-            f"{c.verdict} withheld: {who} no reference of the machine's speed (a plain run "
-            "takes none; a GPU's clocks need NVML), and two runs on a machine that may have "
-            f"moved between them cannot show a change within x{UNREFERENCED_MOVE:g} either way"
+            f"{c.verdict} withheld, cannot tell: {who} no reference of the machine's speed (a "
+            "plain run takes none; a GPU's clocks need NVML), and two runs on a machine that "
+            f"may have moved between them cannot show a change within x{UNREFERENCED_MOVE:g}"
+            " either way, nor its absence"
         )
+        details = {**c.details, "withheld": c.verdict.value}
         return dataclasses.replace(
-            c, verdict=Verdict.INCONCLUSIVE, reason=Reason.DRIFT_WITHHELD, note=note
+            c,
+            verdict=Verdict.INCONCLUSIVE,
+            reason=Reason.DRIFT_WITHHELD,
+            note=note,
+            details=details,
         )
     limit = policy.drift_limit
     slower, faster = factors
@@ -650,13 +653,10 @@ _HEADLINE += ("family_size", "holm_p")
 
 
 def _detectable_stored(c: Comparison) -> float | None:
-    """The stored test's detectable effect, from the standard error its rank interval
-    implies (latency and generation metrics; None where the test has no interval)."""
+    """The stored test's detectable effect, from its rank interval (None: none)."""
     if c.ci_low is None or c.ci_high is None or c.metric in ("memory", "throughput"):
         return None
-    se = _pool.se_from_interval(c.ci_low, c.ci_high, c.alpha)
-    value = _pool.detectable_effect(se, c.threshold, c.alpha)
-    return value if math.isfinite(value) else None
+    return _pool.detectable_within(c.ci_low, c.ci_high, c.alpha, c.threshold)
 
 
 def _blank(opts: BenchOptions, origin: Origin) -> Comparison:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
 from ..judge.accept import first_match
-from ..judge.judge import Policy
+from ..judge.rules import Policy
 from ..judge.work import more_work
 from ..report import messages
 

@@ -124,7 +124,8 @@ class Plain:
     @functools.cached_property
     def judge(self) -> Judge:
         # Imported on first measurement, not at start-up: the judge brings numpy.
-        from ..judge.judge import Judge, Policy
+        from ..judge.judge import Judge
+        from ..judge.rules import Policy
 
         s = self.context.settings
         policy = Policy(

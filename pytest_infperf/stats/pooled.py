@@ -253,6 +253,13 @@ def detectable_effect(
     return math.exp(math.log1p(threshold) + reach + _NORMAL.inv_cdf(power) * se) - 1.0
 
 
+def detectable_within(low: float, high: float, alpha: float, threshold: float) -> float | None:
+    """:func:`detectable_effect` of a ratio interval (:func:`se_from_interval`); None where
+    it is not finite."""
+    value = detectable_effect(se_from_interval(low, high, alpha), threshold, alpha)
+    return value if math.isfinite(value) else None
+
+
 def se_from_interval(low: float, high: float, alpha: float) -> float:
     """The standard error of the log-ratio implied by a ratio interval whose bounds are
     each one-sided at ``alpha`` (for the stored test, whose interval is a rank interval)."""
