@@ -430,7 +430,7 @@ jobs:
       - uses: actions/checkout@v4
         with: {{fetch-depth: 0, persist-credentials: false}}
       - name: Install your project and its models' libraries
-        run: python3 -m venv .venv && .venv/bin/pip install {install}
+        run: python3 -m venv .venv && {install}
       - uses: {action}
         with: {{tests: {tests}, python: .venv/bin/python}}
   push-baselines:  # the only job with a write token: {branch} only, one push at a time
@@ -497,9 +497,14 @@ def installable(root: Path) -> bool:
     return (root / "setup.py").is_file() or "project" in doc or "build-system" in doc
 
 
-def _install(root: Path, found: Found) -> str:
-    """What the workflow's install step installs: the project, and the libraries the
-    benchmarks written for it need (the Action installs pytest-infperf itself)."""
+#: Where a runner without a GPU gets torch: PyPI's build brings CUDA (several GB).
+TORCH_CPU = "https://download.pytorch.org/whl/cpu"
+
+
+def _install(root: Path, found: Found, cpu: bool) -> str:
+    """The workflow's install commands: the project, and the libraries the benchmarks
+    written for it need (the Action installs pytest-infperf itself); ``cpu``: a runner
+    without a GPU, which takes torch's CPU build first."""
     parts = ["-e ."] if installable(root) else []
     if (root / "requirements.txt").is_file():
         parts.append("-r requirements.txt")
@@ -508,7 +513,18 @@ def _install(root: Path, found: Found) -> str:
     need.update(["torch"] if found.torch or found.hf else [])
     need.update(["transformers"] if found.hf else [])
     parts += [name for name in LIBRARIES if name in need]
-    return " ".join(parts) or "pytest"
+    pip = ".venv/bin/pip install"
+    first = f"{pip} torch --index-url {TORCH_CPU} && " if cpu and "torch" in need else ""
+    return f"{first}{pip} {' '.join(parts) or 'pytest'}"
+
+
+def _gpu_labels(labels: list[str]) -> bool:
+    """Whether the runner's labels say it has a GPU (``gpu``, ``cuda``, ``a100``...)."""
+    return any(hint in label.lower() for label in labels for hint in GPU_HINTS)
+
+
+#: What a runner label that names a GPU holds.
+GPU_HINTS = ("gpu", "cuda", "nvidia", "a100", "h100", "h200", "l4", "t4", "a10")
 
 
 def _labels(text: str) -> list[str]:
@@ -557,7 +573,7 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
     text, measures = benchmark_module(found, len(tests.parts), installable(root))
     compile(text, TEST_FILE, "exec")  # what it writes parses: a fault here is init's own
     branch = args.branch or _default_branch(root)
-    install = _install(root, found)
+    install = _install(root, found, cpu=not _gpu_labels(labels))
     fields = {
         "branch": branch,
         "runs_on": _runs_on(labels),
@@ -570,7 +586,7 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
             PERF_YML.format(**fields, install=install, tests=_literal(tests.as_posix())),
             f"runs on {_runs_on(labels)}"
             + (" (a hosted CPU runner: no --runner given)" if hosted else "")
-            + f", installs: pip install {install}",
+            + f", installs: {install.replace('.venv/bin/pip', 'pip')}",
         ),
         root / WORKFLOWS / "perf-comment.yml": (
             COMMENT_YML.format(
