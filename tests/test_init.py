@@ -267,6 +267,25 @@ def test_settings_go_where_pytest_reads_them(tmp_path: Path) -> None:
     assert tomllib.loads(toml)["tool"]["pytest"]["ini_options"]["infperf_max_time"] == "3.0"
 
 
+def test_committed_baselines_stay_committed(tmp_path: Path) -> None:
+    """One story for storing baselines: a project that committed baselines/ (docs/CI.md's
+    simplest way) keeps them committed; init ignores the folder only where nothing in it is
+    committed."""
+    committed, fresh = tmp_path / "committed", tmp_path / "fresh"
+    folder = committed / "baselines" / "linux-x86-64-cpu-py3.11-0123456789"
+    folder.mkdir(parents=True)
+    (folder / f"{'a' * 40}.json").write_text("{}")
+    init_repo(committed)
+    out = infperf(committed, "init")
+    assert out.returncode == 0, out.stderr
+    assert not (committed / ".gitignore").exists() and ".gitignore" not in out.stdout
+    fresh.mkdir()
+    (fresh / "README.md").write_text("x\n")
+    init_repo(fresh)
+    assert infperf(fresh, "init").returncode == 0
+    assert "baselines/" in (fresh / ".gitignore").read_text()
+
+
 def test_init_refuses_what_it_cannot_do(tmp_path: Path) -> None:
     out = infperf(tmp_path, "init")
     assert out.returncode == 2 and "is not in a git repository: run git init first" in out.stderr

@@ -549,10 +549,11 @@ def _action(ref: str) -> str:
 
 
 def _gitignore(root: Path) -> tuple[Path, str] | None:
-    """``.gitignore`` with ``baselines/`` added (None: it is ignored already)."""
+    """``.gitignore`` with ``baselines/`` added (None: it is ignored already, or the project
+    commits its baselines, docs/CI.md's simplest way, which init leaves as it is)."""
     path = root / ".gitignore"
     text = initconfig.read(path) if path.is_file() else ""
-    if re.search(r"^/?baselines/?[ \t]*\r?$", text, re.M):
+    if re.search(r"^/?baselines/?[ \t]*\r?$", text, re.M) or _git(root, "ls-files", "baselines"):
         return None
     nl = initconfig.newline(text)
     sep = "" if not text or text.endswith("\n") else nl
