@@ -153,7 +153,7 @@ def test_bad_flags_are_usage_errors(pytester: pytest.Pytester, flag: str, messag
     ("marker", "message"),
     [
         ("rounds=0", "*infperf on test_bad.py::test_a: rounds=0: must be an integer >= 1*"),
-        ("roundz=5", "*unknown option 'roundz'; known options:*rounds*"),
+        ("roundz=5", "*unknown option 'roundz' (did you mean 'rounds'?); known options:*"),
         ("threshold=2", "*threshold=2: must be a number in (0, 1)*"),
         ("metric='mean'", "*metric='mean': unknown metric*"),
         ("name='x'", "*infperf(name=...) is not allowed*"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -408,11 +409,17 @@ def ini_name(option: str) -> str:
 
 
 def check_known(keys: Iterable[str], where: str) -> None:
+    """A marker's or a call's keywords: an unknown one is an error that names the option
+    it most likely meant (as for an ini key), else every known one."""
     unknown = sorted(set(keys) - set(SPECS) - {"name"})
     if unknown:
+        named = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, sorted(SPECS), n=1)
+            named.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
         raise OptionError(
-            f"{where}: unknown option{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(k) for k in unknown)}; known options: {', '.join(sorted(SPECS))}"
+            f"{where}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(named)}; "
+            f"known options: {', '.join(sorted(SPECS))}"
         )
 
 
