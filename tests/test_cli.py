@@ -289,7 +289,10 @@ def test_report_html_and_png(repo: Path) -> None:
     out = infperf(repo, "report", "--html", "plain.html", "--no-history")
     assert out.returncode == 0, out.stderr
     said = f"has no baseline of its own here: shown is the nearest, commit {head[:10]}"
-    assert said in out.stderr and said in (repo / "plain.html").read_text()
+    plain = (repo / "plain.html").read_text()
+    assert said in out.stderr and said in plain
+    # Its figures are that commit's, headed so: not "now" (this branch ran nothing).
+    assert f"<th>commit {head[:10]}</th><th>baseline</th>" in plain and "<th>now</th>" not in plain
 
 
 def test_prune_keeps_the_newest(repo: Path) -> None:

@@ -597,15 +597,16 @@ def _generation_table(results: dict[str, Any]) -> list[str]:
     return out
 
 
-def _results_table(results: dict[str, Any]) -> list[str]:
-    """The results table's HTML, from the report model's rows (report/rows.py)."""
+def _results_table(results: dict[str, Any], now: str = "now") -> list[str]:
+    """The results table's HTML, from the report model's rows (report/rows.py); ``now``:
+    what its figures are (a stored baseline shown as it is: its commit, not "now")."""
     parts: list[str] = []
     # The figures a verdict was computed from (Comparison.current/baseline: a settled
     # verdict's come from the interleaved run, not from this run's first pass).
     parts.append(
-        "<table><tr><th>benchmark</th><th>backend</th><th>now</th><th>baseline</th>"
-        "<th>ratio [CI]</th><th>n now/base</th><th>verdict</th><th>by</th>"
-        "<th>would catch</th><th>work per call</th></tr>"
+        f"<table><tr><th>benchmark</th><th>backend</th><th>{html.escape(now)}</th>"
+        f"<th>baseline</th><th>ratio [CI]</th><th>n {html.escape(now)}/base</th>"
+        "<th>verdict</th><th>by</th><th>would catch</th><th>work per call</th></tr>"
     )
     for key, e in sorted(iter_entries(results)):
         raw = e.get("comparison")
@@ -657,7 +658,8 @@ def _html(
             f"<p>Commit <code>{html.escape(str(commit)[:10])}</code>, environment "
             f"<code>{html.escape(str(env))}</code>.</p>"
         )
-        parts += _results_table(results)
+        # A stored baseline shown on its own (no --results): its commit's figures, not now.
+        parts += _results_table(results, f"commit {str(commit)[:10]}" if shown else "now")
         parts += _generation_table(results)
     if changes:
         parts.append(
