@@ -124,6 +124,12 @@ def _doc(results: list[BenchmarkResult]) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(autouse=True)
+def _columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prose lines wrap to the terminal's width: 120, as in a CI log."""
+    monkeypatch.setenv("COLUMNS", "120")
+
+
 def _check(name: str, got: str) -> None:
     path = GOLDEN / name
     if os.environ.get("INFPERF_GOLDEN") == "update":
@@ -152,6 +158,23 @@ def test_a_regressions_first_lines() -> None:
     assert "25.1% slower" in first[0] and any("Perf-Accept" in line for line in first)
     verbose = messages.failure_message(bert.key, bert.comparison, bert.nodeid, verbose=True)
     assert verbose.startswith(got) and "p = 2e-09" in verbose
+
+
+@pytest.mark.parametrize("columns", [80, 120, 200])
+def test_prose_lines_wrap_to_the_terminal(columns: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """why: and accepted: lines ran to 260 characters whatever the terminal: they wrap to
+    COLUMNS (the terminal's, 120 where unknown), continuation lines indented."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    bert = _runs()["accepted"][1]
+    assert bert.comparison is not None
+    accepted = notices.accepted_lines([bert])
+    assert accepted and all(len(line) <= columns for x in accepted for line in x.splitlines())
+    assert accepted[0].splitlines()[-1].startswith("    ") or len(accepted[0]) <= columns
+    regression = _runs()["regression"][1].comparison
+    assert regression is not None
+    message = messages.failure_message(bert.key, regression, bert.nodeid)
+    why = message[message.index("  why:") :].split("\n  decided by")[0]
+    assert all(len(line) <= columns for line in why.splitlines()), why
 
 
 def test_identical_code_says_no_warning() -> None:

@@ -7,6 +7,8 @@ without importing any presentation module.
 from __future__ import annotations
 
 import math
+import shutil
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -257,3 +259,23 @@ def profile_line(w: WorkProfile) -> str:
         bits.append(f"varies from call to call: {', '.join(w.varying)}")
     bits += w.notes
     return ", ".join(bits) or "nothing counted"
+
+
+#: The width a line of prose is wrapped to where the terminal's is not known (CI logs).
+TERMINAL_WIDTH = 120
+
+
+def wrap(line: str, indent: str = "    ") -> str:
+    """A line of prose (a why: or accepted: line) wrapped to the terminal's width
+    (``COLUMNS``, else the terminal, else 120), its continuation lines indented; words,
+    node ids and paths are never broken."""
+    width = max(60, shutil.get_terminal_size((TERMINAL_WIDTH, 24)).columns)
+    lead = line[: len(line) - len(line.lstrip())]
+    return textwrap.fill(
+        line,
+        width=width,
+        initial_indent="",
+        subsequent_indent=lead + indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )

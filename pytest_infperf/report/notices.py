@@ -20,7 +20,7 @@ from typing import Any
 from ..core.names import CompareMode
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
 from ..measure import environment
-from .fmt import cannot_guard, fmt_level, short_name
+from .fmt import cannot_guard, fmt_level, short_name, wrap
 from .messages import accepted_line
 
 #: The order verdicts are counted in, in every summary.
@@ -212,7 +212,7 @@ def accepted_lines(results: Sequence[BenchmarkResult]) -> list[str]:
     """Each accepted regression, who accepted it and why (the terminal's; the Markdown
     report has its own section)."""
     return [
-        accepted_line(r.key, r.comparison)
+        wrap(accepted_line(r.key, r.comparison))
         for r in sorted(results, key=lambda r: r.key)
         if r.comparison is not None and r.comparison.verdict is Verdict.ACCEPTED
     ]
