@@ -222,6 +222,23 @@ def test_the_family_counts_benchmarks_not_tests(repo: pytest.Pytester) -> None:
         assert family(Context(), nodeids) == size  # type: ignore[arg-type]
 
 
+def test_a_saved_baseline_says_which_failed_tests_it_lacks(repo: pytest.Pytester) -> None:
+    """--perf-save with a perf test that fails before measuring stores a partial baseline:
+    the run says which tests it lacks (their comparisons would find no baseline)."""
+    (repo.path / "test_broken.py").write_text(
+        "def test_broken(infer_bench):\n    raise RuntimeError('model failed to load')\n"
+    )
+    result = repo.runpytest("--perf-save")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*lacks 1 perf test(s) that failed before measuring: test_broken.py::test_broken*"]
+    )
+    assert (
+        "perf test(s) that failed"
+        not in repo.runpytest("--perf-save", "-k", "not broken").stdout.str()
+    )
+
+
 def test_warn_only_reports_without_failing(repo: pytest.Pytester) -> None:
     repo.runpytest("--perf-save").assert_outcomes(passed=3)
     slow_down(repo.path)

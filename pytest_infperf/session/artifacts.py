@@ -258,6 +258,8 @@ class ArtifactWriter(RunOutcome):
             f"baseline of {context.commit.short}: {rel} ({n} benchmark{'s' * (n != 1)} saved, "
             f"{total} stored)"
         )
+        if lacking := _lacking(self.collector, self.failed, context.commit.short):
+            context.warn(lacking)
         return None
 
     def document(self) -> dict[str, Any]:
@@ -350,6 +352,21 @@ class ArtifactWriter(RunOutcome):
                     fh.write(text)
             except OSError as exc:
                 self.context.warn(f"could not append to GITHUB_STEP_SUMMARY: {exc}")
+
+
+def _lacking(collector: Collector, failed: list[str], commit: str) -> str | None:
+    """A saved baseline that lacks perf tests which failed before measuring, said (a later
+    comparison of them finds no baseline): None where it lacks none."""
+    measured = {r.nodeid for r in collector.results}
+    lacking = [n for n in failed if n in collector.perf_ids and n not in measured]
+    if not lacking:
+        return None
+    shown = ", ".join(lacking[:5]) + (" ..." if len(lacking) > 5 else "")
+    return (
+        f"the baseline of {commit} lacks {len(lacking)} perf test(s) that failed before "
+        f"measuring: {shown}; a comparison of them finds no baseline until they pass and the "
+        "baseline is saved again"
+    )
 
 
 def _relative(path: Any, root: Any) -> str:

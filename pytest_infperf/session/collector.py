@@ -64,6 +64,8 @@ class Collector:
         self.perf_tests: int | None = None
         #: How many benchmarks they make, as far as the baseline tells (:func:`.facts.family`).
         self.benchmarks: int | None = None
+        #: Their node ids (an xdist controller collects none itself: its workers say).
+        self.perf_ids: set[str] = set()
 
     def add(self, item: pytest.Item, result: BenchmarkResult, failures: Iterable[str]) -> None:
         failures = list(failures)
@@ -84,6 +86,7 @@ class Collector:
             self.perf_tests = max(self.perf_tests or 0, int(data["perf_tests"]))
         if data.get("benchmarks") is not None:
             self.benchmarks = max(self.benchmarks or 0, int(data["benchmarks"]))
+        self.perf_ids.update(str(n) for n in data.get("perf_ids") or ())
         for warning in data.get("warnings", []):
             self.context.warn(warning)
 
@@ -103,12 +106,13 @@ class Collector:
             "warnings": self.context.warnings,
             "perf_tests": self.perf_tests,
             "benchmarks": self.benchmarks,
+            "perf_ids": sorted(self.perf_ids),
         }
 
     # --- hooks -------------------------------------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         perf = [item.nodeid for item in session.items if is_perf(item)]
-        self.perf_tests = len(perf)
+        self.perf_tests, self.perf_ids = len(perf), set(perf)
         self.benchmarks = family(self.context, perf)
         problems = marker_problems(session.items)
         if not problems:
