@@ -128,6 +128,22 @@ def test_every_measured_section_named_exists() -> None:
     assert not missing
 
 
+def test_every_document_named_exists() -> None:
+    """The code and the docs cite only documents the repository holds (the code once cited
+    a STATISTICS.md it did not have): every ``NAME.md`` named in a comment, a docstring or a
+    doc is a file of the repository's root or docs/."""
+    here = {p.name for p in [*ROOT.glob("*.md"), *(ROOT / "docs").glob("*.md")]}
+    here.add("BODY.md")  # infperf comment's --body-file argument, a placeholder
+    missing = []
+    for name, text in _texts().items():
+        if name == "tests/test_docs.py":  # this test names what must not be cited
+            continue
+        for cited in re.findall(r"\b([A-Z][A-Za-z_]*\.md)\b", text):
+            if cited not in here:
+                missing.append(f"{name}: {cited}")
+    assert not missing
+
+
 def test_benchmarks_holds_what_the_docs_cite() -> None:
     """benchmarks/ holds the scripts whose figures the docs show, and nothing else: each is
     named in the README or docs/, and each script the docs name exists."""

@@ -1,6 +1,6 @@
 """Interleaved comparisons replicated across processes. Pure functions (numpy; scipy for t).
 
-Where the variance lives (docs/STATISTICS, "between processes"): two processes running the
+Where the variance lives (docs/COMPARING.md, "Interleaved verdicts"): two processes running the
 same code can differ by a stable few percent for their whole life (memory layout, hash
 seed, what ran in them before), and the pairs of one head/base process pair all share that
 offset. An interval built from one process pair's blocks alone leaves it out; more blocks

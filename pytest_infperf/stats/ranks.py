@@ -3,8 +3,8 @@ tolerance? Pure functions, numpy only.
 
 Latency (the default metric) is judged on log times. The ratio current/baseline is
 estimated as exp(Hodges-Lehmann shift) with a one-sided Moses rank confidence bound on each
-side, and the tolerance ``d`` is part of the hypothesis (the "min-effect" rule of
-``STATISTICS.md``):
+side, and the tolerance ``d`` is part of the hypothesis (a minimum-effect test: a change
+must be shown past ``d``, not merely past zero; docs/COMPARING.md, "Decision"):
 
 - ``regression``: the lower bound is above 1 + d (significantly slower by more than d);
 - ``improvement``: the upper bound is below 1 / (1 + d);
