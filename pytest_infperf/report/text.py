@@ -69,11 +69,31 @@ def _fit(rows: list[list[str]], width: int) -> None:
         if any(was[m] != m for m in group) and all(len(i) <= room for i in ids):
             for m, i in zip(group, ids, strict=True):
                 cut[names.index(m)] = i
-    counts: dict[str, int] = {}
-    for c in cut:
-        counts[c] = counts.get(c, 0) + 1
+    alike: dict[str, list[str]] = {}
+    for name, c in zip(names, cut, strict=True):
+        alike.setdefault(c, []).append(name)
+    # Names a cut made alike (they differ in the middle): cut around where they differ.
+    apart: dict[str, str] = {}
+    for group in (g for g in alike.values() if len(g) > 1):
+        apart.update(zip(group, _tell_apart(group, room) or group, strict=True))
     for row, name, short in zip(rows[1:], names, cut, strict=True):
-        row[0] = short if counts[short] == 1 else name
+        row[0] = apart.get(name, short)
+
+
+def _tell_apart(names: list[str], room: int) -> list[str] | None:
+    """Names a cut made alike, each cut instead to the part where they differ and what
+    surrounds it, within ``room``; None where that part alone is too long."""
+    prefix = _shared(names)
+    suffix = min(_shared([n[::-1] for n in names]), min(len(n) for n in names) - prefix)
+    out = []
+    for n in names:
+        spare = room - (len(n) - suffix - prefix) - 2
+        if spare < 0:
+            return None
+        start = max(0, prefix - spare // 2)
+        end = min(len(n), len(n) - suffix + spare - (prefix - start))
+        out.append(("…" if start else "") + n[start:end] + ("…" if end < len(n) else ""))
+    return out if len(set(out)) == len(out) and all(len(o) <= room for o in out) else None
 
 
 def _shared(texts: list[str]) -> int:
