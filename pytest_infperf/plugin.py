@@ -56,8 +56,9 @@ def pytest_load_initial_conftests(
 
         configured = str(early_config.getini("infperf_gpus") or "").replace(",", " ").split()
         # Only where the run asks for measurement (its controller said so, or the GPUs are
-        # named): a suite of multi-GPU tests with no perf option keeps every GPU.
-        if configured or os.environ.get(gpu.PIN_ENV):
+        # named): a suite of multi-GPU tests with no perf option keeps every GPU. Not
+        # passed on: a pytest run a test starts decides for itself.
+        if os.environ.pop(gpu.PIN_ENV, None) or configured:
             warning = gpu.pin_worker(worker, configured)
             if warning:
                 early_config.stash[pin_warning_key] = warning
@@ -149,9 +150,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # the environment only where the run measures or starts workers (else at the first
     # infer_bench): an unused plugin leaves the environment as it found it.
     asked = settings.save or settings.compare or settings.ab
-    if asked:
+    distributed = bool(getattr(config.option, "numprocesses", None))
+    measures = not settings.disable and (asked or _measures(config))
+    if asked or (distributed and measures):
         gpu.mark_run()
-    if getattr(config.option, "numprocesses", None) and _measures(config):
+    if distributed and measures and not hasattr(config, "workerinput"):
         # xdist's workers, started after this hook, pin themselves to a GPU each.
         os.environ[gpu.PIN_ENV] = "1"
         config.add_cleanup(_unpin)

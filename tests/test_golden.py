@@ -17,7 +17,7 @@ from pytest_infperf.core.names import CompareMode, Metric
 from pytest_infperf.core.results import BenchmarkResult, Comparison, Reason, Verdict, WorkDiff
 from pytest_infperf.judge.accept import AcceptRule
 from pytest_infperf.judge.rules import Policy
-from pytest_infperf.report import comment, markdown, messages, notices, text
+from pytest_infperf.report import comment, fmt, markdown, messages, notices, text
 from pytest_infperf.session.gate import Gate
 from pytest_infperf.stats import pooled as _pool
 
@@ -172,9 +172,12 @@ def test_prose_lines_wrap_to_the_terminal(columns: int, monkeypatch: pytest.Monk
     assert accepted[0].splitlines()[-1].startswith("    ") or len(accepted[0]) <= columns
     regression = _runs()["regression"][1].comparison
     assert regression is not None
-    message = messages.failure_message(bert.key, regression, bert.nodeid)
-    why = message[message.index("  why:") :].split("\n  decided by")[0]
+    stored = messages.failure_message(bert.key, regression, bert.nodeid)
+    printed = fmt.wrap(stored)  # the test's failure, as printed (Gate.apply)
+    why = printed[printed.index("  why:") :].split("\n  decided by")[0]
     assert all(len(line) <= columns for line in why.splitlines()), why
+    # The record keeps its lines whole (the JSON, JUnit, annotations), whatever COLUMNS.
+    assert "\n    " not in stored[stored.index("  why:") :].split("\n  decided by")[0]
 
 
 def test_identical_code_says_no_warning() -> None:

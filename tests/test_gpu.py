@@ -524,7 +524,7 @@ def test_pin_choices_respect_what_the_user_restricted() -> None:
         (["--perf-json=out.json"], True),  # the run asks for measurement
         (["-o", "infperf_gpus=1,0"], True),  # the GPUs are named
         ([], False),  # a suite with no perf option (multi-GPU tests) keeps every GPU
-        (["--perf-disable"], False),
+        (["--perf-disable", "--perf-json=out.json"], False),  # nothing is measured
     ],
     ids=["perf-option", "infperf_gpus", "no-perf-option", "perf-disable"],
 )

@@ -382,9 +382,9 @@ def test_what_init_writes_collects_and_runs(tmp_path: Path) -> None:
     out = infperf(repo, "init")
     assert out.returncode == 0, out.stderr
     assert "Net of my-models/net.py (loaded by its path)" in out.stdout
-    # A hosted CPU runner: torch's CPU build first (PyPI's brings CUDA, several GB).
-    cpu = "installs: pip install torch --index-url https://download.pytorch.org/whl/cpu"
-    assert f"{cpu} && pip install onnxruntime torch" in out.stdout
+    # A hosted CPU runner: torch's CPU build (PyPI's brings CUDA, several GB).
+    cpu = "installs: pip install --extra-index-url https://download.pytorch.org/whl/cpu"
+    assert f"{cpu} onnxruntime torch" in out.stdout
     assert (repo / "pyproject.toml").read_text().count("[tool.pytest.ini_options]") == 1
     test = repo / "tests" / "perf" / "test_infperf.py"
     _formatted(test)
@@ -420,14 +420,22 @@ def test_the_workflow_installs_what_the_code_imports(tmp_path: Path) -> None:
     (install,) = [
         s["run"] for s in perf["jobs"]["perf"]["steps"] if "pip install" in s.get("run", "")
     ]
-    assert install.endswith(".venv/bin/pip install torch torchvision")
-    assert (
-        ".venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu &&" in install
-    )
+    cpu = "--extra-index-url https://download.pytorch.org/whl/cpu"
+    assert install.endswith(f".venv/bin/pip install {cpu} torch torchvision")
     # A runner whose labels name a GPU takes PyPI's (CUDA) torch.
     found = scaffold.find_models(tmp_path)
-    for labels, cpu in ((["self-hosted", "gpu"], False), (["gpu-a100"], False), (["linux"], True)):
-        assert scaffold._gpu_labels(labels) is not cpu, labels
+    rows = [
+        (["self-hosted", "gpu"], True),
+        (["gpu-a100"], True),
+        (["self-hosted", "linux", "v100"], True),
+        (["rtx4090"], True),
+        (["aws-g5"], True),
+        (["linux"], False),
+        (["ubuntu-latest"], False),
+        (["t4g-graviton"], False),  # an Arm CPU instance, not a T4
+    ]
+    for labels, gpu in rows:
+        assert scaffold._gpu_labels(labels) is gpu, labels
     assert (
         scaffold._install(tmp_path, found, cpu=False) == ".venv/bin/pip install torch torchvision"
     )

@@ -554,28 +554,39 @@ def check_unreferenced(c: Comparison, unreferenced: bool, left: Verdict) -> None
 
 
 @pytest.mark.parametrize(
-    ("withheld", "counts", "left"),
+    ("withheld", "flops", "python_calls", "left"),
     [
-        ("regression", "grew", R),  # more work and a time past the threshold: evidence
-        ("regression", "same", IN),  # the same work: a move of the machine could explain it
-        ("regression", None, IN),  # counts that vary, or none counted: no evidence
-        ("regression", "mixed", IN),
-        ("improvement", "shrank", IN),  # only a regression stands on the counts
-        ("unchanged", "grew", IN),
+        ("regression", (8.4e6, 12.6e6), (100, 100), R),  # +50% work: evidence
+        ("regression", (8.4e6, 8.4e6), (100, 100), IN),  # the same work: a move explains it
+        ("regression", (8.4e6, 8.6e6), (100, 100), IN),  # +2.4%: within the threshold
+        ("regression", (8.4e6, 8.4e6), (4000, 4001), IN),  # a refactor's Python call
+        ("regression", None, (100, 100), IN),  # nothing counted: no evidence
+        ("improvement", (12.6e6, 8.4e6), (100, 100), IN),  # only a regression stands on it
+        ("unchanged", (8.4e6, 12.6e6), (100, 100), IN),
     ],
 )
 def test_two_runs_without_references_claim_a_regression_on_grown_work(
-    withheld: str, counts: str | None, left: Verdict
+    withheld: str,
+    flops: tuple[float, float] | None,
+    python_calls: tuple[int, int],
+    left: Verdict,
 ) -> None:
     """`infperf compare` of two plain runs: a regression withheld for want of references
-    stands where the exact work counts grew, as a GPU's quiet evidence does."""
-    from pytest_infperf.core.results import Reason
+    stands where the exact work grew past the threshold (FLOPs, operator calls, kernels),
+    as a GPU's quiet evidence does; a Python call more is no evidence."""
+    from pytest_infperf.core.results import Reason, WorkProfile
     from pytest_infperf.judge.judge import _counted
+    from pytest_infperf.judge.work import diff
 
+    a, b = (None, None) if flops is None else flops
+    work = diff(
+        WorkProfile(calls=5, flops=a, python_calls=python_calls[0]),
+        WorkProfile(calls=5, flops=b, python_calls=python_calls[1]),
+    )
     c = dataclasses.replace(
         cmp(IN, 1.56, 1.4, 1.7), reason=Reason.DRIFT_WITHHELD, details={"withheld": withheld}
     )
-    judged = _counted(c, counts)
+    judged = _counted(c, work)
     assert judged.verdict is left
     if left is R:
         assert judged.evidence == {"part": "work", "counts": "grew"} and judged.reason is None

@@ -514,9 +514,9 @@ def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
     gpu_obs = Observation([1.0], env={"device_type": "cuda"}, device_share=0.9)
     host_bound = dataclasses.replace(gpu_obs, device_share=0.3)
     assert reference_kind("gpu_time", host_bound) == "gpu"
-    # A GPU latency the device bounds (or whose share is not known): both references, the
-    # larger move; a host-bound one: the host's.
-    assert reference_kind("median", gpu_obs) == "both"
+    # A GPU latency the device bounds: the GPU's clocks, else (no NVML) the host's probes;
+    # whose share is not known: both, the larger move; a host-bound one: the host's.
+    assert reference_kind("median", gpu_obs) == "gpu_or_cpu"
     assert reference_kind("median", dataclasses.replace(gpu_obs, device_share=None)) == "both"
     assert reference_kind("median", host_bound) == "cpu"
     assert reference_kind("median", Observation([1.0])) == "cpu"
@@ -536,6 +536,9 @@ def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
     assert speed_factors({"python_s": 1.0}, then, "gpu") is None  # no GPU reference: none
     # both: the larger move of either; the CPU's alone where the GPU has no reference
     assert speed_factors(now, then, "both") == (2.0, 1.0)
+    assert speed_factors(now, then, "gpu_or_cpu") == (1.0, 1.0)  # the device's clocks held
+    no_clocks = {"python_s": 2.0, "gemm_s": 2.0}
+    assert speed_factors(no_clocks, {"python_s": 1.0, "gemm_s": 1.0}, "gpu_or_cpu") == (2.0, 1.0)
     assert speed_factors(throttled, {**then, "python_s": 2.0, "gemm_s": 2.0}, "both") == (2.0, 1.0)
     host_only = {"python_s": 0.75, "gemm_s": 0.75}
     assert speed_factors(host_only, {"python_s": 1.0, "gemm_s": 1.0}, "both") == (1.0, 4 / 3)
@@ -549,11 +552,15 @@ def test_a_gpu_benchmarks_drift_guard_reads_the_gpu_reference() -> None:
 
 
 @pytest.mark.parametrize(
-    ("env", "verdict"),
-    [({}, "inconclusive"), ({"device_type": "cuda"}, "inconclusive")],
+    ("env", "share", "verdict"),
+    [
+        ({}, None, "inconclusive"),
+        ({"device_type": "cuda"}, None, "inconclusive"),
+        ({"device_type": "cuda"}, 0.9, "inconclusive"),  # device-bound: no clocks, the CPU's
+    ],
 )
 def test_a_faster_host_guards_a_gpu_latency_without_a_gpu_reference(
-    env: dict[str, str], verdict: str
+    env: dict[str, str], share: float | None, verdict: str
 ) -> None:
     """No NVML (the torch extra does not install nvidia-ml-py): the GPU has no clock
     reference, and a host now x1.33 faster could hide a slowdown of a GPU latency as of a
@@ -562,7 +569,9 @@ def test_a_faster_host_guards_a_gpu_latency_without_a_gpu_reference(
 
     rng = np.random.default_rng(3)
     samples = list(1e-3 * np.exp(rng.normal(0, 0.002, 60)))
-    now = Observation(samples, env=env, reference={"python_s": 0.75, "gemm_s": 0.75})
+    now = Observation(
+        samples, env=env, reference={"python_s": 0.75, "gemm_s": 0.75}, device_share=share
+    )
     entry = {"samples": samples, "env": env, "reference": {"python_s": 1.0, "gemm_s": 1.0}}
     c = Judge().against(now, entry, merge({}), ORIGIN)
     assert (c.verdict.value, str(c.reason)) == (verdict, "drift-explains")

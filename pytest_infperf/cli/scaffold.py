@@ -513,18 +513,49 @@ def _install(root: Path, found: Found, cpu: bool) -> str:
     need.update(["torch"] if found.torch or found.hf else [])
     need.update(["transformers"] if found.hf else [])
     parts += [name for name in LIBRARIES if name in need]
-    pip = ".venv/bin/pip install"
-    first = f"{pip} torch --index-url {TORCH_CPU} && " if cpu and "torch" in need else ""
-    return f"{first}{pip} {' '.join(parts) or 'pytest'}"
+    # The CPU index beside PyPI: torch (a requirements file's pin too) resolves to its CPU
+    # build, the local "+cpu" version ranking above PyPI's of the same number.
+    index = f" --extra-index-url {TORCH_CPU}" if cpu and "torch" in need else ""
+    return f".venv/bin/pip install{index} {' '.join(parts) or 'pytest'}"
 
 
 def _gpu_labels(labels: list[str]) -> bool:
-    """Whether the runner's labels say it has a GPU (``gpu``, ``cuda``, ``a100``...)."""
-    return any(hint in label.lower() for label in labels for hint in GPU_HINTS)
+    """Whether the runner's labels name a GPU: a word of one (``gpu``, ``cuda``,
+    ``a100``, ``rtx4090``...; ``gpu-a100``, ``self-hosted-h100``), not a letter run inside
+    another (``t4g`` is a CPU)."""
+    words = [w for label in labels for w in re.split(r"[^a-z0-9]+", label.lower()) if w]
+    return any(w in GPU_WORDS or w.startswith(("gpu", "cuda", "rtx", "nvidia")) for w in words)
 
 
-#: What a runner label that names a GPU holds.
-GPU_HINTS = ("gpu", "cuda", "nvidia", "a100", "h100", "h200", "l4", "t4", "a10")
+#: Runner label words that name a GPU (NVIDIA's data-center parts, cloud GPU families).
+GPU_WORDS = frozenset(
+    [
+        "a10",
+        "a10g",
+        "a100",
+        "a30",
+        "a40",
+        "h100",
+        "h200",
+        "b200",
+        "l4",
+        "l40",
+        "l40s",
+        "t4",
+        "v100",
+        "p100",
+        "k80",
+        "g4dn",
+        "g5",
+        "g6",
+        "p3",
+        "p4d",
+        "p5",
+        "geforce",
+        "quadro",
+        "tesla",
+    ]
+)
 
 
 def _labels(text: str) -> list[str]:

@@ -58,15 +58,17 @@ def device_share(source: BenchmarkResult | Mapping[str, Any] | None) -> float | 
 def reference_kind(metric: str, current: Measured) -> str:
     """Which reference guards a metric against machine drift: the GPU's clocks for a GPU
     benchmark's device time; the CPU's probes for a CPU benchmark and for a host-bound GPU
-    one; both for a GPU latency the device bounds or whose share is not known (the larger
-    move of the two, the CPU's alone where the GPU has no clock reference, as without
-    NVML): a host-bound part hidden by a faster host must not read ``unchanged``."""
+    one; for a GPU latency the device bounds, the GPU's clocks, else (no NVML) the CPU's:
+    no guard at all let a slowdown hidden by a faster host read ``unchanged``; and for one
+    whose share is not known, the larger move of the two (either part may bound it)."""
     if not runs_on_gpu(current.env):
         return "cpu"
     if metric == "gpu_time":
         return "gpu"
     share = current.device_share
-    return "cpu" if share is not None and share < HOST_BOUND_SHARE else "both"
+    if share is None:
+        return "both"
+    return "cpu" if share < HOST_BOUND_SHARE else "gpu_or_cpu"
 
 
 def enqueue_share(result: BenchmarkResult) -> float | None:

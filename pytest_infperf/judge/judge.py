@@ -26,6 +26,7 @@ from ..core.results import (
     Origin,
     Reason,
     Verdict,
+    WorkDiff,
     WorkProfile,
     memory_figure,
 )
@@ -46,7 +47,6 @@ from .device import (
 )
 from .observation import Observation
 from .plan import Look, PairedPlan, _holm_rejected
-from .policy import counts_relation
 from .rules import Policy
 from .work import diff as work_diff
 
@@ -138,7 +138,7 @@ class Judge:
         instead of the result's own."""
         c = self._stored(result, entry, opts, origin, env_diff, fresh, fresh_metrics)
         if self.policy.unreferenced and entry is not None:
-            c = _counted(c, counts_relation(work_diff(work_of(entry), result.work)))
+            c = _counted(c, work_diff(work_of(entry), result.work))
         extra = (entry or {}).get("extra")
         c = _gpu_withheld(c, gpu_withheld(c, result.extra, extra, self.policy.gpu_throttle))
         summary = None if entry is None else summary_note(dict(entry))
@@ -318,18 +318,19 @@ def base_code_differs(c: Comparison, differs: str) -> Comparison:
 
 #: What said the machine moved, for the drift guard's notes, by reference kind.
 _BY = {"cpu": "reference probes", "gpu": "the GPU's clocks", "both": "probes and GPU clocks"}
+_BY["gpu_or_cpu"] = "the GPU's clocks, else probes"
 
 
-def _counted(c: Comparison, counts: str | None) -> Comparison:
+def _counted(c: Comparison, work: WorkDiff | None) -> Comparison:
     """A regression withheld for want of references (two runs compared offline) stands
-    where the exact work counts grew: more work and a time past the threshold is evidence
-    no move of the machine makes, as a GPU's quiet evidence is."""
-    if c.reason is not Reason.DRIFT_WITHHELD or c.details.get("withheld") != "regression":
+    where the exact work grew past the threshold too (FLOPs, operator calls or graph nodes,
+    kernels; none varying, none falling): more work is evidence no move of the machine
+    makes, as a GPU's quiet evidence is. A refactor's extra Python call is not."""
+    withheld = c.reason is Reason.DRIFT_WITHHELD and c.details.get("withheld") == "regression"
+    if not withheld or work is None or work.increase is None or work.increase < c.threshold:
         return c
-    if counts != "grew":
-        return c
-    note = "regression: the work per call grew, and its time is past the threshold"
-    evidence = {"part": "work", "counts": counts}
+    note = f"regression: the work per call grew {work.increase:+.1%} ({work.increase_measure})"
+    evidence = {"part": "work", "counts": "grew"}
     return dataclasses.replace(
         c, verdict=Verdict.REGRESSION, reason=None, note=note, evidence=evidence
     )

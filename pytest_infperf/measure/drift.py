@@ -123,12 +123,16 @@ def speed_factors(
     clock at half the speed takes twice the time): the CPU probes say nothing of a GPU's
     clocks, and the host's speed moved by tens of percent between processes where the
     device's time moved by a fraction of one. None where either side lacks
-    them (no NVML, a baseline saved before them): no guard, rather than the CPU's.
-    ``kind="both"``: the larger move of the two (a GPU latency the device bounds)."""
+    them (no NVML, a baseline saved before them). ``kind="gpu_or_cpu"`` (a latency the
+    device bounds): the GPU's, else the CPU's; ``kind="both"`` (a GPU latency whose device
+    share is not known): the larger move of the two."""
     if not current or not baseline:
         return None
-    if kind == "both":  # the larger move of either reference, each where it has one
-        found = [f for f in (speed_factors(current, baseline, k) for k in ("gpu", "cpu")) if f]
+    if kind in ("both", "gpu_or_cpu"):
+        gpu = speed_factors(current, baseline, "gpu")
+        if kind == "gpu_or_cpu" and gpu is not None:  # the device's clocks, where it has them
+            return gpu
+        found = [f for f in (gpu, speed_factors(current, baseline, "cpu")) if f]
         return (max(f[0] for f in found), max(f[1] for f in found)) if found else None
     if kind == "gpu":
         pairs = [

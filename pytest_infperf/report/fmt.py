@@ -265,17 +265,30 @@ def profile_line(w: WorkProfile) -> str:
 TERMINAL_WIDTH = 120
 
 
-def wrap(line: str, indent: str = "    ") -> str:
-    """A line of prose (a why: or accepted: line) wrapped to the terminal's width
-    (``COLUMNS``, else the terminal, else 120), its continuation lines indented; words,
-    node ids and paths are never broken."""
+#: The lines of prose :func:`wrap` wraps (the others are a message's fixed lines).
+PROSE = ("why:", "accepted:")
+
+
+def wrap(text: str, indent: str = "    ") -> str:
+    """The prose lines of ``text`` (why:, accepted:) wrapped to the terminal's width
+    (``COLUMNS``, else the terminal, else 120), continuation lines indented; words, node ids
+    and paths are never broken. Only where it is printed: what is stored (the JSON's
+    message, an annotation) keeps its lines whole."""
     width = max(60, shutil.get_terminal_size((TERMINAL_WIDTH, 24)).columns)
-    lead = line[: len(line) - len(line.lstrip())]
-    return textwrap.fill(
-        line,
-        width=width,
-        initial_indent="",
-        subsequent_indent=lead + indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
+    out = []
+    for line in text.splitlines() or [""]:
+        lead = line[: len(line) - len(line.lstrip())]
+        if not line.lstrip().startswith(PROSE):
+            out.append(line)
+            continue
+        out.append(
+            textwrap.fill(
+                line,
+                width=width,
+                subsequent_indent=lead + indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or line
+        )
+    return "\n".join(out)

@@ -19,7 +19,6 @@ from .fmt import (
     level_of,
     shown_figures,
     work_line,
-    wrap,
 )
 
 #: What "same work, slower" can mean: the counts cannot tell these apart, and none of them
@@ -255,7 +254,7 @@ def failure_message(
     ]
     why = _why(c)
     if why:
-        lines.append(wrap(f"  {why}"))
+        lines.append(f"  {why}")
     lines.append(f"  {_decided_line(c)}")
     repro = repro_command(nodeid, c) if nodeid else None
     if repro:

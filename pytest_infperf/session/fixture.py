@@ -17,6 +17,7 @@ from ..core import options as _options
 from ..measure.backends import (
     BackendError,
     device_error,
+    is_ort_session,
     out_of_memory,
     prepare,
     prepare_generation,
@@ -71,7 +72,7 @@ class InferBench:
         defaults = dict(self._defaults)
         marker = _options.marker_layer(self._item)
         call = _options.parse_layer(kwargs, where)
-        if _is_ort_session(model):
+        if is_ort_session(model):
             self._keep_session_settings(defaults, marker, call)
         session_metric = defaults.get("metric", "median")
         explicit = "metric" in marker or "metric" in call
@@ -96,13 +97,15 @@ class InferBench:
             del defaults[key]
         if not dropped:
             return
-        context = self._collector.context
-        prefix = f"infperf_{dropped[0]} does not reach an InferenceSession a test built"
-        if any(w.startswith(prefix) for w in context.warnings):
-            return
+        # The same words from every test and xdist worker: said once.
+        ini = {"intra_op_threads"}  # the one with an ini key; the rest: infperf_expert's
+        named = [f"infperf_{k}" if k in ini else f"infperf_expert's {k}" for k in dropped]
         attrs = [_options.SESSION_KEYS[k] for k in dropped if _options.SESSION_KEYS[k]]
         how = f"set SessionOptions.{', '.join(attrs)}" if attrs else "set it"
-        context.warn(f"{prefix} ({self._item.nodeid}, and any after): {how} where it is made")
+        self._collector.context.warn(
+            f"{', '.join(named)} does not reach an InferenceSession a test built: {how} "
+            "where the test makes it"
+        )
 
     def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
         __tracebackhide__ = True
@@ -187,12 +190,6 @@ class InferBench:
         self._collector.add(self._item, result, call.failures)
         self.results.append(result)
         return result
-
-
-def _is_ort_session(model: Any) -> bool:
-    """An ONNX Runtime session the test built (told by its type, without importing ORT)."""
-    kind = type(model)
-    return kind.__module__.startswith("onnxruntime") and "InferenceSession" in kind.__name__
 
 
 def _raise_explained(exc: RuntimeError) -> None:

@@ -18,6 +18,7 @@ from ..judge.accept import first_match
 from ..judge.rules import Policy
 from ..judge.work import more_work
 from ..report import messages
+from ..report.fmt import wrap
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,4 +130,6 @@ class Gate:
             result.extra["work_gate"] = out.work_gate
         result.comparison = out.comparison
         result.warnings.extend(out.warnings)
-        return list(out.failures)
+        # What the test's failure prints, wrapped to the terminal (the record keeps its
+        # lines whole: the JSON, JUnit and annotations).
+        return [wrap(f) for f in out.failures]

@@ -445,7 +445,8 @@ def _remeasure(
         # A device time is judged from a profiled pass: the fresh samples' own, not the
         # first pass's (the same figures would fail the test "on fresh samples").
         judged = result
-        if result.work is not None and result.work.gpu_time:
+        device = result.generation is None and opts.metric in ("median", "gpu_time")
+        if device and result.work is not None and result.work.gpu_time:
             judged = dataclasses.replace(result, work=call.profile(median(fresh.samples)))
         c = judge.stored(
             judged,

@@ -231,7 +231,8 @@ def find_nan(output: Any, _depth: int = 0) -> str | None:
     return None
 
 
-def _is_ort_session(model: Any) -> bool:
+def is_ort_session(model: Any) -> bool:
+    """An ONNX Runtime session the test built (told by its type, without importing ORT)."""
     return type(model).__module__.startswith("onnxruntime") and hasattr(model, "get_providers")
 
 
@@ -265,7 +266,7 @@ def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
         from . import onnxruntime as ort_backend
 
         return ort_backend.prepare_path(path, inputs, opts)
-    if _is_ort_session(model):
+    if is_ort_session(model):
         from . import onnxruntime as ort_backend
 
         return ort_backend.prepare_session(model, inputs, opts)

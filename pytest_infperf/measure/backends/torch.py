@@ -355,10 +355,38 @@ def _describe(
 def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
     torch = require("torch")
     warnings: list[str] = []
-    # The module's own mode, put back after: a model the test left training trains again.
-    training = isinstance(model, torch.nn.Module) and model.training
-    if isinstance(model, torch.nn.Module):
+    # Each module's own mode, put back after (a frozen BatchNorm of a model left training
+    # stays frozen). inference_mode=False times the model in the modes the test set.
+    modes = _modes(model, torch)
+    if modes and opts.inference_mode:
         model.eval()
+    try:
+        return _prepare(torch, model, inputs, opts, warnings, modes)
+    except BaseException:
+        _restore_modes(modes)
+        raise
+
+
+def _modes(model: Any, torch: Any) -> list[tuple[Any, bool]]:
+    """Each submodule and whether it was training (none for a model that is no module)."""
+    if not isinstance(model, torch.nn.Module):
+        return []
+    return [(m, m.training) for m in model.modules()]
+
+
+def _restore_modes(modes: list[tuple[Any, bool]]) -> None:
+    for module, training in modes:
+        module.training = training
+
+
+def _prepare(
+    torch: Any,
+    model: Any,
+    inputs: Any,
+    opts: BenchOptions,
+    warnings: list[str],
+    modes: list[tuple[Any, bool]],
+) -> Prepared:
     model_device, dtype = _model_device_dtype(model, torch)
     input_tensors = _tensors(inputs, torch)
     device = _target_device(torch, opts, model_device, input_tensors)
@@ -382,8 +410,7 @@ def prepare(model: Any, inputs: Any, opts: BenchOptions) -> Prepared:
         restore_threads()
         if restore is not None:
             restore()
-        if training:
-            model.train(True)
+        _restore_modes(modes)
 
     if opts.cuda_graph:
         if device.type != "cuda":
