@@ -97,7 +97,7 @@ def _say_withheld(results: list[Any], base_commit: str | None) -> None:
     print(f"{len(held)} verdict(s) withheld, cannot tell (inconclusive): {names}")
     print(
         "  the machine's speed is unknown or moved between the two runs: a change of the "
-        "code, or its absence, cannot be told from it (more work per call can: it is said)"
+        "code, or its absence, cannot be told from it (grown work counts can, and are said)"
     )
     if base_commit:
         nodes = shlex.join(dict.fromkeys(r.nodeid for r in held))
