@@ -127,7 +127,9 @@ def test_a_compare_against_a_baseline_on_another_heap_warns(
     assert "measured on" not in nothing.stdout.str()
     system = ("-o", f"infperf_expert={expert(heap='system')}")
     pytester.runpytest_subprocess("--perf-save", *system).assert_outcomes(passed=1)
-    result = pytester.runpytest_subprocess("--perf-compare=main")
+    # What is under test is the warning, not the verdict: a no-op's stored pass on this
+    # noisy machine once read x1.59 (settling is off here), so the verdict only warns.
+    result = pytester.runpytest_subprocess("--perf-compare=main", "--perf-warn-only")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         ["*the baseline was measured on heap system and this run on heap steady*"]
