@@ -138,21 +138,9 @@ class BaseEnv:
 # --- reading specs ------------------------------------------------------------------------
 
 
-def _toml(path: Path) -> dict[str, object] | None:
-    """A TOML file's content ({} where it cannot be read; None: no TOML reader here)."""
-    try:  # tomllib from Python 3.11; tomli, where installed, before it
-        toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
-    except ImportError:
-        return None
-    try:
-        return dict(toml.loads(path.read_text()))
-    except (OSError, ValueError):
-        return {}
-
-
 def _pyproject(tree: Path) -> list[str]:
     """``[project]`` dependencies, optional ones (``extra: req``), and dependency groups."""
-    data = _toml(tree / "pyproject.toml")
+    data = imports.read_toml(tree / "pyproject.toml")
     if data is None:  # no TOML reader: the file's lines, compared as they are
         return _requirements(tree / "pyproject.toml")
     project = data.get("project") if isinstance(data.get("project"), dict) else {}
@@ -200,7 +188,7 @@ def _requirements(path: Path) -> list[str]:
 def _lock_pins(path: Path) -> list[str]:
     """A lock file's pins, ``name==version`` (a package the lock installs from the project's
     own folders, as the project itself, is not a pin)."""
-    data = _toml(path)
+    data = imports.read_toml(path)
     if data is None:
         return _requirements(path)
     packages = data.get("package") or data.get("packages") or []

@@ -27,6 +27,8 @@ from __future__ import annotations
 import configparser
 import contextlib
 import dataclasses
+import functools
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.metadata
@@ -103,6 +105,10 @@ class ImportMap:
 
     @classmethod
     def from_json(cls, text: str) -> ImportMap | None:
+        return _parsed(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> ImportMap | None:
         if not text:
             return None
         data = json.loads(text)
@@ -126,6 +132,11 @@ class ImportMap:
             out.append("/".join(parts[: len(parts) - up]) if up else folder)
         return out
 
+    def env_dirs(self) -> list[str]:
+        """The Python environment folders of the head and of this process, less any that
+        holds the repository itself (``virtualenv .``): third-party code lies there."""
+        return [e for e in (*environment_dirs(), *self.env) if inside(self.toplevel, e) is None]
+
     def claimed(self, module: str) -> str | None:
         """The project's name ``module`` is, or lies under (None: not the project's)."""
         parts = module.split(".")
@@ -134,6 +145,12 @@ class ImportMap:
             if name in self.names:
                 return name
         return None
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str) -> ImportMap | None:
+    """An import map's JSON, read once: the controller checks one against every READY."""
+    return ImportMap._parse(text)
 
 
 # --- paths ------------------------------------------------------------------------------
@@ -242,15 +259,24 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def read_toml(path: Path) -> dict[str, object] | None:
+    """A TOML file's content ({} where it cannot be read; None: no TOML reader here)."""
+    try:  # tomllib from Python 3.11; tomli, where installed, before it
+        toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    except ImportError:
+        return None
+    try:
+        return dict(toml.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
 def project_name(toplevel: Path) -> str:
     """The repository's distribution name (``[project] name``, else ``setup.cfg``'s), as
     PEP 503 normalizes it; "" where it declares none."""
-    with contextlib.suppress(OSError, ValueError):
-        text = (toplevel / "pyproject.toml").read_text()
-        section = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
-        found = section and re.search(r"^name\s*=\s*[\"']([^\"']+)[\"']", section.group(1), re.M)
-        if found:
-            return _normalize(found.group(1))
+    project = (read_toml(toplevel / "pyproject.toml") or {}).get("project")
+    if isinstance(project, dict) and isinstance(project.get("name"), str):
+        return _normalize(project["name"])
     parser = configparser.ConfigParser()
     with contextlib.suppress(OSError, configparser.Error):
         parser.read(toplevel / "setup.cfg")
@@ -552,7 +578,7 @@ def hold(imports: ImportMap, tree: Path) -> None:
     """This (worker) process imports the project from ``tree`` only: call before anything
     of the project is imported."""
     top, tree = Path(imports.toplevel), tree.resolve()
-    env = (*environment_dirs(), *imports.env)
+    env = imports.env_dirs()
 
     def mapped(entry: str) -> str | None:
         """A path entry as this checkout has it: one into the head's checkout (PYTHONPATH,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
-from .imports import ImportMap, environment_dirs, file_of, in_env, inside
+from .imports import ImportMap, file_of, in_env, inside
 
 
 class Origins:
@@ -26,8 +26,7 @@ class Origins:
         self.tree = str(tree.resolve())
         # Environment folders (a .venv inside the repository): third-party code, unless an
         # installed copy of the project lies there.
-        top = imports.toplevel
-        self.env = [e for e in (*environment_dirs(), *imports.env) if inside(top, e) is None]
+        self.env = imports.env_dirs()
         self.trees = (imports.toplevel, self.tree)
         copies = [p for _, p, _ in imports.installed]
         self.copies = (*copies, imports.built) if imports.built else tuple(copies)
@@ -86,7 +85,7 @@ def problems(
     working tree's content, or the head did not run HEAD's code either."""
     top = imports.toplevel
     out: list[Problem] = []
-    env = [e for e in imports.env if inside(top, e) is None]
+    env = imports.env_dirs()
     for module, path in sorted(found.items()):
         if not path:
             continue
