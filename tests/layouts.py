@@ -63,17 +63,8 @@ def mlp(width=256):
     return torch.nn.Sequential(*layers)
 """
 
-SEVERAL = """\
-import torch
-from tinylayers import DEPTH
-
-
-def mlp(width=256):
-    layers = []
-    for _ in range(DEPTH):
-        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-    return torch.nn.Sequential(*layers)
-"""
+#: The same model, its depth taken from the second package.
+SEVERAL = MODEL.replace("\nDEPTH = {depth}\n", "from tinylayers import DEPTH\n")
 
 TESTS = """\
 import torch
