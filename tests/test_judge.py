@@ -187,7 +187,7 @@ def test_interleaved_interval_carries_the_level_it_was_computed_at() -> None:
     r.comparison = c
     (message,) = Gate(judge.policy, verbose=True).apply(r)
     assert "90% interval" in message  # the run's level, named once everywhere
-    assert f"(alpha {at:g} at this look, 0.05 overall)" in message  # -v: the statistics
+    assert f"(alpha {at:.3g} at this look, 0.05 overall)" in message  # -v: the statistics
     assert "over 2 process pairs" in message
     # the baseline figure is the median of the base samples (41, odd; 40, even below)
     assert c.baseline == statistics.median(base)
@@ -367,13 +367,14 @@ def test_a_claim_holds_over_the_run_or_says_why(
     assert c.verdict is held
     if stored.parts:  # the part that held is the headline; the other says why not
         assert c.metric == "tpot" and c.parts is not None
-        assert c.parts["ttft"].verdict is IN and "20 perf tests and 2 metrics" in str(
+        assert c.parts["ttft"].verdict is IN and "20 benchmarks x 2 parts" in str(
             c.parts["ttft"].note
         )
         return
     assert (c.reason is Reason.MULTIPLICITY) == (held is not stored.verdict)
     if held is not stored.verdict:
-        assert f"not confirmed at 0.01 over the run's {family} perf tests" in (c.note or "")
+        said = f"{family} benchmark{'s' if family != 1 else ''}"
+        assert f"not confirmed at 0.01 over the run's {said}" in (c.note or "")
     if stored.p_value is not None:
         assert c.family_size == family and c.holm_p == min(1.0, stored.p_value * family)
     assert held_over(c, family, 0.01) == c  # held once or twice: the same

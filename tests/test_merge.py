@@ -389,7 +389,7 @@ def test_rejudge_only_ever_withdraws_a_claim() -> None:
     assert rejudge(device, 40, 0.01).holm_p == pytest.approx(4e-3)
     held = rejudge(device, 200, 0.01)
     assert held.verdict is Verdict.INCONCLUSIVE and held.reason is Reason.MULTIPLICITY
-    assert held.message is None and "200 perf tests" in (held.note or "")
+    assert held.message is None and "200 benchmarks" in (held.note or "")
     # Never a promotion: an inconclusive verdict stays so at any family.
     assert rejudge(dataclasses.replace(ab, verdict=Verdict.INCONCLUSIVE), 1, 0.5).verdict is (
         Verdict.INCONCLUSIVE

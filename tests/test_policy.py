@@ -201,9 +201,12 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("gpu latency alone, regression", on_gpu(REG), SETTLE, None),
     ("gpu on the CPU's facts: usual rule", Facts(stored=LAYER), SETTLE, None),
     ("cpu with clocks held: usual rule", Facts(clocks_held=True, stored=LAYER), SETTLE, None),
-    ("gpu +1 layer, p x 1 under run alpha", on_gpu(gpu(R, work=GREW, p=0.008)), STAND, None),
-    ("gpu +1 layer, p x family = run alpha", on_gpu(gpu(R, work=GREW, p=0.005), family=2), STAND,
+    ("gpu +1 layer, p x 2 parts under run alpha", on_gpu(gpu(R, work=GREW, p=0.004)), STAND,
      None),
+    ("gpu +1 layer, p x 2 parts over run alpha", on_gpu(gpu(R, work=GREW, p=0.008)), SETTLE,
+     None),
+    ("gpu +1 layer, p x family x parts = run alpha",
+     on_gpu(gpu(R, work=GREW, p=0.0025), family=2), STAND, None),
 ]  # fmt: skip
 
 

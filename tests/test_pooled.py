@@ -13,8 +13,13 @@ from pytest_infperf.ab.interleave import interleave
 from pytest_infperf.core.results import Verdict
 from pytest_infperf.judge.plan import Design, PairedPlan
 from pytest_infperf.stats.pooled import (
+    SUITE_MAX_DF,
+    SUITE_MIN,
     PairSummary,
+    Spread,
+    SuiteSpread,
     detectable_effect,
+    fit_spread,
     pool,
     quad_contrasts,
     se_from_interval,
@@ -132,7 +137,7 @@ def test_futility_stops_what_cannot_be_decided() -> None:
     """An estimate right at the threshold with a wide interval: neither decision within
     reach, so the run stops before the last pair."""
     plan = PairedPlan(0.05, 0.05, ("median",), design=Design())
-    look = plan.look(_pairs(0.05, 0.045, se=0.04))
+    look = plan.look(_pairs(0.05, 0.045, 0.05, se=0.04))
     assert look.stop and look.why == "futility"
     assert look.verdicts["median"] is Verdict.INCONCLUSIVE
     # one process pair, however noisy, is never enough to give up: the next may be quiet
@@ -141,11 +146,11 @@ def test_futility_stops_what_cannot_be_decided() -> None:
 
 
 def test_futility_weighs_where_the_truth_may_still_be() -> None:
-    """Two pairs at +4% with 2% errors. Taken as the truth (the rule before),
-    +4% cannot be passed by the sixth pair: the first look would give up. Four more pairs
-    may still move the estimate by 1.6% (sd), which leaves a pass about 17% in reach, so
-    the predictive rule goes on."""
-    pairs = _pairs(0.04, 0.04, se=0.02)
+    """Two pairs at +4% with 2.5% errors. Taken as the truth (the rule before), +4%
+    cannot be passed by the last pair: the second look would give up. Six more pairs may
+    still move the estimate, which leaves a pass in reach, so the predictive rule goes
+    on."""
+    pairs = _pairs(0.04, 0.04, se=0.025)
     before = PairedPlan(0.05, 0.05, ("median",), design=Design(futility_rule="conditional"))
     assert before.look(pairs).why == "futility"
     look = PairedPlan(0.05, 0.05, ("median",)).look(pairs)
@@ -210,6 +215,19 @@ def test_interleave_runs_abba_quads_until_the_plan_has_enough() -> None:
     assert all(p == pytest.approx(math.log(1.3)) for p in run.penalties["median"])
 
 
+def test_a_pair_whose_head_leads_runs_baab_quads_and_judges_alike() -> None:
+    """Every other process pair has the head lead: the same contrast (head over base) and
+    the same penalty, from blocks run in the other order."""
+    log: list[str] = []
+    base = _Scripted(1.0, 0.3, log, "A")
+    head = _Scripted(1.1, 0.3, log, "B")
+    run = interleave(base, head, 1, 1e-3, PairedPlan(0.05, 0.05, ("median",)), head_first=True)
+    assert log[:8] == list("BAABBAAB") and run.head_first
+    assert all(q == pytest.approx(math.log(1.1)) for q in run.quads["median"])
+    assert all(p == pytest.approx(math.log(1.3)) for p in run.penalties["median"])
+    assert min(run.head) == pytest.approx(1.1e-3) and min(run.base) == pytest.approx(1e-3)
+
+
 def test_a_slow_pair_stops_at_four_quads_when_its_own_error_is_already_small() -> None:
     plan = PairedPlan(0.05, 0.05, ("median",))
     d = Design()
@@ -258,7 +276,7 @@ _Q4 = [0.04, -0.03, 0.05, -0.04]
         ([0.001, -0.001, 0.001, -0.001], 0.4, 1.0, False),  # own spread tiny: n* under 1
         ([0.2, -0.15, 0.25, -0.1], 0.4, 0.1, True),  # own spread 20%: n* 10
         (_Q4, 0.0, 0.1, True),  # no time measured: no quad cost to weigh
-        # A quad sd of 9%: n* 3.3 at a cheap new pair, but six pairs of 4 quads could not
+        # A quad sd of 9%: n* 3.3 at a cheap new pair, but eight pairs of 4 quads could not
         # pool to the error that catches +10%: it goes on (to 8).
         ([0.08, -0.08, 0.08, -0.08], 0.4, 0.05, True),
     ],
@@ -276,7 +294,7 @@ def test_a_pair_takes_the_quads_a_new_pairs_cost_warrants(
 
 def test_the_cost_rule_weighs_every_metric_and_the_spread_seen() -> None:
     """A generation stops only when both metrics have their n*. A spread between the
-    earlier pairs (tau 7%) past what six pairs of any length can pool under the reach of
+    earlier pairs (tau 7%) past what eight pairs of any length can pool under the reach of
     +10% leaves the pair to its time and own error, as before the cost was weighed."""
     told, untold = (
         PairedPlan(0.05, 0.05, ("ttft", "tpot")),
@@ -331,3 +349,109 @@ def test_the_claim_bound_is_scipys_t() -> None:
     assert est.p_claim(0.03, math.inf) == est.p_above(0.03)
     hksj = est.estimate - stats.t.ppf(0.99, est.k - 1) * est.se_hk
     assert est.lower_claim(0.01, 0.0) == pytest.approx(min(hksj, est.lower(0.01)), rel=1e-9)
+
+
+# --- the suite's spread ------------------------------------------------------------------
+
+
+def _variances(spread_of_logs: float, seed: int, n: int = 200) -> tuple[list[float], list[int]]:
+    """``n`` comparisons' pair variances with 1-5 degrees of freedom, around 0.001, their
+    true variances differing by ``spread_of_logs`` (log-normal)."""
+    rng = np.random.default_rng(seed)
+    dfs = rng.integers(1, 6, n)
+    true = 0.001 * np.exp(rng.normal(0.0, spread_of_logs, n))
+    return list(true * rng.chisquare(dfs) / dfs), [int(d) for d in dfs]
+
+
+def _prior_dfs(spread_of_logs: float, n: int = 200) -> list[float]:
+    fits = [fit_spread(*_variances(spread_of_logs, seed, n)) for seed in range(20)]
+    assert all(f is not None for f in fits)
+    if n > 20:  # the typical size, whatever the spread
+        assert all(f is not None and 0.0003 < f.var < 0.003 for f in fits)
+    return sorted(f.df for f in fits if f is not None)
+
+
+def test_the_suite_prior_counts_as_many_pairs_as_its_benchmarks_vary_alike() -> None:
+    """Alike, a suite's prior counts as many pairs; unlike, as few, and each comparison's
+    own spread decides. The bound on how much they differ leans to "unlike": one degree
+    of freedom's log variance is too noisy to call 200 comparisons alike every time."""
+    alike, unlike = _prior_dfs(0.0), _prior_dfs(1.0)
+    assert alike[10] >= 10.0 and alike[-1] == SUITE_MAX_DF  # median, and most
+    assert unlike[-1] <= 5.0  # never lent more than a few pairs
+    # A prior counts as no more pairs than it rests on.
+    assert all(df <= 20 for df in _prior_dfs(0.0, n=4))
+
+
+@pytest.mark.parametrize(
+    "variances",
+    [[0.001] * 3 + [0.0], [0.001, float("nan"), 0.002], [0.001, float("inf"), 0.001]],
+)
+def test_the_suite_prior_is_none_from_figures_that_are_not_finite(
+    variances: list[float],
+) -> None:
+    assert fit_spread(variances, [1] * len(variances)) is None
+
+
+def test_the_suite_spread_learns_only_from_comparisons_of_two_pairs() -> None:
+    suite = SuiteSpread()
+    one = pool([PairSummary(0.1, 0.01, 8, 0.0, False)], 0.02)
+    two = pool([PairSummary(m, 0.01, 8, 0.0, False) for m in (0.0, 0.05)], 0.02)
+    for _ in range(SUITE_MIN):
+        suite.add("median", one)  # one pair tells nothing about the spread between pairs
+    assert suite.of("median") is None
+    for _ in range(SUITE_MIN - 1):
+        suite.add("median", two)
+    assert suite.of("median") is None  # too few to tell alike from unlike
+    suite.add("median", two)
+    prior = suite.of("median")
+    assert prior is not None and prior.var > 0.05**2 / 2  # one df: a log underestimates
+    assert suite.of("ttft") is None  # each metric its own
+
+
+def test_the_suite_spread_is_about_each_comparisons_own_mean() -> None:
+    """A real change moves a comparison's pairs together: it adds nothing to the spread."""
+    same = pool([PairSummary(m, 0.01, 8, 0.0, False) for m in (0.0, 0.02, 0.01)], 0.02)
+    moved = pool([PairSummary(m + 0.3, 0.01, 8, 0.0, False) for m in (0.0, 0.02, 0.01)], 0.02)
+    assert same.s2 == pytest.approx(moved.s2)
+
+
+@pytest.mark.parametrize(
+    ("means", "prior", "verdict"),
+    [
+        # six pairs around +10% at 200 benchmarks: the floor as four pairs' worth leaves a t
+        # with 9 degrees of freedom at the guard's far tail; a suite of alike benchmarks
+        # whose spread is 3.5% lends it the normal's
+        ((0.05, 0.13, 0.07, 0.11, 0.14, 0.06), None, Verdict.INCONCLUSIVE),
+        ((0.05, 0.13, 0.07, 0.11, 0.14, 0.06), Spread(0.035**2, 200.0), Verdict.REGRESSION),
+        # the same spread from a suite of unlike benchmarks lends little
+        ((0.05, 0.13, 0.07, 0.11, 0.14, 0.06), Spread(0.035**2, 2.0), Verdict.INCONCLUSIVE),
+        # one quiet pair at 0: unchanged on the floor; a suite whose pairs vary by 5%
+        # holds the pass to that
+        ((0.0,), None, Verdict.UNCHANGED),
+        ((0.0,), Spread(0.05**2, 200.0), Verdict.INCONCLUSIVE),
+        ((0.0,), Spread(0.005**2, 200.0), Verdict.UNCHANGED),
+    ],
+)
+def test_the_suite_spread_moderates_every_bound(
+    means: tuple[float, ...], prior: Spread | None, verdict: Verdict
+) -> None:
+    plan = PairedPlan(
+        0.05, 0.05, ("median",), 200, 0.01, prior={"median": prior} if prior else None
+    )
+    look = plan.look({"median": [PairSummary(m, 0.005, 8, 0.0, False) for m in means]})
+    assert look.verdicts["median"] is verdict
+    assert look.prior == ({"median": prior} if prior else {})
+
+
+def test_a_judge_starts_each_comparison_from_the_ones_it_finished() -> None:
+    from pytest_infperf.core.options import BenchOptions
+    from pytest_infperf.judge.judge import Judge
+
+    judge, opts = Judge(family=100), BenchOptions()
+    pairs = {"median": [PairSummary(m, 0.005, 8, 0.0, False) for m in (0.0, 0.04)]}
+    for _ in range(SUITE_MIN):
+        plan = judge.plan(opts, ("median",))
+        assert plan.prior == {}
+        judge.learn(plan.look(pairs))
+    prior = judge.plan(opts, ("median",)).prior["median"]
+    assert prior == judge.spread.of("median") and prior.var > 0

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from ..core.budget import Budget
 from ..core.options import generation_metrics
-from ..core.results import Comparison, Origin, WorkProfile
+from ..core.results import Comparison, Origin, Reason, WorkProfile
 from ..judge import work as _work
 from ..judge.device import gpu_withholds, host_bound_noted
 from ..judge.judge import Judge, base_code_differs, no_clean_blocks
@@ -115,6 +115,8 @@ class PairRun:
     #: A CUDA benchmark: each side's device time per call from its profiled pass in this
     #: pair, (head, base) (None: the device time is not judged).
     device: tuple[list[float], list[float]] | None = None
+    #: Whether the head led each quad (BAAB) instead of the base (ABBA).
+    head_first: bool = False
 
     def wait_share(self, side: str) -> float | None:
         """The share of a side's sampled time its timing thread waited for a CPU that
@@ -145,9 +147,12 @@ def interleave(
     head_process: str = "this process",
     watch: _gpu.BlockWatch | None = None,
     cpu: int | None = None,
+    head_first: bool = False,
 ) -> PairRun:
     """One process pair: base (A) and head (B) blocks in ABBA quads, until the plan says
-    the pair has enough. Each judged metric gets a quad contrast per quad: "median" is the
+    the pair has enough; ``head_first``: in BAAB quads, the head leading (every other
+    process pair, so that whatever goes with leading a quad falls on each side alike).
+    Each judged metric gets a quad contrast per quad: "median" is the
     time per call; a generation's metrics ("ttft", "tpot") are the figures its sampler
     recorded per generation. The first block after a switch pays a penalty (the other
     process's threads still spinning, cold caches: TTFT 27 ms against 17-21 ms back to back,
@@ -169,15 +174,19 @@ def interleave(
     start = time.perf_counter()
     if watch is not None:
         watch.start()
+    lead, follow = (
+        ((head, "head"), (base, "base")) if head_first else ((base, "base"), (head, "head"))
+    )
     while True:
-        blocks: list[Block] = []
+        ran: list[Block] = []
         flagged = False
-        for i, (who, label) in enumerate(
-            ((base, "base"), (head, "head"), (head, "head"), (base, "base"))
-        ):
-            blocks.append(who.block(count, calls, cpu))
+        for i, (who, label) in enumerate((lead, follow, follow, lead)):
+            ran.append(who.block(count, calls, cpu))
             if watch is not None:
                 flagged = bool(watch.block_done(label, quad_end=i == 3)) or flagged
+        # As a1 b1 b2 a2 (base, head, head, base), whichever side led: the leader's blocks
+        # are the first and last, and the contrast is head over base either way.
+        blocks = [ran[1], ran[0], ran[3], ran[2]] if head_first else ran
         # Every block stays in the sides' samples (the record of what was measured); a set
         # aside quad only leaves the contrasts the verdict is computed from.
         a_all += blocks[0][0] + blocks[3][0]
@@ -197,7 +206,10 @@ def interleave(
             logs = [math.log(median(_figures(block, m, net))) for block in blocks]
             a1, b1, b2, a2 = ([v] for v in logs)
             quads[m] += _pool.quad_contrasts(a1, b1, b2, a2)
-            penalties[m] += _pool.switch_penalties(a1, b1, b2, a2)
+            # The penalty of running after the other process, whichever side paid it: the
+            # leader's blocks in the order they ran.
+            lead_first = (b1, a1, a2, b2) if head_first else (a1, b1, b2, a2)
+            penalties[m] += _pool.switch_penalties(*lead_first)
         if not plan.more_quads(quads, time.perf_counter() - start, _gpu_progress(watch)):
             break
     return PairRun(
@@ -211,6 +223,7 @@ def interleave(
         head_process,
         None if watch is None else watch.tally,
         net_quads=net_quads,
+        head_first=head_first,
     )
 
 
@@ -296,6 +309,7 @@ class PairedRun:
             "pairs": [
                 {
                     "head_process": run.head_process,
+                    "head_first": run.head_first,
                     "seconds": round(run.seconds, 3),
                     "quads": {m: [round(q, 6) for q in qs] for m, qs in run.quads.items()},
                     "switch_penalty": {
@@ -436,6 +450,9 @@ def _paired(
         )
     if gpu is not None:
         c = judge.gpu_checked(c, gpu)
+    if look is not None and c.reason is not Reason.GPU_THROTTLED:
+        # What the suite learns its spread from: not a GPU whose state set the verdict aside.
+        judge.learn(look)
     c = host_bound_noted(_work.attach(c, head_work, base_work), _share(head))
     if differs := _work.not_the_code_of(witness, base_work):
         c = base_code_differs(c, differs)
@@ -457,7 +474,7 @@ def _budget_spent(
 ) -> str:
     """Why process pair ``k + 1`` does not start for the run's budget (the policy's
     :func:`~pytest_infperf.judge.policy.next_pair`), or ""."""
-    uppers = [p.upper(look.alpha) for p in look.pooled.values()]
+    uppers = [look.high.get(m, p.upper(look.alpha)) for m, p in look.pooled.items()]
     view = None if budget is None else budget.view()
     why = next_pair(view, last.seconds + last.ready_s, uppers, threshold)
     return f"{why} before process pair {k + 1}" if why else ""
@@ -501,8 +518,17 @@ def _worker_pair(
     plan.pair_ready(ready_s)
     device = None
     try:
+        # Every other pair has the head lead its quads: pair 1 (this process) the base.
         run = interleave(
-            pair.base, pair.head, warm.block, per_sample_s, plan, pair.head.label, watch, cpu
+            pair.base,
+            pair.head,
+            warm.block,
+            per_sample_s,
+            plan,
+            pair.head.label,
+            watch,
+            cpu,
+            head_first=k % 2 == 1,
         )
         if any(m in PROFILED for m in plan.metrics):  # after the blocks, as pair 1's
             mode = call.opts.profile

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import Any
 
+from ..core import family as _family
 from ..core.names import CompareMode, Metric
 from ..core.options import GENERATION_METRICS, BenchOptions, generation_metrics
 from ..core.results import (
@@ -71,16 +72,27 @@ class Judge:
     test ends, before later tests' p-values exist, so the run's multiplicity is controlled
     against the whole collected family, known from the start (Bonferroni), never against a
     family that grows as the session goes (Holm over the benchmarks flagged so far is not
-    valid: simulated family error 11-14% with 5 flagged).
+    valid: simulated family error 11-14% with 5 flagged). ``spread``: the between-process
+    sd its interleaved comparisons showed so far, which each new one starts from.
     """
 
     def __init__(self, policy: Policy | None = None, family: int = 1) -> None:
         self.policy = policy or Policy()
         self.family = max(1, family)
+        self.spread = _pool.SuiteSpread()
 
     def plan(self, opts: BenchOptions, metrics: tuple[str, ...]) -> PairedPlan:
-        """The sequential rule of one interleaved comparison (see :class:`PairedPlan`)."""
-        return PairedPlan(opts.threshold, opts.alpha, metrics, self.family, self.policy.run_alpha)
+        """The sequential rule of one interleaved comparison (see :class:`PairedPlan`), from
+        the spread the session's comparisons so far showed (:meth:`learn`)."""
+        prior = {m: s for m in metrics if (s := self.spread.of(m)) is not None}
+        return PairedPlan(
+            opts.threshold, opts.alpha, metrics, self.family, self.policy.run_alpha, prior=prior
+        )
+
+    def learn(self, look: Look) -> None:
+        """A finished comparison's last look: its pairs join the suite's spread."""
+        for metric, est in look.pooled.items():
+            self.spread.add(metric, est)
 
     # --- verdicts ---------------------------------------------------------------------
     def against(
@@ -464,6 +476,7 @@ def _interleaved_part(
         "tau": round(est.tau, 5),
         "tau_data": round(est.tau_data, 5),
         "p_no_slower": look.p_zero[metric],
+        **_suite_spread(look.prior.get(metric)),
         "alpha_at_look": look.alpha,
         "stopped": look.why,
     }
@@ -471,8 +484,8 @@ def _interleaved_part(
         blank,
         verdict=verdict,
         ratio=math.exp(est.estimate),
-        ci_low=math.exp(look.low[metric]),
-        ci_high=math.exp(est.upper(look.alpha)),
+        ci_low=math.exp(max(look.low[metric], -_LOG_BOUND)),
+        ci_high=math.exp(min(look.high.get(metric, est.upper(look.alpha)), _LOG_BOUND)),
         ci_level=1.0 - 2.0 * look.alpha,
         p_value=look.p_threshold[metric],
         n=look.k,
@@ -489,6 +502,18 @@ def _interleaved_part(
         ),
         details=extra,
     )
+
+
+#: An interval's ends are kept within x / 1e20 of 1: a t with one degree of freedom (a
+#: suite's spread that rests on little) can reach past what a float's exp holds.
+_LOG_BOUND = 46.0
+
+
+def _suite_spread(prior: _pool.Spread | None) -> dict[str, Any]:
+    """The suite's spread a verdict's bounds were moderated by, for its JSON."""
+    if prior is None:
+        return {}
+    return {"suite_spread": {"sd": round(math.sqrt(prior.var), 5), "df": round(prior.df, 1)}}
 
 
 def _device_parts(
@@ -528,6 +553,7 @@ def by_device_time(c: Comparison, counts: str, family: int) -> Comparison:
     :attr:`~.policy.Step.STAND` with ``evidence="gpu_time"``): the device-time part heads
     the record, every part kept, with the run's family it held over (Bonferroni)."""
     device, family = (c.parts or {})["gpu_time"], max(1, family)
+    n = _family.claims(family, len(c.parts or {}))
     held = device.p_value is not None and device.verdict is Verdict.REGRESSION
     return dataclasses.replace(
         device,
@@ -537,7 +563,7 @@ def by_device_time(c: Comparison, counts: str, family: int) -> Comparison:
         evidence={"part": "gpu_time", "counts": counts},
         note=quiet_note(c, counts),
         family_size=family if held else device.family_size,
-        holm_p=min(1.0, (device.p_value or 0.0) * family) if held else device.holm_p,
+        holm_p=min(1.0, (device.p_value or 0.0) * n) if held else device.holm_p,
     )
 
 
@@ -618,7 +644,7 @@ def held_over(c: Comparison, family: int, level: float, on: str = "", ways: int 
         parts = {m: held_over(p, family, level, on, len(c.parts)) for m, p in c.parts.items()}
         worst = min(parts.values(), key=lambda p: (_RANK[p.verdict], -(p.ratio or 0.0)))
         return dataclasses.replace(c, **{f: getattr(worst, f) for f in _HEADLINE}, parts=parts)
-    n = max(1, family) * ways
+    n = _family.claims(family, ways)
     if (adjusted := None if c.p_value is None else min(1.0, c.p_value * n)) is not None:
         c = dataclasses.replace(c, family_size=max(1, family), holm_p=adjusted)
     faster = (c.details or {}).get("p_faster") if c.verdict is Verdict.IMPROVEMENT else None
@@ -639,7 +665,7 @@ def held_over(c: Comparison, family: int, level: float, on: str = "", ways: int 
         verdict, why = _cmp.classify(*latency, c.threshold), f"[{low:.3f}, {high:.3f}]"
         if verdict is c.verdict:
             return c
-    of = f"{family} perf tests" + (f" and {ways} metrics" if ways > 1 else "")
+    of = _family.words(family, ways)
     note = f"{c.verdict.value} {on}not confirmed at {level:g} over the run's {of} ({why})"
     note += f"; {c.note}" if c.note else ""  # what it said already (a compact baseline's)
     return dataclasses.replace(c, verdict=verdict, reason=Reason.MULTIPLICITY, note=note)

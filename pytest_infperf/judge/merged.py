@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from ..core import family as _family
 from ..core.names import CompareMode
 from ..core.options import BenchOptions
 from ..core.outcome import compared_nothing
@@ -64,12 +65,14 @@ def _quiet(c: Comparison, family: int, run_alpha: float) -> Comparison:
     """A regression its quiet evidence decided on a stored pass: held over the run's family
     as the policy holds it (Bonferroni), where the unsplit run would have settled it."""
     assert c.p_value is not None
-    holm = min(1.0, c.p_value * family)
+    parts = len(c.parts or {}) or 1
+    holm = min(1.0, c.p_value * _family.claims(family, parts))
     if holm <= run_alpha:
         return dataclasses.replace(c, family_size=family, holm_p=holm)
     why = (
-        f"its p = {c.p_value:.2g} does not hold over the run's {family} perf tests at "
-        f"{run_alpha:g} (the unsplit run would have settled it)"
+        f"its p = {c.p_value:.2g} does not hold over the run's "
+        f"{_family.words(family, parts)} at {run_alpha:g} (the unsplit run would have "
+        "settled it)"
     )
     return dataclasses.replace(
         _unclaimed(c, f"a regression by its device time, not claimed: {why}"),
@@ -78,14 +81,18 @@ def _quiet(c: Comparison, family: int, run_alpha: float) -> Comparison:
     )
 
 
-def _guard(c: Comparison, family: int, run_alpha: float) -> str | None:
+def _guard(
+    c: Comparison, family: int, run_alpha: float, metrics: tuple[str, ...] = ()
+) -> str | None:
     """Why the run-level guard of an interleaved verdict holds its claim back at the look
-    it stopped at, with the run's family (None: the claim stands, or is not interleaved)."""
+    it stopped at, with the run's family (None: the claim stands, or is not interleaved).
+    ``metrics``: what its plan judged, when more than the verdict's own metric (a
+    generation's parts), which the family counts."""
     details = c.details or {}
     p_zero, pairs = details.get("p_no_slower"), c.process_pairs
     if c.decided_by is not CompareMode.AB or p_zero is None or not pairs:
         return None
-    plan = PairedPlan(c.threshold, c.alpha, (str(c.metric),), family, run_alpha)
+    plan = PairedPlan(c.threshold, c.alpha, metrics or (str(c.metric),), family, run_alpha)
     return plan._run_guard(int(pairs), float(p_zero))
 
 
@@ -94,7 +101,7 @@ def _generation(c: Comparison, family: int, run_alpha: float) -> Comparison:
     the others need only their own bound, so all stand or none does."""
     assert c.parts is not None
     claimed = {k: p for k, p in c.parts.items() if p.verdict in _CLAIMED}
-    held = {k: _guard(p, family, run_alpha) for k, p in claimed.items()}
+    held = {k: _guard(p, family, run_alpha, tuple(c.parts)) for k, p in claimed.items()}
     if not claimed or any(why is None for why in held.values()):
         return c
     parts = {

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from statistics import NormalDist
 from typing import Literal
 
+from ..core import family as _family
 from ..core.results import Verdict
 from ..measure import cpuwait as _cpuwait
 from ..stats import pooled as _pool
@@ -42,10 +43,13 @@ class Design:
 
     #: Process pairs at most: the first is this process and the base worker, the others
     #: pairs of worker processes started for it (reused by the session's later benchmarks).
-    #: Six, not four: the variance lives between processes, so the undecided
-    #: minority gets more of them; A/A inconclusive 3/36 -> 1/36, +10% caught 30 -> 31 of
-    #: 36 with the neighbour (docs/MEASURED.md, "Six process pairs").
-    max_pairs: int = 6
+    #: Eight, not six: the variance lives between processes, so the undecided minority
+    #: gets more of them. At a suite's size, where the run-level guard asks a far tail,
+    #: six left a true +10% at a between-process sd of 3.5% caught 57% of the time and
+    #: identical code inconclusive 16%; eight, 78% and 7.5%, for 4.0 pairs a comparison
+    #: on average instead of 3.5 (200 benchmarks, ``benchmarks/suite_power.py``). Before
+    #: that six, not four (docs/MEASURED.md, "Six process pairs").
+    max_pairs: int = 8
     #: Quads a process pair runs at least (a pair's own standard error needs some), and at
     #: most; a pair also stops after ``pair_seconds`` once it has ``min_quads``, and from
     #: ``slow_quads`` on where it is slow, where the earlier pairs spread wide, or where a
@@ -80,14 +84,29 @@ class Design:
     #: (benchmarks/sequential_design.py; docs/MEASURED.md). ``math.inf``: the floor alone
     #: (the rule before); 0: t with k - 1 degrees of freedom (no prior).
     claim_prior_df: float = 4.0
+    #: Whether the suite's spread (:class:`~pytest_infperf.stats.pooled.SuiteSpread`: what
+    #: the session's earlier comparisons showed), once there is one, takes the floor's
+    #: place in the moderated t, for claims and passes alike. At 200 benchmarks and a
+    #: between-process sd of 3.5%, each comparison alone caught a +10% 67% of the time and
+    #: passed a +5% 17% (promised: 5%); with the suite's, 74% and 4.4%
+    #: (``benchmarks/suite_power.py``).
+    suite: bool = True
+    #: Up to this look the run-level guard also holds a claim to the comparison's own
+    #: pairs' spread (the floor as ``claim_prior_df`` pairs), whatever the suite's says.
+    #: With 5% of 200 benchmarks three times as noisy as the rest, identical code failed
+    #: 6 and 11 runs in 200 at spreads of 2% and 3.5% on the suite's spread alone, 2 and
+    #: 5 with this; alike suites caught a +10% as often (74%, not 75%). Through every
+    #: look (8), 0 and 1 failed, but +10% was caught 61% of the time
+    #: (``benchmarks/suite_power.py --outliers 0.05:3``).
+    own_guard_looks: int = 2
     #: The share of alpha each look spends, for each bound; a look follows each process
     #: pair. The critical values are group-sequential (error spending over correlated
-    #: looks, :mod:`~pytest_infperf.stats.sequential`), not Bonferroni: about 2.17, 2.19,
-    #: 2.19, 2.13, 2.17, 2.14 at alpha 0.05, where Bonferroni asked up to 2.58. Both bounds
+    #: looks, :mod:`~pytest_infperf.stats.sequential`), not Bonferroni (docs/COMPARING.md
+    #: gives them at alpha 0.05, where Bonferroni would ask up to 2.61). Both bounds
     #: use the same value at a look (one interval); regressions and improvements are claimed
     #: only from the second look on, so what the first look spends on the lower bound is
     #: unused.
-    shares: tuple[float, ...] = (0.3, 0.2, 0.15, 0.15, 0.1, 0.1)
+    shares: tuple[float, ...] = (0.24, 0.16, 0.12, 0.12, 0.09, 0.09, 0.09, 0.09)
     #: Stop for futility when the chance of reaching either decision by the last pair,
     #: if the current estimate were the truth, is under this...
     futility: float = 0.10
@@ -125,9 +144,13 @@ class Look:
     held_back: dict[str, str]
     #: Per metric, the lower bound (log) a claim is held to: the interval's lower end.
     low: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Per metric, the upper bound (log) a pass is held to: the interval's upper end.
+    high: dict[str, float] = dataclasses.field(default_factory=dict)
     #: Per metric, the distance from the estimate to the claim bound at the comparison's
     #: full alpha (for the detectable effect: what a claim would have to clear).
     margin: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Per metric, the suite's spread the bounds were moderated by (absent: the floor).
+    prior: dict[str, _pool.Spread] = dataclasses.field(default_factory=dict)
 
 
 class PairedPlan:
@@ -146,9 +169,10 @@ class PairedPlan:
       group-sequential critical value (``shares`` spent over correlated looks).
     - ``regression`` needs two process pairs or more, the lower bound above 1 + d (Holm
       over the metrics of a generation), and the run-level guard: the p of "no slower at
-      all" under ``run_alpha / family`` (Bonferroni over the run's collected perf tests,
-      spent over looks 2 to 6 like the bounds), so that a run with nothing changed fails
-      with probability at most ``run_alpha``. Once one metric of a generation has cleared
+      all" under the run's family level (:mod:`~pytest_infperf.core.family`: its
+      benchmarks times the metrics judged here, spent over the later looks like the
+      bounds), so that a run with nothing changed fails with probability at most
+      ``run_alpha``. Once one metric of a generation has cleared
       the guard, the others need only their bound and Holm: the test fails either way.
     - ``improvement`` also needs two process pairs (the same offsets fake speed-ups).
     - ``unchanged`` / ``no-regression`` may stop the first look: they need each metric's
@@ -164,6 +188,7 @@ class PairedPlan:
         family: int = 1,
         run_alpha: float = 0.01,
         design: Design | None = None,
+        prior: Mapping[str, _pool.Spread] | None = None,
     ) -> None:
         self.threshold = threshold
         self.alpha = alpha
@@ -173,6 +198,8 @@ class PairedPlan:
         self.family = max(1, family)
         self.run_alpha = run_alpha
         self.design = design or Design()
+        #: Per metric, the between-process spread the session's earlier comparisons showed.
+        self.prior = dict(prior or {}) if self.design.suite else {}
         #: Per metric, the between-process sd the pairs so far showed (DerSimonian-Laird,
         #: from two pairs on): a pair's own error need not go far below it.
         self._spread: dict[str, float] = {}
@@ -232,6 +259,11 @@ class PairedPlan:
         """The between-process sd assumed at least for ``metric``."""
         return self.design.device_tau_floor if metric in PROFILED else self.design.tau_floor
 
+    def moderation(self, metric: str) -> float | _pool.Spread:
+        """What a bound's moderated t shrinks the pairs' own spread towards: the suite's
+        spread once there is one, else the floor as ``claim_prior_df`` pairs' worth."""
+        return self.prior.get(metric, self.design.claim_prior_df)
+
     def net_of_waits(
         self, metric: str, blocks: Sequence[tuple[Sequence[float], Mapping[str, Sequence[float]]]]
     ) -> bool:
@@ -261,12 +293,28 @@ class PairedPlan:
         self._spread = {m: pooled[m].tau_data for m in self.metrics}
         # Claims are held to the pairs' own spread at Student's t as well as to the floor
         # (stats.pooled: the floor alone let two agreeing pairs of a noisy metric through).
-        p_threshold = {m: pooled[m].p_claim(limit, d.claim_prior_df) for m in self.metrics}
-        p_zero = {m: pooled[m].p_claim(0.0, d.claim_prior_df) for m in self.metrics}
+        prior = {m: self.moderation(m) for m in self.metrics}
+        # A claim is lent the suite's spread only where its own pairs vary as that says
+        # they may; a noisier benchmark is held to its own pairs' spread (the floor as
+        # claim_prior_df pairs). A pass is held to the suite's spread whatever: a
+        # benchmark noisier than its suite is no easier to pass.
+        claim = {
+            m: p if not isinstance(p, _pool.Spread) or pooled[m].fits(p) else d.claim_prior_df
+            for m, p in prior.items()
+        }
+        p_threshold = {m: pooled[m].p_claim(limit, claim[m]) for m in self.metrics}
+        p_zero = {m: pooled[m].p_claim(0.0, claim[m]) for m in self.metrics}
+        if k <= d.own_guard_looks:
+            # Two pairs of a noisy benchmark can agree by chance, and then look alike
+            # to a quiet suite's spread: at the guard's far tail they are held to their
+            # own spread as well.
+            own = {m: pooled[m].p_claim(0.0, d.claim_prior_df) for m in self.metrics}
+            p_zero = {m: max(p_zero[m], own[m]) for m in self.metrics}
         claimable = _holm_rejected(p_threshold, alpha)
         verdicts: dict[str, Verdict] = {}
         held: dict[str, str] = {}
-        lows = {m: pooled[m].lower_claim(alpha, d.claim_prior_df) for m in self.metrics}
+        lows = {m: pooled[m].lower_claim(alpha, claim[m]) for m in self.metrics}
+        highs = {m: pooled[m].upper_claim(alpha, prior[m]) for m in self.metrics}
         # Why each metric whose interval lies above the tolerance is not claimed, if it is
         # not: first its own rules (two pairs, Holm), then the run-level guard. The guard
         # decides whether the test fails: once one metric of a generation has cleared it the
@@ -279,8 +327,7 @@ class PairedPlan:
         if any(why is None for why in guard.values()):
             guard = {}
         for m in self.metrics:
-            est = pooled[m]
-            low, high = lows[m], est.upper(alpha)
+            low, high = lows[m], highs[m]
             if low > limit:
                 why = held_by[m] or guard.get(m)
                 if why is None:
@@ -296,10 +343,24 @@ class PairedPlan:
                 verdicts[m] = Verdict.INCONCLUSIVE
         stop, why = self._stop(k, verdicts, pooled, pairs)
         margin = {
-            m: pooled[m].estimate - pooled[m].lower_claim(self.alpha, d.claim_prior_df)
+            m: pooled[m].estimate - pooled[m].lower_claim(self.alpha, claim[m])
             for m in self.metrics
         }
-        return Look(stop, why, verdicts, pooled, alpha, k, p_threshold, p_zero, held, lows, margin)
+        return Look(
+            stop,
+            why,
+            verdicts,
+            pooled,
+            alpha,
+            k,
+            p_threshold,
+            p_zero,
+            held,
+            lows,
+            highs,
+            margin,
+            dict(self.prior),
+        )
 
     def _why_not_claimed(self, metric: str, k: int, claimable: set[str]) -> str | None:
         if k < 2:
@@ -310,14 +371,15 @@ class PairedPlan:
 
     def _run_guard(self, k: int, p_zero: float) -> str | None:
         """Why the run-level guard holds a claim back at look ``k``, if it does."""
-        level = self.run_alpha / self.family
-        # The guard looks at pairs 2 to 6 too: spent over those looks like the bounds.
+        parts = len(self.metrics)
+        level = _family.level(self.run_alpha, self.family, parts)
+        # The guard looks at the later pairs too: spent over those looks like the bounds.
         at_look = _seq.level(self._z(k, level, guard=True))
         if p_zero > at_look:
             return (
                 f"the run-level guard: p {p_zero:.2g} of 'no slower at all' is above "
-                f"{at_look:.2g} at this look (run_alpha / {self.family} perf tests = "
-                f"{level:.2g}, spent over the looks)"
+                f"{at_look:.2g} at this look (run_alpha / "
+                f"{_family.words(self.family, parts)} = {level:.2g}, spent over the looks)"
             )
         return None
 

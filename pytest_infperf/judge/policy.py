@@ -41,6 +41,7 @@ import enum
 import math
 from collections.abc import Iterable
 
+from ..core import family as _family
 from ..core.budget import Spare
 from ..core.names import CompareMode, Metric
 from ..core.options import GENERATION_METRICS
@@ -307,7 +308,7 @@ def _quiet(f: Facts, c: Comparison, no_settle: str | None) -> Decision | None:
         if no_settle is not None:
             return None
         return Decision(Step.SETTLE, why, budget_may_cut=False)
-    if not _holds_over_run(device, f):
+    if not _holds_over_run(device, f, len(c.parts)):
         return None
     return Decision(Step.STAND, evidence="gpu_time", counts=counts)
 
@@ -320,12 +321,12 @@ def _throttled(c: Comparison) -> bool:
     return any(p.reason is Reason.GPU_THROTTLED for p in parts)
 
 
-def _holds_over_run(device: Comparison, f: Facts) -> bool:
+def _holds_over_run(device: Comparison, f: Facts, parts: int) -> bool:
     """A regression standing on a stored pass alone must reject its null at the run's
-    alpha over the collected family, as an interleaved one must (Bonferroni: the family
-    is known before any test runs)."""
+    family level, as an interleaved one must: the device time is one of the benchmark's
+    ``parts`` judged parts, beside its latency (:mod:`~pytest_infperf.core.family`)."""
     p = device.p_value
-    return p is not None and p * max(1, f.family) <= f.run_alpha
+    return p is not None and p <= _family.level(f.run_alpha, f.family, parts)
 
 
 # --- the budget ------------------------------------------------------------------------

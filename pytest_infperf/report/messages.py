@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 
+from ..core import family as _family
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict, WorkDiff
 from ..measure import environment
 from ..stats.ranks import MEMORY_FLOOR_BYTES
@@ -234,7 +235,7 @@ def _statistics(c: Comparison) -> list[str]:
             "variance (random effects)"
         )
     if c.remeasured and c.family_size is not None:
-        lines.append(f"  Bonferroni over the run's {c.family_size} perf test(s)")
+        lines.append(f"  Bonferroni over the run's {_family.words(c.family_size)}")
     return lines
 
 

@@ -182,7 +182,7 @@ def _family(shards: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any] | No
     lacking = [name for name, doc in shards if not doc.get("family")]
     if lacking:
         raise MergeError(
-            f"{', '.join(lacking)} records no family (the perf tests its run-level guard "
+            f"{', '.join(lacking)} records no family (the benchmarks its run-level guard "
             "counted) while the other shards do: merge the shards of one run, written by "
             "one pytest-infperf version"
         )
