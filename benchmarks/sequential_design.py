@@ -68,7 +68,7 @@ def plans(family: int) -> dict[str, PairedPlan]:
             ("median",),
             family,
             0.01,
-            Design(tau_floor=0.015, shares=OLD_SHARES, claim_prior_df=math.inf),
+            Design(tau_floor=0.015, shares=OLD_SHARES, claim_prior_df=math.inf, max_pairs=6),
         ),
     }
 

@@ -1,5 +1,5 @@
 """Interleaved blocks net of the time another task held the CPU (measure/cpuwait.py) and
-the judge's rule for when a quad may be taken so (PairedPlan.net_of_waits). The neighbour
+the judge's rule for when a quad may be taken so (judge/plan.net_of_waits). The neighbour
 here is real: a busy process pinned to the core the sampling thread is pinned to."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_infperf.ab.interleave import _figures
-from pytest_infperf.judge.plan import PairedPlan
+from pytest_infperf.judge.plan import net_of_waits
 from pytest_infperf.measure import cpuwait
 from pytest_infperf.measure.timing import HostSampler, take_block
 
@@ -69,8 +69,7 @@ def test_a_neighbour_on_the_same_core_is_counted_and_taken_out(one_core: int) ->
     assert _share(shared, cpuwait.WAIT) > 0.1
     assert _share(shared, cpuwait.OTHERS) < 0.05
     assert len(shared[1][cpuwait.WAIT]) == len(shared[0]) == 64
-    plan = PairedPlan(0.05, 0.05, ("median",))
-    assert plan.net_of_waits("median", [alone, shared, shared, alone])
+    assert net_of_waits("median", [alone, shared, shared, alone])
     # Means: a 3 ms scheduler slice lands whole in some samples and misses others.
     wall, net = statistics.mean(shared[0]), statistics.mean(_figures(shared, "median", True))
     assert net < 0.9 * wall
@@ -97,13 +96,12 @@ def test_the_benchmarks_own_threads_keep_it_on_wall_time() -> None:
         stop.set()
         spinner.join()
     assert _share(block, cpuwait.OTHERS) > 0.05
-    assert not PairedPlan(0.05, 0.05, ("median",)).net_of_waits("median", [block] * 4)
+    assert not net_of_waits("median", [block] * 4)
 
 
 def test_the_rule_needs_every_block_to_carry_its_wait() -> None:
     """A side that recorded no waits (a base checkout older than this, another OS) and
     the quad stays on wall time; a generation's metrics use their own waits."""
-    plan = PairedPlan(0.05, 0.05, ("ttft", "tpot"))
     net = (
         [0.10, 0.10],
         {
@@ -114,9 +112,9 @@ def test_the_rule_needs_every_block_to_carry_its_wait() -> None:
         },
     )
     old = ([0.10, 0.10], {"ttft": [0.02, 0.02]})
-    assert plan.net_of_waits("ttft", [net] * 4)
-    assert not plan.net_of_waits("tpot", [net] * 4)
-    assert not plan.net_of_waits("ttft", [net, old, old, net])
+    assert net_of_waits("ttft", [net] * 4)
+    assert not net_of_waits("tpot", [net] * 4)
+    assert not net_of_waits("ttft", [net, old, old, net])
     assert _figures(net, "ttft", True) == pytest.approx([0.01, 0.02])
     assert _figures(net, "ttft") == [0.02, 0.02]
 

@@ -440,20 +440,22 @@ def test_the_quiet_evidence_decides_only_a_regression(
     now.work = dataclasses.replace(now.work, kernels=kernels)
     c = work.attach(Judge().stored(now, base.to_json(), merge({}), ORIGIN), now.work, base.work)
     assert c.parts is not None and c.parts["median"].verdict is Verdict.INCONCLUSIVE
-    facts = policy.Facts(domain="gpu", stored=c, clocks_held=True, family=3)
+    # One benchmark of two parts (its p, 0.0025, times 2 holds at 0.01; three benchmarks'
+    # six claims would not: the profiled pass's 20 calls reach only so far).
+    facts = policy.Facts(domain="gpu", stored=c, clocks_held=True, family=1)
     d = policy.after_stored(facts)
     if step == "settle":
         assert d.step is policy.Step.SETTLE and d.evidence is None
         return
     assert (d.step, d.evidence, d.counts) == (policy.Step.STAND, "gpu_time", "grew")
-    from pytest_infperf.judge.judge import by_device_time
+    from pytest_infperf.judge.device import by_device_time
 
-    decided = by_device_time(c, "grew", family=3)
+    decided = by_device_time(c, "grew", family=1)
     assert decided.verdict is Verdict.REGRESSION and decided.metric == "gpu_time"
     assert decided.evidence == {"part": "gpu_time", "counts": "grew"}
     assert decided.parts is not None and set(decided.parts) == {"median", "gpu_time"}
     assert "regression by device time" in (decided.note or "")
-    assert decided.family_size == 3
+    assert decided.family_size == 1 and decided.holm_p == pytest.approx(2 * 0.0025, rel=0.1)
     text = failure_message("test_bert", decided)
     assert "the exact work counts, which grew, without settling: regression by device time" in text
     assert result_row("test_bert", "torch", 6e-3, decided).decided_by == "by device time"

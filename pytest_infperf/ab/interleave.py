@@ -34,11 +34,11 @@ from typing import Any, Protocol
 
 from ..core.budget import Budget
 from ..core.options import generation_metrics
-from ..core.results import Comparison, Origin, Reason, WorkProfile
+from ..core.results import Comparison, Origin, WorkProfile
 from ..judge import work as _work
 from ..judge.device import gpu_withholds, host_bound_noted
 from ..judge.judge import Judge, base_code_differs, no_clean_blocks
-from ..judge.plan import PROFILED, Look, PairedPlan
+from ..judge.plan import PROFILED, Look, PairedPlan, net_of_waits
 from ..judge.policy import budget_stopped, next_pair
 from ..measure import cpuwait as _cpuwait
 from ..measure import environment
@@ -110,7 +110,7 @@ class PairRun:
     ready_s: float = 0.0
     started: bool = False
     #: Per judged metric, the quads whose contrast was taken net of run-queue waits
-    #: (:meth:`~pytest_infperf.judge.plan.PairedPlan.net_of_waits`); the rest on wall time.
+    #: (:func:`~pytest_infperf.judge.plan.net_of_waits`); the rest on wall time.
     net_quads: dict[str, int] = dataclasses.field(default_factory=dict)
     #: A CUDA benchmark: each side's device time per call from its profiled pass in this
     #: pair, (head, base) (None: the device time is not judged).
@@ -174,19 +174,8 @@ def interleave(
     start = time.perf_counter()
     if watch is not None:
         watch.start()
-    lead, follow = (
-        ((head, "head"), (base, "base")) if head_first else ((base, "base"), (head, "head"))
-    )
     while True:
-        ran: list[Block] = []
-        flagged = False
-        for i, (who, label) in enumerate((lead, follow, follow, lead)):
-            ran.append(who.block(count, calls, cpu))
-            if watch is not None:
-                flagged = bool(watch.block_done(label, quad_end=i == 3)) or flagged
-        # As a1 b1 b2 a2 (base, head, head, base), whichever side led: the leader's blocks
-        # are the first and last, and the contrast is head over base either way.
-        blocks = [ran[1], ran[0], ran[3], ran[2]] if head_first else ran
+        blocks, flagged = _quad(base, head, head_first, (count, calls, cpu), watch)
         # Every block stays in the sides' samples (the record of what was measured); a set
         # aside quad only leaves the contrasts the verdict is computed from.
         a_all += blocks[0][0] + blocks[3][0]
@@ -201,7 +190,7 @@ def interleave(
                 for key, values in block_metrics.items():
                     side.setdefault(key, []).extend(values)
         for m in metrics:
-            net = plan.net_of_waits(m, blocks)
+            net = net_of_waits(m, blocks)
             net_quads[m] += net
             logs = [math.log(median(_figures(block, m, net))) for block in blocks]
             a1, b1, b2, a2 = ([v] for v in logs)
@@ -225,6 +214,27 @@ def interleave(
         net_quads=net_quads,
         head_first=head_first,
     )
+
+
+def _quad(
+    base: Side,
+    head: Side,
+    head_first: bool,
+    block: tuple[int, int, int | None],
+    watch: _gpu.BlockWatch | None,
+) -> tuple[list[Block], bool]:
+    """One quad's blocks as a1 b1 b2 a2 (base, head, head, base), whichever side led (the
+    leader's blocks are the first and last it ran), and whether the watch flagged one."""
+    lead, follow = (
+        ((head, "head"), (base, "base")) if head_first else ((base, "base"), (head, "head"))
+    )
+    ran: list[Block] = []
+    flagged = False
+    for i, (who, label) in enumerate((lead, follow, follow, lead)):
+        ran.append(who.block(*block))
+        if watch is not None:
+            flagged = bool(watch.block_done(label, quad_end=i == 3)) or flagged
+    return ([ran[1], ran[0], ran[3], ran[2]] if head_first else ran), flagged
 
 
 def _gpu_progress(watch: _gpu.BlockWatch | None) -> tuple[int, float] | None:
@@ -438,9 +448,8 @@ def _paired(
         "ab_seconds": round(time.perf_counter() - started, 3),
         "pair_log_ratios": {m: [round(sm.mean, 6) for sm in summaries[m]] for m in metrics},
         "pinned_cpu": cpu,
+        **({"replication_stopped": spent} if spent else {}),
     }
-    if spent:
-        details["replication_stopped"] = spent
     head, base_values = _side_values(runs, "head"), _side_values(runs, "base")
     if look is None:  # every quad was set aside: nothing to judge
         c = no_clean_blocks(opts, origin, details)
@@ -450,13 +459,18 @@ def _paired(
         )
     if gpu is not None:
         c = judge.gpu_checked(c, gpu)
-    if look is not None and c.reason is not Reason.GPU_THROTTLED:
-        # What the suite learns its spread from: not a GPU whose state set the verdict aside.
+    if look is not None and _learnable(env_diff, gpu, judge.policy.gpu_throttle):
         judge.learn(look)
     c = host_bound_noted(_work.attach(c, head_work, base_work), _share(head))
     if differs := _work.not_the_code_of(witness, base_work):
         c = base_code_differs(c, differs)
     return PairedRun(c, runs, warm, memory, head_work, controller.proof(len(runs), here))
+
+
+def _learnable(env_diff: Mapping[str, Any], gpu: Mapping[str, Any] | None, policy: str) -> bool:
+    """Whether a comparison's pairs may join the suite's spread: not where the sides' own
+    environments differ, nor where a GPU's state set the verdict aside."""
+    return not env_diff and (gpu is None or not gpu_withholds(gpu, policy))
 
 
 def _profiles(
@@ -474,7 +488,9 @@ def _budget_spent(
 ) -> str:
     """Why process pair ``k + 1`` does not start for the run's budget (the policy's
     :func:`~pytest_infperf.judge.policy.next_pair`), or ""."""
-    uppers = [look.high.get(m, p.upper(look.alpha)) for m, p in look.pooled.items()]
+    # The pooled upper bound, not a pass's moderated one: a suite's spread of few degrees
+    # of freedom would keep every pair's bound past the threshold, and no pair would be cut.
+    uppers = [p.upper(look.alpha) for p in look.pooled.values()]
     view = None if budget is None else budget.view()
     why = next_pair(view, last.seconds + last.ready_s, uppers, threshold)
     return f"{why} before process pair {k + 1}" if why else ""

@@ -18,6 +18,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ..core import family as _family
 from ..core.results import BenchmarkResult, Comparison, Verdict, WorkProfile
 from ..measure.backends import runs_on_gpu
 from .plan import GPU_SHARE_LIMIT
@@ -201,3 +202,22 @@ def quiet_note(c: Comparison, counts: str) -> str:
     if latency is not None and latency.verdict is not device.verdict:
         note += f"; the latency beside it: {latency.verdict}"
     return f"{note}; {device.note}" if device.note else note
+
+
+def by_device_time(c: Comparison, counts: str, family: int) -> Comparison:
+    """A GPU benchmark's stored regression decided by its quiet evidence (the policy's
+    :attr:`~.policy.Step.STAND` with ``evidence="gpu_time"``): the device-time part heads
+    the record, every part kept, with the run's family it held over (Bonferroni)."""
+    device, family = (c.parts or {})["gpu_time"], max(1, family)
+    n = _family.claims(family, len(c.parts or {}))
+    held = device.p_value is not None and device.verdict is Verdict.REGRESSION
+    return dataclasses.replace(
+        device,
+        alpha=c.alpha,
+        parts=dict(c.parts or {}),
+        work=c.work,
+        evidence={"part": "gpu_time", "counts": counts},
+        note=quiet_note(c, counts),
+        family_size=family if held else device.family_size,
+        holm_p=min(1.0, (device.p_value or 0.0) * n) if held else device.holm_p,
+    )

@@ -42,7 +42,6 @@ from .device import (
     gpu_withheld,
     gpu_withholds,
     host_bound_noted,
-    quiet_note,
     reference_kind,
     work_of,
 )
@@ -68,13 +67,10 @@ def _estimate(current: Observation, base: Observation, opts: BenchOptions) -> _c
 class Judge:
     """Verdicts for one pytest process (or one ``infperf compare``).
 
-    ``family``: how many perf tests the run collected. A test's verdict is due when the
-    test ends, before later tests' p-values exist, so the run's multiplicity is controlled
-    against the whole collected family, known from the start (Bonferroni), never against a
-    family that grows as the session goes (Holm over the benchmarks flagged so far is not
-    valid: simulated family error 11-14% with 5 flagged). ``spread``: the between-process
-    sd its interleaved comparisons showed so far, which each new one starts from.
-    """
+    ``family``: the run's benchmarks (:mod:`~pytest_infperf.core.family`), known before
+    any test runs, never one that grows as the session goes (Holm over the benchmarks
+    flagged so far: family error 11-14% with 5 flagged). ``spread``: the between-process
+    spread its comparisons showed so far."""
 
     def __init__(self, policy: Policy | None = None, family: int = 1) -> None:
         self.policy = policy or Policy()
@@ -82,8 +78,7 @@ class Judge:
         self.spread = _pool.SuiteSpread()
 
     def plan(self, opts: BenchOptions, metrics: tuple[str, ...]) -> PairedPlan:
-        """The sequential rule of one interleaved comparison (see :class:`PairedPlan`), from
-        the spread the session's comparisons so far showed (:meth:`learn`)."""
+        """One interleaved comparison's sequential rule, from the suite's spread so far."""
         prior = {m: s for m in metrics if (s := self.spread.of(m)) is not None}
         return PairedPlan(
             opts.threshold, opts.alpha, metrics, self.family, self.policy.run_alpha, prior=prior
@@ -476,7 +471,7 @@ def _interleaved_part(
         "tau": round(est.tau, 5),
         "tau_data": round(est.tau_data, 5),
         "p_no_slower": look.p_zero[metric],
-        **_suite_spread(look.prior.get(metric)),
+        **look.spread_record(metric),
         "alpha_at_look": look.alpha,
         "stopped": look.why,
     }
@@ -484,8 +479,8 @@ def _interleaved_part(
         blank,
         verdict=verdict,
         ratio=math.exp(est.estimate),
-        ci_low=math.exp(max(look.low[metric], -_LOG_BOUND)),
-        ci_high=math.exp(min(look.high.get(metric, est.upper(look.alpha)), _LOG_BOUND)),
+        ci_low=math.exp(look.low[metric]),
+        ci_high=math.exp(look.high.get(metric, est.upper(look.alpha))),
         ci_level=1.0 - 2.0 * look.alpha,
         p_value=look.p_threshold[metric],
         n=look.k,
@@ -502,18 +497,6 @@ def _interleaved_part(
         ),
         details=extra,
     )
-
-
-#: An interval's ends are kept within x / 1e20 of 1: a t with one degree of freedom (a
-#: suite's spread that rests on little) can reach past what a float's exp holds.
-_LOG_BOUND = 46.0
-
-
-def _suite_spread(prior: _pool.Spread | None) -> dict[str, Any]:
-    """The suite's spread a verdict's bounds were moderated by, for its JSON."""
-    if prior is None:
-        return {}
-    return {"suite_spread": {"sd": round(math.sqrt(prior.var), 5), "df": round(prior.df, 1)}}
 
 
 def _device_parts(
@@ -545,25 +528,6 @@ def _gpu_withheld(c: Comparison, why: str | None) -> Comparison:
         return c
     return dataclasses.replace(
         c, verdict=Verdict.INCONCLUSIVE, reason=Reason.GPU_THROTTLED, note=why
-    )
-
-
-def by_device_time(c: Comparison, counts: str, family: int) -> Comparison:
-    """A GPU benchmark's stored regression decided by its quiet evidence (the policy's
-    :attr:`~.policy.Step.STAND` with ``evidence="gpu_time"``): the device-time part heads
-    the record, every part kept, with the run's family it held over (Bonferroni)."""
-    device, family = (c.parts or {})["gpu_time"], max(1, family)
-    n = _family.claims(family, len(c.parts or {}))
-    held = device.p_value is not None and device.verdict is Verdict.REGRESSION
-    return dataclasses.replace(
-        device,
-        alpha=c.alpha,
-        parts=dict(c.parts or {}),
-        work=c.work,
-        evidence={"part": "gpu_time", "counts": counts},
-        note=quiet_note(c, counts),
-        family_size=family if held else device.family_size,
-        holm_p=min(1.0, (device.p_value or 0.0) * n) if held else device.holm_p,
     )
 
 

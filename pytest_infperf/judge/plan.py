@@ -10,7 +10,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from statistics import NormalDist
-from typing import Literal
+from typing import Any, Literal
 
 from ..core import family as _family
 from ..core.results import Verdict
@@ -124,6 +124,11 @@ class Design:
     #: come"; benchmarks/sequential_design.py).
     futility_rule: Literal["predictive", "conditional"] = "predictive"
 
+    def __post_init__(self) -> None:
+        # A look past the shares would reuse the last one's level: alpha overspent.
+        if len(self.shares) != self.max_pairs:
+            raise ValueError(f"{len(self.shares)} shares of alpha for {self.max_pairs} looks")
+
 
 @dataclasses.dataclass(frozen=True)
 class Look:
@@ -151,6 +156,15 @@ class Look:
     margin: dict[str, float] = dataclasses.field(default_factory=dict)
     #: Per metric, the suite's spread the bounds were moderated by (absent: the floor).
     prior: dict[str, _pool.Spread] = dataclasses.field(default_factory=dict)
+
+    def spread_record(self, metric: str) -> dict[str, Any]:
+        """The suite's spread ``metric``'s bounds were moderated by, for its JSON, and
+        whether its pairs fit it (else its claims were held to their own spread)."""
+        if (prior := self.prior.get(metric)) is None:
+            return {}
+        fits = self.pooled[metric].fits(prior)
+        sd, df = round(math.sqrt(prior.var), 5), round(prior.df, 1)
+        return {"suite_spread": {"sd": sd, "df": df, "fits": fits}}
 
 
 class PairedPlan:
@@ -261,27 +275,8 @@ class PairedPlan:
 
     def moderation(self, metric: str) -> float | _pool.Spread:
         """What a bound's moderated t shrinks the pairs' own spread towards: the suite's
-        spread once there is one, else the floor as ``claim_prior_df`` pairs' worth."""
+        spread once there is one, else the floor (``claim_prior_df`` pairs' worth)."""
         return self.prior.get(metric, self.design.claim_prior_df)
-
-    def net_of_waits(
-        self, metric: str, blocks: Sequence[tuple[Sequence[float], Mapping[str, Sequence[float]]]]
-    ) -> bool:
-        """Whether a quad's contrast of ``metric`` is taken on its blocks' wall time less the
-        time another task held the CPU (:mod:`~pytest_infperf.measure.cpuwait`): only when
-        every block of both sides recorded that wait and ran on one thread. One block on
-        either side with busy threads of its own (a head that starts more threads than the
-        base: oversubscription) and the quad is judged on wall time, so what the code's
-        own threads cost stays in the verdict."""
-        wait_key = _cpuwait.WAIT_OF.get(metric)
-        for values, figures in blocks:
-            others = figures.get(_cpuwait.OTHERS) or ()
-            waits = figures.get(wait_key or "") or ()
-            if len(others) != len(values) or not waits:
-                return False
-            if sum(others) > OTHER_CPU_LIMIT * sum(values):
-                return False
-        return True
 
     def look(self, pairs: Mapping[str, Sequence[_pool.PairSummary]]) -> Look:
         """The verdicts after ``k`` process pairs, and whether to stop there."""
@@ -294,17 +289,10 @@ class PairedPlan:
         # Claims are held to the pairs' own spread at Student's t as well as to the floor
         # (stats.pooled: the floor alone let two agreeing pairs of a noisy metric through).
         prior = {m: self.moderation(m) for m in self.metrics}
-        # A claim is lent the suite's spread only where its own pairs vary as that says
-        # they may; a noisier benchmark is held to its own pairs' spread (the floor as
-        # claim_prior_df pairs). A pass is held to the suite's spread whatever: a
-        # benchmark noisier than its suite is no easier to pass.
-        claim = {
-            m: p if not isinstance(p, _pool.Spread) or pooled[m].fits(p) else d.claim_prior_df
-            for m, p in prior.items()
-        }
+        claim = {m: _claim_prior(pooled[m], p, d) for m, p in prior.items()}
         p_threshold = {m: pooled[m].p_claim(limit, claim[m]) for m in self.metrics}
         p_zero = {m: pooled[m].p_claim(0.0, claim[m]) for m in self.metrics}
-        if k <= d.own_guard_looks:
+        if k <= d.own_guard_looks or any(_noisier(pooled[m], prior[m]) for m in self.metrics):
             # Two pairs of a noisy benchmark can agree by chance, and then look alike
             # to a quiet suite's spread: at the guard's far tail they are held to their
             # own spread as well.
@@ -313,8 +301,10 @@ class PairedPlan:
         claimable = _holm_rejected(p_threshold, alpha)
         verdicts: dict[str, Verdict] = {}
         held: dict[str, str] = {}
-        lows = {m: pooled[m].lower_claim(alpha, claim[m]) for m in self.metrics}
-        highs = {m: pooled[m].upper_claim(alpha, prior[m]) for m in self.metrics}
+        # Within x / 1e20 of 1: a t with one degree of freedom (a suite's spread that rests
+        # on little) can reach past what a float's exp holds.
+        lows = {m: max(pooled[m].lower_claim(alpha, claim[m]), -46.0) for m in self.metrics}
+        highs = {m: min(pooled[m].upper_claim(alpha, prior[m]), 46.0) for m in self.metrics}
         # Why each metric whose interval lies above the tolerance is not claimed, if it is
         # not: first its own rules (two pairs, Holm), then the run-level guard. The guard
         # decides whether the test fails: once one metric of a generation has cleared it the
@@ -378,8 +368,8 @@ class PairedPlan:
         if p_zero > at_look:
             return (
                 f"the run-level guard: p {p_zero:.2g} of 'no slower at all' is above "
-                f"{at_look:.2g} at this look (run_alpha / "
-                f"{_family.words(self.family, parts)} = {level:.2g}, spent over the looks)"
+                f"{at_look:.2g} at this look (run_alpha / ({_family.words(self.family, parts)})"
+                f" = {level:.2g}, spent over the looks)"
             )
         return None
 
@@ -419,29 +409,67 @@ class PairedPlan:
         if (
             quads >= d.futility_quads
             and k >= d.futility_pairs
-            and all(self._futile(pooled[m], k) for m in open_)
+            and all(_futile(self, pooled[m], k) for m in open_)
         ):
             return True, "futility"
         return False, "undecided"
 
-    def _futile(self, est: _pool.Pooled, k: int) -> bool:
-        """Neither decision within reach by the last pair. The standard error shrinks about
-        as 1 / sqrt(pairs), to ``se_end``; the last pair's estimate lies around the current
-        one with the variance the remaining pairs add (predictive: se^2 - se_end^2, the
-        uncertainty of where the truth is), or exactly at it with ``se_end`` (conditional:
-        the current estimate taken as the truth)."""
-        d = self.design
-        limit = math.log1p(self.threshold)
-        se_end = est.se * math.sqrt(k / d.max_pairs)
-        remaining = max(0.0, 1.0 - k / d.max_pairs)
-        spread = se_end if d.futility_rule == "conditional" else est.se * math.sqrt(remaining)
-        if spread <= 0:
+
+def _noisier(est: _pool.Pooled, prior: float | _pool.Spread) -> bool:
+    """Whether a comparison's pairs vary more than the suite's spread: then the run-level
+    guard also asks its own spread, whatever the F test said (it has little power with
+    two or three pairs, and the guard asks a far tail)."""
+    return isinstance(prior, _pool.Spread) and est.s2 > prior.var
+
+
+def _claim_prior(est: _pool.Pooled, prior: float | _pool.Spread, d: Design) -> float | _pool.Spread:
+    """What a claim's bounds are moderated by. A claim is lent the suite's spread only where
+    its own pairs vary as that says they may; a noisier benchmark is held to its own pairs'
+    spread (the floor as ``claim_prior_df`` pairs). A pass is held to the suite's spread
+    whatever: a benchmark noisier than its suite is no easier to pass."""
+    if isinstance(prior, _pool.Spread) and not est.fits(prior):
+        return d.claim_prior_df
+    return prior
+
+
+def net_of_waits(
+    metric: str, blocks: Sequence[tuple[Sequence[float], Mapping[str, Sequence[float]]]]
+) -> bool:
+    """Whether a quad's contrast of ``metric`` is taken on its blocks' wall time less the
+    time another task held the CPU (:mod:`~pytest_infperf.measure.cpuwait`): only when
+    every block of both sides recorded that wait and ran on one thread. One block on
+    either side with busy threads of its own (a head that starts more threads than the
+    base: oversubscription) and the quad is judged on wall time, so what the code's
+    own threads cost stays in the verdict."""
+    wait_key = _cpuwait.WAIT_OF.get(metric)
+    for values, figures in blocks:
+        others = figures.get(_cpuwait.OTHERS) or ()
+        waits = figures.get(wait_key or "") or ()
+        if len(others) != len(values) or not waits:
             return False
-        z = self._z(d.max_pairs)
-        # The last estimate must clear the bound by z x se_end.
-        reach_regression = _NORMAL.cdf((est.estimate - limit - z * se_end) / spread)
-        reach_pass = _NORMAL.cdf((limit - z * se_end - est.estimate) / spread)
-        return max(reach_regression, reach_pass) < d.futility
+        if sum(others) > OTHER_CPU_LIMIT * sum(values):
+            return False
+    return True
+
+
+def _futile(plan: PairedPlan, est: _pool.Pooled, k: int) -> bool:
+    """Neither decision within reach by the last pair. The standard error shrinks about
+    as 1 / sqrt(pairs), to ``se_end``; the last pair's estimate lies around the current
+    one with the variance the remaining pairs add (predictive: se^2 - se_end^2, the
+    uncertainty of where the truth is), or exactly at it with ``se_end`` (conditional:
+    the current estimate taken as the truth)."""
+    d = plan.design
+    limit = math.log1p(plan.threshold)
+    se_end = est.se * math.sqrt(k / d.max_pairs)
+    remaining = max(0.0, 1.0 - k / d.max_pairs)
+    spread = se_end if d.futility_rule == "conditional" else est.se * math.sqrt(remaining)
+    if spread <= 0:
+        return False
+    z = plan._z(d.max_pairs)
+    # The last estimate must clear the bound by z x se_end.
+    reach_regression = _NORMAL.cdf((est.estimate - limit - z * se_end) / spread)
+    reach_pass = _NORMAL.cdf((limit - z * se_end - est.estimate) / spread)
+    return max(reach_regression, reach_pass) < d.futility
 
 
 def cheapest_quads(

@@ -11,7 +11,7 @@ a CPU back. Wall time less that wait is what the block would have taken had noth
 wanted the CPU; time the thread spent blocked (a GPU sync, I/O, a lock) stays in it.
 
 This module only reads the counters; whether a comparison may use them is the judge's
-decision (:meth:`pytest_infperf.judge.plan.PairedPlan.net_of_waits`): a wait caused by the
+decision (:func:`pytest_infperf.judge.plan.net_of_waits`): a wait caused by the
 benchmark's own threads (oversubscription) is part of its speed and must not be removed,
 so the other threads' CPU time is recorded with every sample.
 

@@ -367,7 +367,7 @@ class Stored(Plain):
                 return settled
             d = policy.after_stored(dataclasses.replace(facts, unsettled=settled))
         if d.step is policy.Step.STAND and d.evidence is not None and d.counts is not None:
-            from ..judge.judge import by_device_time
+            from ..judge.device import by_device_time
 
             return by_device_time(c, d.counts, self.family)
         if d.step is policy.Step.REMEASURE:

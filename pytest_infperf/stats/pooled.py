@@ -361,7 +361,10 @@ def fit_spread(variances: Sequence[float], dfs: Sequence[int]) -> Spread | None:
     # The sample variance's standard error from the logs' own fourth moment: a log
     # chi-square is heavy-tailed (excess kurtosis 4 at one degree of freedom), so the
     # normal's sqrt(2 / (n - 1)) understated it and the bound often said "alike".
-    se_var = math.sqrt(max(float(np.mean(dev**4)) - var_z**2, 0.0) / len(z))
+    # Never below what alike variances would show (their logs' own cumulants), so that a
+    # few comparisons whose sample kurtosis happens to be low still get a bound.
+    floor = float(np.mean(polygamma(3, d / 2))) + 2 * float(np.mean(polygamma(1, d / 2))) ** 2
+    se_var = math.sqrt(max(float(np.mean(dev**4)) - var_z**2, floor) / len(z))
     excess = var_z - float(np.mean(polygamma(1, d / 2))) + SUITE_EXCESS_Z * se_var
     # A prior counts as no more pairs than it rests on, and as one at least (fewer gives
     # a t whose bounds run off to infinity).
