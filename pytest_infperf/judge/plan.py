@@ -45,10 +45,11 @@ class Design:
     #: pairs of worker processes started for it (reused by the session's later benchmarks).
     #: Eight, not six: the variance lives between processes, so the undecided minority
     #: gets more of them. At a suite's size, where the run-level guard asks a far tail,
-    #: six left a true +10% at a between-process sd of 3.5% caught 57% of the time and
-    #: identical code inconclusive 16%; eight, 78% and 7.5%, for 4.0 pairs a comparison
-    #: on average instead of 3.5 (200 benchmarks, ``benchmarks/suite_power.py``). Before
-    #: that six, not four (docs/MEASURED.md, "Six process pairs").
+    #: six left a true +10% at a between-process sd of 3.5% caught 38% of the time and
+    #: identical code inconclusive 10%; eight, 67% and 5%, for 2.96 pairs a comparison on
+    #: average instead of 2.56 (200 benchmarks, each comparison on its own pairs:
+    #: ``benchmarks/suite_power.py --designs before,alone``). Before that six, not four
+    #: (docs/MEASURED.md, "Six process pairs").
     max_pairs: int = 8
     #: Quads a process pair runs at least (a pair's own standard error needs some), and at
     #: most; a pair also stops after ``pair_seconds`` once it has ``min_quads``, and from
@@ -85,19 +86,18 @@ class Design:
     #: (the rule before); 0: t with k - 1 degrees of freedom (no prior).
     claim_prior_df: float = 4.0
     #: Whether the suite's spread (:class:`~pytest_infperf.stats.pooled.SuiteSpread`: what
-    #: the session's earlier comparisons showed), once there is one, takes the floor's
-    #: place in the moderated t, for claims and passes alike. At 200 benchmarks and a
-    #: between-process sd of 3.5%, each comparison alone caught a +10% 67% of the time and
-    #: passed a +5% 17% (promised: 5%); with the suite's, 74% and 4.4%
-    #: (``benchmarks/suite_power.py``).
+    #: the session's earlier comparisons showed), once there is one, moderates every bound
+    #: (the claim, the guard and the pass) instead of the floor. At 200 benchmarks, each
+    #: comparison alone passed a true +5% 16-25% of the time where the spread was 3.5-8%
+    #: (promised: 5%) and failed 18 runs in 200 of identical code at 8%; with the suite's,
+    #: 2-5% and 1 (``benchmarks/suite_power.py``; docs/MEASURED.md, "A suite's size").
     suite: bool = True
     #: Up to this look the run-level guard also holds a claim to the comparison's own
-    #: pairs' spread (the floor as ``claim_prior_df`` pairs), whatever the suite's says.
-    #: With 5% of 200 benchmarks three times as noisy as the rest, identical code failed
-    #: 6 and 11 runs in 200 at spreads of 2% and 3.5% on the suite's spread alone, 2 and
-    #: 5 with this; alike suites caught a +10% as often (74%, not 75%). Through every
-    #: look (8), 0 and 1 failed, but +10% was caught 61% of the time
-    #: (``benchmarks/suite_power.py --outliers 0.05:3``).
+    #: pairs' spread (the floor as ``claim_prior_df`` pairs), whatever the suite's says
+    #: (two pairs of a noisy benchmark can agree by chance), as it does at any look where
+    #: the pairs vary more than the suite's prior. With one benchmark in twenty three
+    #: times as noisy as the rest, identical code failed 0 runs in 200 at spreads of 2%,
+    #: 3.5% and 8% (``benchmarks/suite_power.py --outliers 0.05:3``).
     own_guard_looks: int = 2
     #: The share of alpha each look spends, for each bound; a look follows each process
     #: pair. The critical values are group-sequential (error spending over correlated

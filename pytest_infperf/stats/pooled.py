@@ -89,8 +89,7 @@ class Pooled:
     #: :class:`SuiteSpread` learns from. Comparisons whose pairs agree stop earlier, so
     #: it understates a little; the variance of only the first two pairs (taken whatever
     #: the second reads) is unbiased but, with one degree of freedom each, too noisy to
-    #: tell a suite of alike models from unlike ones: it caught a +10% 57% of the time,
-    #: not 69% (``benchmarks/suite_power.py``), and failed no better on unlike ones.
+    #: tell a suite of alike models from unlike ones.
     s2: float = 0.0
 
     def upper(self, alpha: float) -> float:
@@ -286,27 +285,26 @@ def pool(pairs: Sequence[PairSummary], tau_floor: float) -> Pooled:
 class Spread:
     """What a suite's comparisons say a pair's log-ratio varies by about its comparison's
     mean: the prior variance ``var`` (between processes and a pair's own error together)
-    and its degrees of freedom ``df`` (infinite: every benchmark varies alike)."""
+    and its degrees of freedom ``df`` (1 to :data:`SUITE_MAX_DF`: how alike they vary)."""
 
     var: float
     df: float
 
 
-#: Comparisons of two pairs or more before the suite's spread is used. Four, not eight:
-#: the comparisons before it keep the floor, and at 50 benchmarks and a spread of 3.5% the
-#: first eight on the floor let a true +5% pass 7.2% of the time over the run, the first
-#: four 4.8% (``benchmarks/suite_power.py``); the bound on how much they differ keeps a
-#: prior from four comparisons weak.
+#: Comparisons of two pairs or more before the suite's spread is used. Few: the
+#: comparisons before it keep the floor, which passes a true +5% far more often than 5%
+#: where the spread is past it (docs/MEASURED.md, "A suite's size", the "alone" rows);
+#: the bound on how much they differ keeps a prior from four comparisons weak.
 SUITE_MIN = 4
-#: The prior's degrees of freedom at most (Student's t is then the normal's to 1%).
+#: The prior's degrees of freedom at most (Student's t is then within 2.5% of the normal's
+#: at the run-level guard's far tail).
 SUITE_MAX_DF = 200.0
 #: The comparisons' variances are taken to differ by as much as a one-sided 95% bound on
 #: what they showed beyond chance, not by the estimate: with a few dozen comparisons the
 #: estimate often says "alike" of a suite that is not, and the run-level guard's far tail
-#: then trusted a prior that understated its noisier benchmarks. Simulated, 200
-#: benchmarks whose spreads differ by a log-sd of 0.6: identical code failed 6, 7 and 6
-#: runs in 100 at spreads of 2%, 3.5% and 8% on the estimate; 3, 0 and 2 on the bound
-#: (``benchmarks/suite_power.py --hetero 0.6``).
+#: then trusted a prior that understated its noisier benchmarks (on the estimate, 200
+#: simulated benchmarks whose spreads differed by a log-sd of 0.6 failed identical code
+#: in 6-7 runs in 100).
 SUITE_EXCESS_Z = 1.645
 #: Below this p of the F test, a comparison's pairs vary more than its suite's spread
 #: allows, and its claims are held to its own spread (:meth:`Pooled.fits`).
@@ -317,7 +315,7 @@ class SuiteSpread:
     """How much a pair's log-ratio varies about its comparison's mean, learned from the
     comparisons a session has judged so far: the empirical-Bayes prior of a moderated t
     (Smyth's, as in limma). A suite's benchmarks share the worker processes and the
-    machine, so one comparison's 2-6 pairs (1-5 degrees of freedom) say little that the
+    machine, so one comparison's 2-8 pairs (1-7 degrees of freedom) say little that the
     suite's hundreds do not; but a suite also mixes quiet models with noisy ones, so the
     prior's degrees of freedom are estimated from how much the comparisons' variances
     differ beyond chance: alike, the prior counts as many pairs; unlike, as few, and each
@@ -325,8 +323,8 @@ class SuiteSpread:
     a true change in one benchmark adds nothing.
 
     One prior for the suite, not one per test function: a sweep's cells learned apart
-    gave each a prior from 20 comparisons, weaker where they varied alike (+10% caught
-    63%, not 69%) and no safer where they did not (``benchmarks/suite_power.py``)."""
+    give each a prior from a few comparisons, weaker where they vary alike and no safer
+    where they do not."""
 
     def __init__(self) -> None:
         self._seen: dict[str, list[tuple[float, int]]] = {}
