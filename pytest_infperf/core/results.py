@@ -69,7 +69,7 @@ class Reason(str, enum.Enum):
     #: Kept for results written before 0.2: Holm over the benchmarks flagged so far.
     HOLM = "holm"
     #: A regression that did not survive the run's multiplicity control (Bonferroni over
-    #: the collected perf tests for a stored-only verdict; Holm over a generation's metrics;
+    #: the run's family for a stored-only verdict; Holm over a generation's metrics;
     #: the run-level "nothing changed" test of an interleaved one).
     MULTIPLICITY = "multiplicity"
     #: The interleaved run stopped because it could no longer reach a decision.

@@ -235,7 +235,7 @@ class Judge:
     def remeasured(self, first: Comparison, last: Comparison) -> Comparison:
         """The verdict on fresh samples after a flagged first pass, which it replaces. The
         first pass only screens; the fresh samples are what is tested, and a claim must
-        hold at run_alpha / (the run's collected perf tests): Bonferroni over the whole
+        hold at the run's family level (core/family.py): Bonferroni over the whole
         family, which is known before any test runs (:func:`held_over`)."""
         c = dataclasses.replace(last, remeasured=True, first_pass=_summary(first))
         return held_over(c, self.family, self.policy.run_alpha, "on fresh samples ")
@@ -290,7 +290,7 @@ class Judge:
 
     def unsettled(self, stored: Comparison, why: str | None) -> Comparison:
         """The stored verdict stands (settling could not happen: ``why``), a claim held over
-        the run's perf tests as a fresh pass's is."""
+        the run's family as a fresh pass's is."""
         claims = not stored.remeasured and stored.verdict in _CLAIMS  # a fresh pass is held
         c = held_over(stored, self.family, self.policy.run_alpha) if claims else stored
         return dataclasses.replace(c, not_settled=why) if why else c
@@ -600,7 +600,7 @@ def _holm_parts(parts: Mapping[str, Comparison], alpha: float) -> dict[str, Comp
 
 
 def held_over(c: Comparison, family: int, level: float, on: str = "", ways: int = 1) -> Comparison:
-    """A claim on stored samples held over the run's ``family`` perf tests (a part's: and
+    """A claim on stored samples held over the run's ``family`` benchmarks (a part's: and
     ``ways`` metrics) at ``level`` (run_alpha), Bonferroni, as many noisy benchmarks of
     identical code claim something: by the claim's p where the rank test gave one, else
     by its interval there (a tail's p is at least 1 / 2001)."""

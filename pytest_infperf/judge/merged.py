@@ -1,11 +1,13 @@
 """The verdicts of a split run, merged (``infperf merge``): what the run's shards judged
 against their own group of tests, judged again against the whole run.
 
-A shard of a pytest-split run collects only its group, so its run-level multiplicity
-control counted only that group's perf tests: the interleaved verdicts' run-level guard
-(``run_alpha / family``, :class:`~pytest_infperf.judge.plan.PairedPlan`) and the stored
-claims' Bonferroni (:func:`~pytest_infperf.judge.judge.held_over`).
-With N groups the run's chance of a false failure grew about N-fold. Here every claimed
+A shard of a pytest-split run collects only its group; where it knows the other groups'
+tests its run-level multiplicity control counts the whole run's benchmarks, but a shard
+that did not (an older one) counted only its group's: the interleaved verdicts' run-level
+guard (:class:`~pytest_infperf.judge.plan.PairedPlan`) and the stored claims' Bonferroni
+(:func:`~pytest_infperf.judge.judge.held_over`), both at the family level of
+:mod:`~pytest_infperf.core.family`. With N such groups the run's chance of a false failure
+grew about N-fold. Here every claimed
 regression is held to the family of the whole run (the sum of the shards' families), by
 the same rule at the same look. A verdict can only lose its claim (become inconclusive):
 a shard that went on measuring because its guard held a claim back cannot be measured
@@ -39,7 +41,7 @@ _CLAIMED = (Verdict.REGRESSION, Verdict.ACCEPTED)
 
 
 def rejudge(c: Comparison, family: int, run_alpha: float) -> Comparison:
-    """``c`` held to a run of ``family`` perf tests at ``run_alpha``. Unchanged unless it
+    """``c`` held to a run of ``family`` benchmarks at ``run_alpha``. Unchanged unless it
     claims a slowdown that does not hold at that family; then inconclusive (reason
     ``multiplicity``), without the failure message or the acceptance it had."""
     family = max(1, family)

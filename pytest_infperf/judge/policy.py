@@ -106,7 +106,7 @@ class Facts:
     #: A settling in this process showed the stored pass misread this machine.
     misread: bool = False
     budget: Spare | None = None
-    #: The run's collected perf tests and its run-level alpha: a regression that stands on
+    #: The run's benchmarks (its family) and its run-level alpha: a regression that stands on
     #: a stored pass alone must hold over them, as an interleaved one does.
     family: int = 1
     run_alpha: float = 0.01

@@ -13,7 +13,7 @@ benchmarks: each benchmark then keeps its shard's key in ``environment_key``, an
 document's ``environment`` is the first shard's. The same benchmark measured on two GPU
 types is two runs' results: merge each environment's shards on their own.
 
-The run-level facts are the merged run's, not a shard's: ``family`` (the perf tests the
+The run-level facts are the merged run's, not a shard's: ``family`` (the benchmarks the
 run's multiplicity control counts) is the sum of the shards'; ``compared_nothing`` is kept
 as the first shard's cause, for :mod:`pytest_infperf.judge.merged` to decide over all the
 benchmarks (with the verdicts held to the whole family); ``measured_nothing`` holds only
