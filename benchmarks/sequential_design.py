@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_infperf.core.results import Verdict
-from pytest_infperf.judge.plan import Design, PairedPlan
+from pytest_infperf.judge.plan import Design, Look, PairedPlan
 from pytest_infperf.stats.pooled import PairSummary
 
 _N = NormalDist()
@@ -73,9 +73,10 @@ def plans(family: int) -> dict[str, PairedPlan]:
     }
 
 
-def one(
+def until_stop(
     plan: PairedPlan, effect: float, tau: float, se: float, rng: np.random.Generator
-) -> tuple[Verdict, int]:
+) -> Look:
+    """One comparison: synthetic process pairs, one at a time, until the plan stops."""
     pairs: list[PairSummary] = []
     while True:
         own = se * rng.uniform(0.5, 1.5)
@@ -84,7 +85,14 @@ def one(
         pairs.append(PairSummary(mean, reported, 16, 0.0, False))
         look = plan.look({"median": pairs})
         if look.stop:
-            return look.verdicts["median"], look.k
+            return look
+
+
+def one(
+    plan: PairedPlan, effect: float, tau: float, se: float, rng: np.random.Generator
+) -> tuple[Verdict, int]:
+    look = until_stop(plan, effect, tau, se, rng)
+    return look.verdicts["median"], look.k
 
 
 def _share(cell: tuple[list[Verdict], list[int]], verdicts: tuple[Verdict, ...]) -> str:

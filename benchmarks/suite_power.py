@@ -39,12 +39,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sequential_design import until_stop
+
 from pytest_infperf.core.options import BenchOptions
 from pytest_infperf.core.results import Verdict
 from pytest_infperf.judge.judge import Judge
-from pytest_infperf.judge.plan import Design, PairedPlan
+from pytest_infperf.judge.plan import Design
 from pytest_infperf.judge.rules import Policy
-from pytest_infperf.stats.pooled import PairSummary
 
 DESIGNS = {
     "now": Design(),
@@ -69,18 +71,6 @@ class Cell:
     comparisons: int = 0
 
 
-def compare(plan: PairedPlan, effect: float, tau: float, se: float, rng: np.random.Generator):
-    pairs: list[PairSummary] = []
-    while True:
-        own = se * rng.uniform(0.5, 1.5)
-        mean = effect + rng.normal(0.0, tau) + rng.normal(0.0, own)
-        reported = own * math.sqrt(rng.chisquare(15) / 15)
-        pairs.append(PairSummary(mean, reported, 16, 0.0, False))
-        look = plan.look({"median": pairs})
-        if look.stop:
-            return look
-
-
 def one_run(cell: Cell, n: int, spread: float, design: Design, args, rng) -> None:
     effects = np.zeros(n)
     order = rng.permutation(n)
@@ -100,7 +90,7 @@ def one_run(cell: Cell, n: int, spread: float, design: Design, args, rng) -> Non
         plan.design = design
         if not design.suite:
             plan.prior = {}
-        look = compare(plan, float(effect), float(tau), args.se, rng)
+        look = until_stop(plan, float(effect), float(tau), args.se, rng)
         judge.learn(look)
         verdict = look.verdicts["median"]
         cell.pairs += look.k

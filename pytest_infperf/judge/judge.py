@@ -480,7 +480,7 @@ def _interleaved_part(
         verdict=verdict,
         ratio=math.exp(est.estimate),
         ci_low=math.exp(look.low[metric]),
-        ci_high=math.exp(look.high.get(metric, est.upper(look.alpha))),
+        ci_high=math.exp(look.high[metric]),
         ci_level=1.0 - 2.0 * look.alpha,
         p_value=look.p_threshold[metric],
         n=look.k,

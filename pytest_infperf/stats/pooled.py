@@ -361,9 +361,10 @@ def fit_spread(variances: Sequence[float], dfs: Sequence[int]) -> Spread | None:
     # normal's sqrt(2 / (n - 1)) understated it and the bound often said "alike".
     # Never below what alike variances would show (their logs' own cumulants), so that a
     # few comparisons whose sample kurtosis happens to be low still get a bound.
-    floor = float(np.mean(polygamma(3, d / 2))) + 2 * float(np.mean(polygamma(1, d / 2))) ** 2
+    chance = float(np.mean(polygamma(1, d / 2)))  # the logs' variance if alike
+    floor = float(np.mean(polygamma(3, d / 2))) + 2 * chance**2
     se_var = math.sqrt(max(float(np.mean(dev**4)) - var_z**2, floor) / len(z))
-    excess = var_z - float(np.mean(polygamma(1, d / 2))) + SUITE_EXCESS_Z * se_var
+    excess = var_z - chance + SUITE_EXCESS_Z * se_var
     # A prior counts as no more pairs than it rests on, and as one at least (fewer gives
     # a t whose bounds run off to infinity).
     cap = min(SUITE_MAX_DF, float(np.sum(d)))
