@@ -3,12 +3,15 @@
 The layers, the worker as a leaf and the absence of cycles are import-linter contracts
 (``[tool.importlinter]`` in pyproject.toml, run by .ci/run as ``lint-imports`` and here);
 imports inside functions are ruff's PLC0415 with the per-file exceptions listed there.
-What neither tool measures, sizes and folder contracts, is checked here.
+What neither tool checks, each module's one job and each folder's contract, is checked
+here, with the rules that keep one decision in one place (a verdict written, a verdict
+read).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -16,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_infperf.core.results import Verdict
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pytest_infperf"
 
-#: Size limits (lines, docstrings and comments included). A claim about sizes in a note
-#: or a doc is this table. Each is the largest size in the package when it was set; a
-#: unit that outgrows it is split, not the limit raised.
-MAX_LINES = {"module": 700, "class": 250, "function": 80}
+#: The longest a module's job may take to say: its docstring's first sentence. A module
+#: whose job takes more words to say is doing two; split it along them.
+JOB_WORDS = 40
 
 
 def test_import_contracts_hold() -> None:
@@ -47,31 +51,30 @@ def test_import_contracts_catch_a_planted_upward_import(tmp_path: Path) -> None:
     assert "pytest_infperf.judge.judge -> pytest_infperf.report.fmt" in out.stdout
 
 
-def _units() -> list[tuple[str, str, int]]:
-    found = []
+def job(path: Path) -> str | None:
+    """A module's one job: its docstring's first sentence (up to a full stop or a colon)."""
+    doc = ast.get_docstring(ast.parse(path.read_text()))
+    if not doc:
+        return None
+    first = " ".join(doc.split("\n\n")[0].split())
+    match = re.match(r"(.+?[.:])(\s|$)", first)
+    return match.group(1) if match else first
+
+
+def test_every_module_names_its_one_job() -> None:
+    """Seams, not sizes: each module opens with the one job it does, said in one sentence
+    a reviewer can hold it to (a line cap had code moved sideways to fit)."""
+    problems = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        text = path.read_text()
-        where = str(path.relative_to(ROOT))
-        found.append(("module", where, len(text.splitlines())))
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ClassDef):
-                kind = "class"
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                kind = "function"
-            else:
-                continue
-            assert node.end_lineno is not None
-            found.append((kind, f"{where}:{node.name}", node.end_lineno - node.lineno + 1))
-    return found
-
-
-def test_sizes_stay_under_the_limits() -> None:
-    over = [
-        f"{where}: {kind} of {n} lines > {MAX_LINES[kind]}"
-        for kind, where, n in _units()
-        if n > MAX_LINES[kind]
-    ]
-    assert over == []
+        said = job(path)
+        rel = path.relative_to(ROOT)
+        if said is None:
+            problems.append(f"{rel}: no module docstring naming its job")
+        elif len(said.split()) > JOB_WORDS:
+            problems.append(f"{rel}: its job takes {len(said.split())} words to say")
+    assert problems == []
+    # Not vacuous: a module of two jobs said at length, or none, is found.
+    assert job(Path(__file__)) is not None
 
 
 def test_every_folder_states_its_contract() -> None:
@@ -97,8 +100,6 @@ def test_the_old_worker_path_still_runs_the_worker() -> None:
 def test_the_architecture_doc_names_every_folder_and_module() -> None:
     """The picture in docs/ARCHITECTURE.md is the package: a module added, moved or renamed
     without it fails here (the old hand-kept lists disagreed with the code)."""
-    import re
-
     doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
     words = set(re.findall(r"[A-Za-z_]+", doc))
     missing = []
@@ -147,3 +148,33 @@ def test_a_verdict_is_written_in_one_place() -> None:
     # The check is not vacuous: a planted write is found.
     planted = "c = dataclasses.replace(c, verdict=Verdict.UNCHANGED)"
     assert _verdict_writes(ast.parse(planted)) == [(1, "Verdict.UNCHANGED")]
+
+
+#: Verdict values as strings: the enum's, which every reader compares by.
+_VERDICT_TEXTS = {v.value for v in Verdict}
+
+
+def _verdict_texts(tree: ast.AST) -> list[tuple[int, str]]:
+    """Each comparison with a verdict's text in it: line, the comparison."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        sides += [e for s in sides if isinstance(s, ast.Tuple | ast.List | ast.Set) for e in s.elts]
+        if any(isinstance(s, ast.Constant) and s.value in _VERDICT_TEXTS for s in sides):
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_no_verdict_is_read_by_its_string() -> None:
+    """A verdict is compared as a ``Verdict`` (``verdict_of`` reads a document's), never as
+    text: a string compared with one of its values is found wherever it is."""
+    stray = [
+        f"{path.relative_to(PACKAGE).as_posix()}:{line}: {text}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line, text in _verdict_texts(ast.parse(path.read_text()))
+    ]
+    assert stray == []
+    planted = 'if entry["verdict"] in ("accepted", "regression"): pass'
+    assert [line for line, _ in _verdict_texts(ast.parse(planted))] == [1]

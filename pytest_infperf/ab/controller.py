@@ -14,8 +14,9 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ..core.record import PairedRecord
 from ..measure import gpu as _gpu
 from . import baseenv, imports, proof, sigterm
 from .checkout import Checkout, Selection
@@ -190,16 +191,16 @@ class ABController:
             raise ForeignCode(proof.explain("head", "this process", bad))
         return found
 
-    def proof(self, pairs: int, here: dict[str, str]) -> dict[str, Any]:
+    def proof(self, pairs: int, here: dict[str, str]) -> PairedRecord:
         """What the JSON keeps of which code each side ran over ``pairs`` process pairs:
         ``origins`` (:meth:`origins`), and the base's environment where it was not HEAD's
         as is (its spec differed, or the project has compiled parts)."""
         env = self.env
         told = env is not None and (env.changes or env.compiled)
-        return {
-            "origins": self.origins(pairs, here),
-            **({"base_environment": env.to_json()} if env is not None and told else {}),
-        }
+        out = PairedRecord(origins=self.origins(pairs, here))
+        if env is not None and told:
+            out["base_environment"] = env.to_json()
+        return out
 
     def origins(self, pairs: int, here: dict[str, str]) -> dict[str, dict[str, list[str]]]:
         """Each side's origins over the processes of ``pairs`` process pairs (this process

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from ..core.budget import Budget
 from ..core.options import generation_metrics
+from ..core.record import PairedRecord
 from ..core.results import Comparison, Origin, WorkProfile
 from ..judge import work as _work
 from ..judge.device import gpu_withholds, host_bound_noted
@@ -296,7 +297,7 @@ class PairedRun:
     work: WorkProfile | None = None
     #: Where each side's project modules came from, and the base's environment where it
     #: was not HEAD's as is (:meth:`ABController.proof`).
-    proof: dict[str, Any] = dataclasses.field(default_factory=dict)
+    proof: PairedRecord = dataclasses.field(default_factory=PairedRecord)
 
     @property
     def head(self) -> list[float]:
@@ -312,7 +313,7 @@ class PairedRun:
         del out["median"]
         return out
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> PairedRecord:
         """What the JSON keeps of it: per process pair its quads and summary."""
         return {
             **self.proof,

@@ -89,12 +89,12 @@ def read(path: str, command: str) -> dict[str, Any]:
 
 def _messages(doc: dict[str, Any]) -> dict[str, Any]:
     """A regression's failure message names the family it was held to: the run's now."""
-    from ..core.results import Comparison
+    from ..core.results import Comparison, Verdict, verdict_of
     from ..report.messages import failure_message
 
     for entry in doc["benchmarks"]:
         data = entry.get("comparison") or {}
-        if data.get("verdict") == "regression" and data.get("message"):
+        if verdict_of(entry) is Verdict.REGRESSION and data.get("message"):
             c = Comparison.from_json(data)
             entry["comparison"] = {
                 **data,

@@ -16,7 +16,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .results import BenchmarkResult, Verdict
+from .record import budget_failed, work_failed
+from .results import BenchmarkResult, Verdict, verdict_of
 
 #: pytest's exit statuses after which every selected test ran to its end: all passed,
 #: some failed, or none was selected (an empty group of a split run).
@@ -107,20 +108,14 @@ def failures(doc: Mapping[str, Any]) -> list[Failure]:
     perf_failed: set[str] = set()
     for b in doc.get("benchmarks") or ():
         extra = b.get("extra") or {}
-        if (b.get("comparison") or {}).get("verdict") == "regression":
+        if verdict_of(b) is Verdict.REGRESSION:
             out.append(Failure("regression", f"regression: {b['key']}"))
             perf_failed.add(b.get("nodeid"))
-        budget = extra.get("budget") or {}
-        if budget.get("passed") is False:
-            out.append(
-                Failure(
-                    "budget",
-                    f"budget exceeded: {b['key']} (max_median_ms={budget['max_median_ms']})",
-                )
-            )
+        if (budget := budget_failed(extra)) is not None:
+            limit_ms = budget["max_median_ms"]
+            out.append(Failure("budget", f"budget exceeded: {b['key']} (max_median_ms={limit_ms})"))
             perf_failed.add(b.get("nodeid"))
-        work = extra.get("work_gate") or {}
-        if work.get("passed") is False and not work.get("accepted"):
+        if (work := work_failed(extra)) is not None:
             change = work.get("change")
             more = f"{change:+.1%}, " if isinstance(change, int | float) else ""
             limit = work.get("max_work_increase")
@@ -132,6 +127,20 @@ def failures(doc: Mapping[str, Any]) -> list[Failure]:
     if doc.get("measured_nothing"):
         out.append(Failure("measured-nothing", f"measured nothing: {doc['measured_nothing']}"))
     return out
+
+
+def fails_session(found: Sequence[Failure], *, warn_only: bool, shard: bool) -> bool:
+    """Whether what a session's record holds (``found``: :func:`failures` of its document)
+    fails a session pytest would have passed. A benchmark's failures (a regression, a
+    budget, more work) failed its test already, and pytest's exit status carries them; the
+    whole run's fail it here. ``--perf-warn-only`` fails nothing (its tests do not fail
+    either); a shard of a split run records that it measured nothing and leaves the
+    failure to ``infperf merge``, which decides over every shard."""
+    if warn_only:
+        return False
+    return any(
+        f.kind == "compared-nothing" or (f.kind == "measured-nothing" and not shard) for f in found
+    )
 
 
 def _failed_tests(run: Any, perf_failed: set[str]) -> list[Failure]:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .names import CompareMode, Metric
+from .record import ResultExtra
 
 SCHEMA_VERSION = 1
 #: Significant digits kept for floats: sub-picosecond detail of a timing is noise.
@@ -435,7 +436,8 @@ class BenchmarkResult:
     decisions: dict[str, Any] = dataclasses.field(default_factory=dict)
     backend_info: dict[str, Any] = dataclasses.field(default_factory=dict)
     env: dict[str, Any] = dataclasses.field(default_factory=dict)
-    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Declared key by key in :mod:`.record` (the schema's ``$defs/extra``).
+    extra: ResultExtra = dataclasses.field(default_factory=ResultExtra)
     warnings: list[str] = dataclasses.field(default_factory=list)
     #: Machine-speed probes taken while sampling (the drift guard), or None.
     reference: dict[str, Any] | None = None
@@ -479,6 +481,27 @@ class BenchmarkResult:
             values["comparison"] = Comparison.from_json(values["comparison"])
         values["work"] = WorkProfile.from_json(values.get("work"))
         return cls(**values)
+
+
+def verdict_of(entry: Mapping[str, Any]) -> Verdict | None:
+    """A results document's benchmark entry's verdict (None: not compared, or a verdict
+    this version does not know): what every reader of a document counts by."""
+    data = entry.get("comparison")
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return Verdict(data.get("verdict"))
+    except ValueError:
+        return None
+
+
+def verdict_counts(entries: Iterable[Mapping[str, Any]]) -> dict[Verdict, int]:
+    """How many of a document's benchmarks got each verdict (the uncompared left out)."""
+    counts: dict[Verdict, int] = {}
+    for entry in entries:
+        if (v := verdict_of(entry)) is not None:
+            counts[v] = counts.get(v, 0) + 1
+    return counts
 
 
 def memory_figure(memory: Mapping[str, Any]) -> float | None:

@@ -333,7 +333,9 @@ def _counted(c: Comparison, work: WorkDiff | None) -> Comparison:
     where the exact work grew past the threshold too (FLOPs, operator calls or graph nodes,
     kernels; none varying, none falling): more work is evidence no move of the machine
     makes, as a GPU's quiet evidence is. A refactor's extra Python call is not."""
-    withheld = c.reason is Reason.DRIFT_WITHHELD and c.details.get("withheld") == "regression"
+    withheld = (
+        c.reason is Reason.DRIFT_WITHHELD and c.details.get("withheld") == Verdict.REGRESSION.value
+    )
     if not withheld or work is None or work.increase is None or work.increase < c.threshold:
         return c
     note = f"regression: the work per call grew {work.increase:+.1%} ({work.increase_measure})"

@@ -25,6 +25,7 @@ from filelock import FileLock, Timeout
 from ..core import options as _options
 from ..core.fsutil import lock_dir
 from ..core.options import BenchOptions
+from ..core.record import GpuRegion, declared
 from ..core.results import BenchmarkResult, WorkProfile
 from ..stats.descriptive import summarize, throughput
 from . import environment, gpu
@@ -128,11 +129,12 @@ class BenchCall:
         prepared = self.prepared
         stats = summarize(m.samples)
         batch = self.opts.batch_size or prepared.batch_size
-        extra = dict(m.backend_extra)
+        figures = dict(m.backend_extra)
         memory = dict(m.memory)
         for key in ("cuda_max_allocated_bytes", "cuda_max_reserved_bytes", "nvml_used_bytes"):
-            if key in extra:
-                memory[key] = extra.pop(key)
+            if key in figures:
+                memory[key] = figures.pop(key)
+        extra = declared(figures)
         warnings = list(prepared.warnings)
         if extra.get("recompiles"):
             warnings.append(
@@ -288,7 +290,9 @@ def record_gpu_state(
         result.memory["nvml_growth_bytes"] = (
             after["memory_used_bytes"] - before["memory_used_bytes"]
         )
-    region = result.extra.get("gpu_region") or {}
+    region = result.extra.get("gpu_region") or GpuRegion(
+        throttle_reasons=None, other_processes=[], unseen_processes=[]
+    )
     throttled = sorted(
         set(before.get("throttle_reasons") or [])
         | set((after or {}).get("throttle_reasons") or [])

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.results import Comparison
+from ..core.record import interleaved
+from ..core.results import Comparison, Verdict
 from ..measure.backends import MissingBackendError
 from ..stats.changepoint import ChangePoint
 from ..store.baselines import iter_entries
@@ -484,14 +485,13 @@ def _drawn_samples(
     measured in this job), else this run's and the stored baseline's. Drawing the stored
     pass beside an interleaved verdict read as a change the verdict did not claim."""
     extra = entry.get("extra") or {}
-    settle = extra.get("settle") or {}
+    samples = list(entry.get("samples") or [])
+    both = interleaved(samples, extra)
     decided = (entry.get("comparison") or {}).get("decided_by")
-    if decided == "ab" and settle.get("head_samples") and settle.get("base_samples"):
-        return list(settle["head_samples"]), list(settle["base_samples"]), True
-    if decided == "ab" and extra.get("base_samples"):  # --perf-ab: both sides interleaved
-        return list(entry.get("samples") or []), list(extra["base_samples"]), True
+    if decided == "ab" and both is not None and both["head_samples"]:
+        return list(both["head_samples"]), list(both["base_samples"]), True
     before = base["samples"] if base else extra.get("base_samples")
-    return list(entry.get("samples") or []), list(before or []), False
+    return samples, list(before or []), False
 
 
 def _build(
@@ -590,7 +590,7 @@ def _generation_table(results: dict[str, Any]) -> list[str]:
         row = "".join(f"<td>{html.escape(str(v))}</td>" for v in cells)
         for part in gr.parts.values():
             text = "-" if part is None else f"{fmt_ratio(part)} {part.verdict.value}"
-            cls = " class='regression'" if part and part.verdict.value == "regression" else ""
+            cls = " class='regression'" if part and part.verdict is Verdict.REGRESSION else ""
             row += f"<td{cls}>{html.escape(text)}</td>"
         out.append(f"<tr>{row}</tr>")
     out.append("</table>")
@@ -619,7 +619,7 @@ def _results_table(results: dict[str, Any], now: str = "now") -> list[str]:
             cells += [row_.baseline, fmt_ratio(cmp), row_.n]
             cells += [cmp.verdict.value, row_.decided_by, row_.catch]
             cells.append(f"{row_.work}: {row_.work_detail}" if row_.work_detail else row_.work)
-        cls = " class='regression'" if cmp is not None and cmp.verdict.value == "regression" else ""
+        cls = " class='regression'" if cmp is not None and cmp.verdict is Verdict.REGRESSION else ""
         row = "".join(
             f"<td{cls if i == 6 else ''}>{html.escape(str(v))}</td>" for i, v in enumerate(cells)
         )

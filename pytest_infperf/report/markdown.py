@@ -289,7 +289,8 @@ def _more_work(results: Sequence[BenchmarkResult]) -> list[str]:
         warning = None if c is None else more_work_warning(c)
         if c is None or warning is None:
             continue
-        failed = (r.extra.get("work_gate") or {}).get("passed") is False
+        gate = r.extra.get("work_gate")
+        failed = gate is not None and gate["passed"] is False  # accepted or not
         mark = "🔴 fails `max_work_increase`" if failed else f"time {MARK[c.verdict]}"
         rows.append(f"> - `{_cell(short_name(r))}` ({mark}): {_cell(warning)}")
     if not rows:

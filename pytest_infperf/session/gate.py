@@ -11,8 +11,8 @@ record, never an edited one) and returns the failures, which the mode raises.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
+from ..core.record import Budget, WorkGate
 from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
 from ..judge.accept import first_match
 from ..judge.rules import Policy
@@ -30,11 +30,10 @@ class Consequences:
     comparison: Comparison | None
     failures: tuple[str, ...]
     warnings: tuple[str, ...]
-    #: ``{"max_median_ms": ..., "passed": ...}`` when the test set a budget.
-    budget: dict[str, Any] | None
-    #: ``{"max_work_increase": ..., "change": ..., "passed": ..., "accepted": ...}`` when
-    #: the test set a work limit and its comparison has a work diff.
-    work_gate: dict[str, Any] | None = None
+    #: When the test set a budget.
+    budget: Budget | None
+    #: When the test set a work limit.
+    work_gate: WorkGate | None = None
 
 
 class Gate:
@@ -53,7 +52,7 @@ class Gate:
         if budget_ms is not None and result.samples:
             # The budget fails only when the median is surely over it: its CI's low end.
             passed = result.stats["ci_low"] * 1e3 <= budget_ms
-            budget = {"max_median_ms": budget_ms, "passed": passed}
+            budget = Budget(max_median_ms=budget_ms, passed=passed)
             if not passed:
                 failures.append(messages.budget_failure(result, budget_ms))
         c = result.comparison
@@ -88,7 +87,7 @@ class Gate:
 
     def _work_gate(
         self, result: BenchmarkResult, c: Comparison, failures: list[str], warnings: list[str]
-    ) -> dict[str, Any] | None:
+    ) -> WorkGate | None:
         """``max_work_increase``: more work than the limit fails the test whatever its time
         verdict (a regression fails it already), unless a Perf-Accept rule covers it."""
         limit = result.options.get("max_work_increase")
@@ -108,9 +107,13 @@ class Gate:
             why = messages.work_unchecked(c.work)
             warnings.append(f"max_work_increase={limit:g} not checked: {why}")
             return {"max_work_increase": limit, "change": None, "passed": None, "unchecked": why}
-        gate: dict[str, Any] = {"max_work_increase": limit, "change": c.work.increase}
         over = c.verdict is not Verdict.REGRESSION and more_work(c.work, float(limit))
-        gate.update(passed=not over, accepted=None)
+        gate: WorkGate = {
+            "max_work_increase": limit,
+            "change": c.work.increase,
+            "passed": not over,
+            "accepted": None,
+        }
         if over:
             message = messages.work_failure(result.key, c, float(limit))
             rule = first_match(self.policy.accept, result.key)

@@ -28,6 +28,7 @@ from ..core.budget import Budget, process_started
 from ..core.cmdline import Forwarded
 from ..core.keys import forwarded_key
 from ..core.names import CompareMode
+from ..core.record import ResultExtra, declared
 from ..core.settings import Settings
 from ..judge import policy
 from ..judge.policy import Watch
@@ -172,7 +173,7 @@ class Plain:
         return None
 
 
-def _references(reference: dict[str, Any] | None, extra: dict[str, Any]) -> dict[str, Any]:
+def _references(reference: dict[str, Any] | None, extra: ResultExtra) -> dict[str, Any]:
     """A measurement's drift references: its CPU probes and, on a GPU, the clocks its
     region watch read while the samples ran (``extra["gpu_region"]``). One place for the
     first measurement and a re-measurement alike."""
@@ -303,8 +304,9 @@ class Stored(Plain):
         controller = self._controller_or_none()
         if controller is None:
             return str(self._broken)
-        self._announced = announce(self._config, self.context.settings, call.nodeid,
-                                   fmt_why(d.reason), self._announced)  # fmt: skip
+        self._announced = announce(
+            self._config, self.context.settings, call.nodeid, fmt_why(d.reason), self._announced
+        )
         try:
             budget = self.budget if d.budget_may_cut else None
             paired = _with_base(self.context, self.judge, controller, call, budget)
@@ -322,9 +324,9 @@ class Stored(Plain):
         result.work = paired.work
         # The samples the verdict came from, as a settling's: a report draws them.
         result.extra["settle"] = {
+            **paired.record(),
             "head_samples": paired.head,
             "base_samples": paired.base,
-            **paired.record(),
         }
         result.comparison = dataclasses.replace(paired.comparison, settled_because=d.reason)
         return result
@@ -401,9 +403,9 @@ class Stored(Plain):
         if c.env_diff:
             return env_reason(c.env_diff)
         result.extra["settle"] = {
+            **paired.record(),
             "head_samples": paired.head,
             "base_samples": paired.base,
-            **paired.record(),
         }
         if call.domain == "cpu" and (warning := self._misread.check(call.nodeid, stored, c)):
             self.context.warn(warning)
@@ -440,7 +442,7 @@ def _remeasure(
     c, fresh = first, None
     for _ in range(opts.remeasure):
         fresh = call.measure(first=False, probe=context.probe())
-        refs = _references(fresh.reference, fresh.backend_extra) or None
+        refs = _references(fresh.reference, declared(fresh.backend_extra)) or None
         again = Observation(fresh.samples, fresh.memory, result.batch_size, result.env, refs)
         # A device time is judged from a profiled pass: the fresh samples' own, not the
         # first pass's (the same figures would fail the test "on fresh samples").
@@ -623,7 +625,8 @@ class ABHead(Plain):
         m.metrics = paired.metrics("head")
         result = call.result(m)
         result.work = paired.work
-        result.extra.update(base_samples=paired.base, ab=paired.record())
+        result.extra["base_samples"] = paired.base
+        result.extra["ab"] = paired.record()
         result.comparison = paired.comparison
         return result
 

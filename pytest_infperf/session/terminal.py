@@ -95,8 +95,9 @@ class TerminalReport:
         if verbosity < -1:
             return
         tr = terminalreporter
+        ending = self.artifacts.ending
         headline = f"infperf: {summary(results)}"
-        gate = self.artifacts.gate
+        gate = ending.compared_nothing
         if verbosity < 0:
             tr.write_line(headline)
             if gate:
@@ -132,11 +133,11 @@ class TerminalReport:
             for line in settle_summary(results, verbose=verbose) + accepted_lines(results):
                 tr.write_line(line)
         # The same warnings as the JSON's and the Markdown report's (report/notices.py).
-        for warning in self.artifacts.run_warnings():
+        for warning in ending.warnings:
             tr.write_line(f"warning: {warning}", yellow=True)
-        for error in self.artifacts.errors:
+        for error in ending.errors:
             tr.write_line(f"error: {error}", red=True)
-        for line in self.artifacts.written:
+        for line in ending.written:
             tr.write_line(f"infperf: wrote {line}")
         if os.environ.get("GITHUB_ACTIONS") == "true":
             self._annotate(tr)
@@ -145,8 +146,9 @@ class TerminalReport:
         """A perf run that measured no benchmark: said in red, as compared nothing is (a
         shard of a split run only records it: the merge decides over every shard; pytest's
         "no tests ran", exit 5, is left to say itself)."""
-        nothing = self.artifacts.nothing
-        if not nothing or self.artifacts.split is not None or self.artifacts.exitstatus == 5:
+        ending = self.artifacts.ending
+        nothing = ending.measured_nothing
+        if not nothing or ending.shard or ending.exitstatus == 5:
             return
         if self.context.settings.warn_only:
             tr.write_line(
@@ -156,7 +158,7 @@ class TerminalReport:
             )
         else:
             tr.write_line(f"infperf: FAILED: {nothing}", red=True, bold=True)
-        for line in self.artifacts.written:
+        for line in ending.written:
             tr.write_line(f"infperf: wrote {line}")
 
     def _annotate(self, tr: Any) -> None:
@@ -171,7 +173,8 @@ class TerminalReport:
             tr.write_line(line)
         from ..report.notices import drift_warning
 
-        moved = drift_warning(self.artifacts.drift, self.collector.results, self.artifacts.ab)
+        ending = self.artifacts.ending
+        moved = drift_warning(ending.drift, self.collector.results, bool(self.context.settings.ab))
         if moved:
             tr.write_line(f"::warning title=pytest-infperf machine drift::{moved}")
 

@@ -1,0 +1,155 @@
+"""The typed run record: what a result's ``extra`` may hold is declared once
+(``core/record.py``), the schema's ``$defs/extra`` is generated from it, and the documents
+the previous version wrote still load and read the same."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_infperf.core import outcome, record
+from pytest_infperf.core.results import BenchmarkResult, Verdict, verdict_counts, verdict_of
+from pytest_infperf.report import comment, html, markdown
+from pytest_infperf.store.baselines import validate as validate_document
+
+from .conftest import SCHEMA
+
+DATA = Path(__file__).parent / "data"
+#: Written by pytest-infperf 0.2.0 (before the typed record) in real runs: two benchmarks,
+#: a budget and a work limit, measured with --perf-ab and with --perf-compare (settled).
+OLD = ("results-0.2.0-ab.json", "results-0.2.0-compare.json")
+
+
+def test_the_shipped_schema_is_the_generated_one(tmp_path: Path) -> None:
+    copy = tmp_path / "schema.json"
+    shutil.copy(SCHEMA, copy)
+    assert not record.write_schema(copy), (
+        "the schema's $defs/extra is not generated from core/record.py: run "
+        "`python -m pytest_infperf.core.record`"
+    )
+    shipped = json.loads(SCHEMA.read_text())
+    assert shipped["$defs"]["benchmark"]["properties"]["extra"] == {"$ref": "#/$defs/extra"}
+
+
+def test_every_declared_key_has_a_schema() -> None:
+    schema = record.extra_schema()
+    keys = record.ResultExtra.__optional_keys__ | record.ResultExtra.__required_keys__
+    assert set(schema["properties"]) == keys
+    assert schema["properties"]["budget"]["required"] == ["max_median_ms", "passed"]
+    assert schema["properties"]["gpu_region"]["properties"]["throttle_reasons"] == {
+        "type": ["array", "null"],
+        "items": {"type": "string"},
+    } or schema["properties"]["gpu_region"]["properties"]["throttle_reasons"] == {
+        "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]
+    }
+
+
+def test_an_undeclared_key_is_refused_not_written() -> None:
+    assert record.declared({"recompiles": 2, "host_bound_ratio": 0.5}) == {
+        "recompiles": 2,
+        "host_bound_ratio": 0.5,
+    }
+    with pytest.raises(KeyError, match=r"undeclared extra keys \['mystery'\].*core/record.py"):
+        record.declared({"recompiles": 1, "mystery": 3})
+
+
+@pytest.mark.parametrize(
+    ("samples", "extra", "expected"),
+    [
+        ([1.0], {}, None),
+        # A settling's record is read as it is.
+        (
+            [1.0],
+            {"settle": {"head_samples": [2.0], "base_samples": [3.0], "pairs": []}},
+            ([2.0], [3.0]),
+        ),
+        # --perf-ab's: the result's own samples are the head's.
+        ([1.0, 1.1], {"base_samples": [0.9], "ab": {"origins": {}}}, ([1.0, 1.1], [0.9])),
+        # A settle with no base samples is no interleaved record; an empty base neither.
+        ([1.0], {"settle": {"head_samples": [2.0], "base_samples": []}}, None),
+        ([1.0], {"base_samples": []}, None),
+        # Hand-made or hostile documents: wrong types read as nothing.
+        ([1.0], {"settle": "x", "base_samples": "y"}, None),
+    ],
+)
+def test_interleaved_reads_both_shapes_as_one(
+    samples: list[float], extra: dict[str, Any], expected: tuple[list[float], list[float]] | None
+) -> None:
+    got = record.interleaved(samples, extra)
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None
+        assert (got["head_samples"], got["base_samples"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "budget", "work"),
+    [
+        ({}, False, False),
+        ({"budget": {"max_median_ms": 1, "passed": True}}, False, False),
+        ({"budget": {"max_median_ms": 1, "passed": False}}, True, False),
+        ({"work_gate": {"max_work_increase": 0.1, "change": 0.3, "passed": False}}, False, True),
+        # Accepted by a Perf-Accept rule: recorded, not a failure.
+        (
+            {
+                "work_gate": {
+                    "max_work_increase": 0.1,
+                    "change": 0.3,
+                    "passed": False,
+                    "accepted": {"pattern": "*"},
+                }
+            },
+            False,
+            False,
+        ),
+        # Not checked (None) is not failed.
+        ({"work_gate": {"max_work_increase": 0.1, "change": None, "passed": None}}, False, False),
+        ({"budget": "bad", "work_gate": 3}, False, False),
+    ],
+)
+def test_the_gates_records_read_once(extra: dict[str, Any], budget: bool, work: bool) -> None:
+    assert (record.budget_failed(extra) is not None) is budget
+    assert (record.work_failed(extra) is not None) is work
+
+
+@pytest.mark.parametrize(
+    ("entry", "verdict"),
+    [
+        ({}, None),
+        ({"comparison": None}, None),
+        ({"comparison": {"verdict": "regression"}}, Verdict.REGRESSION),
+        ({"comparison": {"verdict": "no-regression"}}, Verdict.NO_REGRESSION),
+        ({"comparison": {"verdict": "from-the-future"}}, None),
+        ({"comparison": "regression"}, None),
+    ],
+)
+def test_a_documents_verdict_is_read_typed(entry: dict[str, Any], verdict: Verdict | None) -> None:
+    assert verdict_of(entry) is verdict
+
+
+@pytest.mark.parametrize("name", OLD)
+def test_the_previous_versions_documents_load_and_read_the_same(name: str) -> None:
+    path = DATA / name
+    doc = validate_document(json.loads(path.read_text()), path, full=True)
+    results = [BenchmarkResult.from_json(b) for b in doc["benchmarks"]]
+    assert [r.key for r in results] == [
+        "tests/test_old.py::test_callable",
+        "tests/test_old.py::test_torch",
+    ]
+    for entry, result in zip(doc["benchmarks"], results, strict=True):
+        both = record.interleaved(result.samples, result.extra)
+        assert both is not None and both["base_samples"], "the interleaved samples are read"
+        drawn = html._drawn_samples(entry, None)
+        assert drawn[2] is True and drawn[1] == both["base_samples"]
+    assert results[0].extra["budget"]["passed"] is True
+    assert "max_work_increase" in results[1].extra["work_gate"]
+    assert sum(verdict_counts(doc["benchmarks"]).values()) == 2
+    assert outcome.incomplete(doc) is None
+    assert outcome.failures(doc) == []
+    assert markdown.render(results).strip()
+    assert comment.body(doc)[0].strip()
