@@ -18,7 +18,6 @@ import pytest
 
 from .core import cmdline as _cmdline
 from .core import options as _options
-from .core import session_table as _table
 from .core import settings as _settings
 from .core.keys import forwarded_key, pin_warning_key, settings_key
 from .measure.mode import mode_key
@@ -76,43 +75,32 @@ def pytest_load_initial_conftests(
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Every flag and ini key, from the two tables: the session's settings
-    (``core.session_table.TABLE``) and the per-benchmark options (``core.options``)."""
+    """Every flag and ini key, from the one table of settings (``core.options``: the
+    session's settings and the per-benchmark options, one ``Spec`` type)."""
     import argparse
 
     group = parser.getgroup("infperf", "pytest-infperf: inference performance testing")
-    add = group.addoption
-    for s in _table.TABLE:
+    for s in (*_options.SESSION, *_options.FLAG_OPTIONS):
         if s.flag is None:
             continue
-        kwargs: dict[str, Any] = {"dest": s.dest}
-        if s.flag == _table.SWITCH:
-            kwargs.update(action="store_true", default=None)
+        kwargs: dict[str, Any] = {"dest": s.dest, "default": None}
+        if s.flag == _options.SWITCH:
+            kwargs["action"] = "store_true"
         else:
-            kwargs.update(metavar=s.flag, default=None)
+            kwargs["metavar"] = s.flag
         if s.append:
             kwargs.update(action="append", default=[])
         if s.choices:
-            kwargs.update(choices=s.choices)
+            kwargs["choices"] = s.choices
+        if not s.session:
+            # A benchmark option's flag is parsed at once, by the option's own parser.
+            kwargs["type"] = _options.option_type(s.name)
         kwargs["help"] = argparse.SUPPRESS if s.hidden else s.describe()
-        add(s.flag_name, **kwargs)
-    # The per-benchmark options' flags, from the options table (their help and defaults are
-    # the table's; their values go through the option's own parser).
-    for spec in _options.FLAG_OPTIONS:
-        add(
-            spec.flag_name,
-            metavar=spec.flag,
-            dest=spec.dest,
-            default=None,
-            type=_options.option_type(spec.name),
-            help=spec.describe(),
-        )
-    for spec in _options.INI_OPTIONS:
-        parser.addini(_options.ini_name(spec.name), spec.describe(), type="string", default="")
-    for s in _table.TABLE:
+        group.addoption(s.flag_name, **kwargs)
+    for s in (*_options.SESSION, *_options.INI_OPTIONS):
         if s.ini:
             parser.addini(s.ini_key, s.describe(), type="string", default="")
-    parser.addini(_table.EXPERT_KEY, _table.EXPERT_HELP, type="string", default="")
+    parser.addini(_options.EXPERT_KEY, _options.EXPERT_HELP, type="string", default="")
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_configure")

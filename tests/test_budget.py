@@ -89,7 +89,7 @@ def test_a_bad_budget_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makeini(FAST_INI)
     pytester.makepyfile("def test_x(infer_bench):\n    infer_bench(lambda: None)\n")
     for args, says in [
-        (["--perf-budget=soon", "--perf-compare=main"], "*--perf-budget = 'soon': expected*"),
+        (["--perf-budget=soon", "--perf-compare=main"], "*--perf-budget='soon': expected*"),
         (["--perf-budget=60"], "*use it with --perf-compare or --perf-ab*"),
         (["--perf-budget=1.5x", "--perf-ab=main"], "*--perf-ab has none: give seconds*"),
     ]:

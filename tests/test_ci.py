@@ -135,6 +135,18 @@ def test_the_docs_five_lines_and_inputs_are_the_actions() -> None:
     assert all(f"`{name}`" in outputs for name in ACTION["outputs"])
 
 
+def test_action_yml_inputs_are_the_settings_table() -> None:
+    """action.yml's inputs and their defaults are the Action's table (``action.INPUTS``,
+    parsed by the settings' own parsers): a default written twice cannot drift."""
+    table = {s.name: str(s.default) for s in action.INPUTS}
+    shipped = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
+    assert shipped == table
+    # Every default parses: an empty input is its default, never an error.
+    parsed = action.Inputs.from_env({})
+    assert parsed.baselines_branch == "infperf-baselines" and parsed.shards == 1
+    assert parsed.tests == ["tests/perf"] and parsed.fail_on_regression is True
+
+
 def _run_blocks() -> list[tuple[str, str]]:
     out = []
     for path in sorted(WORKFLOWS.glob("*.yml")):
@@ -534,11 +546,12 @@ def test_bad_inputs_are_named_with_their_fix(fleet: Path, tmp_path: Path) -> Non
     cases = {
         (("shards", "3"),): "input shards is 3 but shard is not given",
         (("shard", "4"), ("shards", "3")): "input shard: 4 is past shards (3)",
-        (("shard", "0"),): "input shard: '0' is not a whole number of at least 1",
-        (("fail-on-regression", "maybe"),): "input fail-on-regression: 'maybe' is not true",
-        (("pytest-args", "-k 'x"),): 'input pytest-args: "-k \'x" does not split into words',
-        (("mode", "later"),): "input mode: 'later' is not one of auto, save, compare",
-        (("label", "a b"),): "input label: 'a b' names artifacts",
+        (("shard", "0"),): "input shard='0': must be an integer >= 1",
+        (("shards", "two"),): "input shards='two': expected an integer >= 1",
+        (("fail-on-regression", "maybe"),): "input fail-on-regression='maybe': expected true or",
+        (("pytest-args", "-k 'x"),): 'input pytest-args="-k \'x": does not split into words',
+        (("mode", "later"),): "input mode='later': expected one of auto, save, compare",
+        (("label", "a b"),): "input label='a b': it names artifacts",
     }
     for given, said in cases.items():
         env = {f"INPUT_{k.upper().replace('-', '_')}": v for k, v in given}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_infperf.core import options, session_table, settings
+from pytest_infperf.core import options, settings
 
 from .conftest import ROOT
 
@@ -43,12 +43,12 @@ def test_every_option_and_flag_is_documented() -> None:
     """docs/USAGE.md names every flag, ini key, benchmark option and expert setting the
     tables generate; the user's surface (each setting once, however it is given) stays
     small: the expert ones are grouped under one key."""
-    shown = [s for s in session_table.TABLE if not s.hidden]
+    shown = [s for s in options.SESSION if not s.hidden]
     flags = [s.flag_name for s in shown if s.flag is not None]
     flags += [spec.flag_name for spec in options.FLAG_OPTIONS]
     assert not [f for f in flags if f not in USAGE]
     assert not [name for name in options.DEFAULTS if f"`{name}`" not in USAGE]
-    ini = [s.ini_key for s in shown if s.ini] + [session_table.EXPERT_KEY]
+    ini = [s.ini_key for s in shown if s.ini] + [options.EXPERT_KEY]
     assert not [name for name in ini if name not in USAGE]
     assert not [name for name in settings.expert_names() if f"`{name}`" not in USAGE]
     surface = [s for s in shown if not s.expert] + [

@@ -99,7 +99,7 @@ def test_a_bad_heap_setting_says_what_to_give(pytester: pytest.Pytester, value: 
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [f"*infperf_expert's heap = '{value}': expected one of steady, system*"]
+        [f"*infperf_expert's heap='{value}': expected one of steady, system*"]
     )
 
 

@@ -103,10 +103,10 @@ def test_class_marker_and_function_marker_merge(pytester: pytest.Pytester) -> No
         ("infperf_threshold = abc", "*infperf_threshold='abc': expected a number in (0, 1)*"),
         ("infperf_alpha = 0.7", "*infperf_alpha='0.7': must be a number in (0, 0.5)*"),
         ("infperf_metric = p42", "*infperf_metric='p42': unknown metric; expected one of*"),
-        ("infperf_expert = search_depth=x", "*search_depth = 'x': expected an integer*"),
+        ("infperf_expert = search_depth=x", "*search_depth='x': expected an integer*"),
         (
             "infperf_expert = gpu_throttle=ignore",
-            "*gpu_throttle = 'ignore': expected one of exclude, keep, fail*",
+            "*gpu_throttle='ignore': expected one of exclude, keep, fail*",
         ),
         (
             "infperf_rounds = 50\ninfperf_expert = max_rounds=10",

@@ -54,8 +54,8 @@ def test_only_one_thread_benchmarks_are_pinned() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-o", "infperf_expert=pin=sometimes"], "*pin = 'sometimes': expected auto, off*"),
-        (["-o", "infperf_expert=pin=99999"], "*pin = '99999': this process may run on*"),
+        (["-o", "infperf_expert=pin=sometimes"], "*pin='sometimes': expected auto, off*"),
+        (["-o", "infperf_expert=pin=99999"], "*pin='99999': this process may run on*"),
     ],
 )
 def test_a_bad_pin_says_what_to_give(

@@ -42,6 +42,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.options import (
+    OptionError,
+    Parser,
+    Spec,
+    as_text,
+    boolean,
+    choice,
+    integer,
+    optional,
+)
+from ..store.data_branch import BRANCH
+
 #: What a job of the Action writes, relative to the workspace.
 SHARD_DIR = Path("perf-shard")
 RESULTS_DIR = Path("perf-results")
@@ -51,7 +63,46 @@ OUTCOME = "outcome.json"
 #: ``search_depth`` (50) of them.
 PULL_DEPTH = 60
 ROLES = ("measure", "merge", "push-baselines")
-TRUE, FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
+
+
+def _words(name: str, value: object) -> list[str]:
+    try:
+        return shlex.split(str(value))
+    except ValueError as exc:
+        raise OptionError(f"{name}={value!r}: does not split into words ({exc})") from None
+
+
+def _label(name: str, value: object) -> str:
+    label = str(value) or "default"
+    if not label.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise OptionError(
+            f"{name}={value!r}: it names artifacts: use letters, digits, '-', '_', '.'"
+        )
+    return label
+
+
+def _input(name: str, default: object, parse: Parser, help: str = "") -> Spec:
+    return Spec(name, parse, default, help, ini=False)
+
+
+#: The Action's inputs, each with the settings' own parsers and its default written once:
+#: action.yml's inputs and defaults are checked against this table (tests/test_ci.py).
+#: ``role`` and ``python`` are read by action.yml's steps, not here.
+INPUTS: tuple[Spec, ...] = (
+    _input("role", "measure", choice(*ROLES, "post-comment")),
+    _input("tests", "tests/perf", _words),
+    _input("pytest-args", "", _words),
+    _input("compare-to", "", as_text),
+    _input("mode", "auto", choice("auto", "save", "compare")),
+    _input("baselines-branch", BRANCH, as_text),
+    _input("shard", "", optional(integer(1))),
+    _input("shards", "1", integer(1)),
+    _input("label", "default", _label),
+    _input("fail-on-regression", "true", boolean),
+    _input("comment", "true", boolean),
+    _input("python", "python3", as_text),
+    _input("shard-jobs", "", as_text),
+)
 
 
 class ActionError(Exception):
@@ -76,11 +127,18 @@ class Inputs:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], role: str = "measure") -> Inputs:
-        def get(name: str, default: str = "") -> str:
-            return env.get(f"INPUT_{name.upper().replace('-', '_')}", default).strip()
+        specs = {s.name: s for s in INPUTS}
 
-        shards = _whole("shards", get("shards", "1"))
-        shard = _whole("shard", get("shard")) if get("shard") else None
+        def get(name: str) -> Any:
+            """The input as given (an empty one is its default), through its parser."""
+            s = specs[name]
+            given = env.get(f"INPUT_{name.upper().replace('-', '_')}", "").strip()
+            try:
+                return s.parse(f"input {name}", given or s.default)
+            except OptionError as exc:
+                raise ActionError(str(exc)) from None
+
+        shards, shard = get("shards"), get("shard")
         if shard is not None and shard > shards:
             raise ActionError(
                 f"input shard: {shard} is past shards ({shards}); give each job of the "
@@ -91,25 +149,17 @@ class Inputs:
                 f"input shards is {shards} but shard is not given: pass shard: "
                 "${{ matrix.group }} from a matrix of groups 1..shards (and a merge job)"
             )
-        mode = get("mode", "auto") or "auto"
-        if mode not in ("auto", "save", "compare"):
-            raise ActionError(f"input mode: {mode!r} is not one of auto, save, compare")
-        label = get("label", "default") or "default"
-        if not label.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            raise ActionError(
-                f"input label: {label!r} names artifacts: use letters, digits, '-', '_', '.'"
-            )
         return cls(
-            tests=_split("tests", get("tests", "tests/perf")),
-            pytest_args=_split("pytest-args", get("pytest-args")),
+            tests=get("tests"),
+            pytest_args=get("pytest-args"),
             compare_to=get("compare-to"),
-            mode=mode,
-            baselines_branch=get("baselines-branch", "infperf-baselines") or "infperf-baselines",
+            mode=get("mode"),
+            baselines_branch=get("baselines-branch"),
             shard=shard,
             shards=shards,
-            label=label,
-            fail_on_regression=_flag("fail-on-regression", get("fail-on-regression", "true")),
-            comment=_flag("comment", get("comment", "true")),
+            label=get("label"),
+            fail_on_regression=get("fail-on-regression"),
+            comment=get("comment"),
             shard_jobs=get("shard-jobs"),
         )
 
@@ -121,27 +171,6 @@ class Inputs:
     @property
     def artifact(self) -> str:
         return f"perf-shard-{self.label}-{self.shard or 1}"
-
-
-def _whole(name: str, text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise ActionError(f"input {name}: {text!r} is not a whole number of at least 1")
-    return int(text)
-
-
-def _flag(name: str, text: str) -> bool:
-    if text.lower() in TRUE:
-        return True
-    if text.lower() in FALSE:
-        return False
-    raise ActionError(f"input {name}: {text!r} is not true or false")
-
-
-def _split(name: str, text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError as exc:
-        raise ActionError(f"input {name}: {text!r} does not split into words ({exc})") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,15 +298,6 @@ def _outcome(folder: Path, passed: bool, why: list[str]) -> Path:
     return path
 
 
-def _verdicts(doc: Mapping[str, Any]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for b in doc.get("benchmarks") or ():
-        verdict = (b.get("comparison") or {}).get("verdict")
-        if verdict:
-            counts[verdict] = counts.get(verdict, 0) + 1
-    return dict(sorted(counts.items()))
-
-
 def _publish(
     gh: GitHub, doc: Mapping[str, Any], markdown: str, the_plan: Plan, inputs: Inputs
 ) -> None:
@@ -295,14 +315,19 @@ def _publish(
         atomic_write_text(RESULTS_DIR / "comment.md", text)
         atomic_write_text(RESULTS_DIR / "pr-number.txt", f"{the_plan.pr_number}\n")
         gh.output(notable=str(notable).lower())
-    counts = _verdicts(doc)
+    from ..core.results import Verdict, verdict_counts
+
+    counts = verdict_counts(doc.get("benchmarks") or ())
     gh.output(
         published="true",
         results=RESULTS_DIR / "results.json",
         report=RESULTS_DIR / "report.md",
         benchmarks=len(doc.get("benchmarks") or ()),
-        regressions=counts.get("regression", 0),
-        verdicts=json.dumps(counts, separators=(",", ":")),
+        regressions=counts.get(Verdict.REGRESSION, 0),
+        verdicts=json.dumps(
+            {v.value: n for v, n in sorted(counts.items(), key=lambda i: i[0].value)},
+            separators=(",", ":"),
+        ),
     )
 
 

@@ -69,9 +69,9 @@ def branch_name(ref: str, args: argparse.Namespace) -> str:
 
 def search_depth() -> int:
     """The plugin's default ``search_depth``: the CLI walks as far as it does."""
-    from ..core.session_table import SETTINGS
+    from ..core.options import SESSION_SPECS
 
-    return int(SETTINGS["search_depth"].default)
+    return int(SESSION_SPECS["search_depth"].default)
 
 
 def pick_env(store: BaselineStore) -> str:

@@ -321,8 +321,8 @@ def _add_baselines(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     bl.add_argument(
         "--branch",
-        default="infperf-baselines",
-        help="the branch that holds the baselines (default infperf-baselines)",
+        default=branch.BRANCH,
+        help=f"the branch that holds the baselines (default {branch.BRANCH})",
     )
     bl.add_argument(
         "--remote", default="origin", help="the remote the branch is on (default origin)"

@@ -370,7 +370,7 @@ def benchmark_module(found: Found, depth: int, installed: bool = True) -> tuple[
 
 #: The settings ``init`` writes: the defaults, said where a team changes them.
 def _settings() -> list[tuple[str, str, str]]:
-    from ..core import session_table
+    from ..core import options
     from ..core.options import SPECS, ini_name
 
     return [
@@ -378,7 +378,7 @@ def _settings() -> list[tuple[str, str, str]]:
         (ini_name("max_time"), str(SPECS["max_time"].default), "seconds of samples per benchmark"),
         (
             "infperf_run_alpha",
-            session_table.SETTINGS["run_alpha"].default,
+            str(options.SESSION_SPECS["run_alpha"].default),
             "the chance a run with nothing changed fails",
         ),
     ]

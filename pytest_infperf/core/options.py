@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from . import cpus as _cpus
+from .budget import BudgetError, BudgetSpec
 from .names import Metric
 
 #: The metrics a generation benchmark is judged on: time to first token, time per output
@@ -37,7 +39,7 @@ def _is_str(value: Any) -> bool:
     return isinstance(value, str)
 
 
-def _int(minimum: int) -> Parser:
+def integer(minimum: int) -> Parser:
     def parse(name: str, value: Any) -> int:
         if isinstance(value, bool):
             raise OptionError(f"{name}={value!r}: expected an integer >= {minimum}")
@@ -54,7 +56,7 @@ def _int(minimum: int) -> Parser:
     return parse
 
 
-def _float(
+def number(
     low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = True
 ) -> Parser:
     lb = "(" if low_open else "["
@@ -77,7 +79,7 @@ def _float(
     return parse
 
 
-def _optional(inner: Parser) -> Parser:
+def optional(inner: Parser) -> Parser:
     def parse(name: str, value: Any) -> Any:
         if value is None or (_is_str(value) and value.strip().lower() in ("", "none")):
             return None
@@ -86,7 +88,7 @@ def _optional(inner: Parser) -> Parser:
     return parse
 
 
-def _bool(name: str, value: Any) -> bool:
+def boolean(name: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
     if _is_str(value) and value.strip().lower() in ("1", "true", "yes", "on"):
@@ -98,7 +100,7 @@ def _bool(name: str, value: Any) -> bool:
     raise OptionError(f"{name}={value!r}: expected true or false")
 
 
-def _choice(*choices: str) -> Parser:
+def choice(*choices: str) -> Parser:
     def parse(name: str, value: Any) -> str:
         text = value.strip().lower() if _is_str(value) else value
         if text not in choices:
@@ -117,7 +119,7 @@ def _metric(name: str, value: Any) -> Metric:
     return Metric(text)
 
 
-def _str(name: str, value: Any) -> str:
+def text(name: str, value: Any) -> str:
     if not _is_str(value) or not value:
         raise OptionError(f"{name}={value!r}: expected a non-empty string")
     return str(value)
@@ -151,11 +153,19 @@ def _providers(name: str, value: Any) -> list[Any] | None:
     return items
 
 
+#: A flag that takes no value (``store_true``).
+SWITCH = ""
+
+
 @dataclasses.dataclass(frozen=True)
-class OptionSpec:
-    """One option: its parser, default and help (without the default: :meth:`describe`
-    adds it), whether it has an ini key, and the metavar of its ``--perf-*`` flag (and of
-    ``infperf compare``'s flag, for the options a comparison uses) if it has one."""
+class Spec:
+    """One setting, a row of either table (a benchmark option, :class:`BenchOptions`; a
+    session setting, :data:`SESSION`): its name (the ini key is ``infperf_<name>``, the flag
+    ``--perf-<name>``), its parser (this module's family: every value goes through it,
+    from a flag, an ini key, ``infperf_expert``, a marker, a keyword or an Action input),
+    its default (written once, here), the help (:meth:`describe` adds the default), and how
+    it is given: a flag (its metavar; :data:`SWITCH` for one without a value), an ini key,
+    or only inside ``infperf_expert`` (what only an experiment or a rare runner needs)."""
 
     name: str
     parse: Parser
@@ -164,6 +174,18 @@ class OptionSpec:
     ini: bool = True
     flag: str | None = None
     expert: bool = False
+    #: A session setting (its value is the session's, read by ``core/settings.py``), not
+    #: a benchmark option (merged per benchmark with the marker and the call's keywords).
+    session: bool = False
+    #: A flag for the tools that start pytest (``infperf bisect``), not listed by --help.
+    hidden: bool = False
+    choices: tuple[str, ...] = ()
+    #: A repeatable flag (each use adds a value).
+    append: bool = False
+
+    @property
+    def ini_key(self) -> str:
+        return f"infperf_{self.name}"
 
     @property
     def flag_name(self) -> str:
@@ -175,7 +197,7 @@ class OptionSpec:
 
     def describe(self) -> str:
         """The help text with the default, from the table (never restated by hand)."""
-        if self.default is None or isinstance(self.default, bool):
+        if self.default is None or isinstance(self.default, bool) or self.default == "":
             return self.help
         return (
             f"{self.help} (default {self.default:g})"
@@ -208,30 +230,30 @@ class BenchOptions:
     keys, the ``--perf-*`` flags and ``infperf compare``'s flags are built from it."""
 
     # --- measurement ---------------------------------------------------------------------
-    warmup: int = _option(10, _int(0), "minimum warmup calls before timing")
+    warmup: int = _option(10, integer(0), "minimum warmup calls before timing")
     warmup_time: float = _option(
         2.0,
-        _float(0.0),
+        number(0.0),
         "seconds of extra warmup allowed while waiting for stable timings",
         expert=True,
     )
     warmup_tolerance: float = _option(
         0.05,
-        _float(0.0, 1.0, low_open=True),
+        number(0.0, 1.0, low_open=True),
         "warmup ends when the median of the last 5 samples is within this fraction of the 5 before",
         expert=True,
     )
-    rounds: int = _option(20, _int(1), "minimum number of timed samples", flag="N")
-    max_rounds: int = _option(1000, _int(1), "maximum number of timed samples", expert=True)
+    rounds: int = _option(20, integer(1), "minimum number of timed samples", flag="N")
+    max_rounds: int = _option(1000, integer(1), "maximum number of timed samples", expert=True)
     max_time: float = _option(
         3.0,
-        _float(0.0, low_open=True),
+        number(0.0, low_open=True),
         "seconds of timed sampling after which sampling stops once `rounds` samples exist",
         flag="S",
     )
     min_time: float = _option(
         1.0,
-        _float(0.0),
+        number(0.0),
         "seconds the timed samples must span before the precision stop may end "
         "sampling; fast calls are grouped so max_rounds samples still span it. Machine "
         "speed drifts over seconds: a snapshot of a few ms compares badly",
@@ -239,41 +261,43 @@ class BenchOptions:
     )
     precision: float = _option(
         0.01,
-        _float(0.0, 1.0, low_open=True),
+        number(0.0, 1.0, low_open=True),
         "stop sampling once the 95% CI of the median has this relative half-width",
         expert=True,
     )
     min_sample_time: float = _option(
         20e-6,
-        _float(0.0),
+        number(0.0),
         "calls faster than this many seconds are timed in blocks lasting at least "
         "this long, one sample being the block's average",
         expert=True,
     )
     batch_size: int | None = _option(
         None,
-        _optional(_int(1)),
+        optional(integer(1)),
         "items per call for throughput (default: first dimension of the first array input)",
     )
     disable_gc: bool = _option(
-        True, _bool, "switch the garbage collector off while timing", expert=True
+        True, boolean, "switch the garbage collector off while timing", expert=True
     )
     profile: str = _option(
         "counts",
-        _choice("off", "counts", "full"),
+        choice("off", "counts", "full"),
         "after timing, count what one call does in a short profiled pass: off; counts "
         "(FLOPs, operator calls, bytes allocated; CUDA kernels and the device's busy time); "
         "full (also time per operator and kernel, and ONNX Runtime's per-node profile)",
         flag="MODE",
     )
-    check_nan: bool = _option(True, _bool, "fail when the model's output contains NaN", expert=True)
+    check_nan: bool = _option(
+        True, boolean, "fail when the model's output contains NaN", expert=True
+    )
     # --- comparison ----------------------------------------------------------------------
     threshold: float = _option(
-        0.05, _float(0.0, 1.0, low_open=True), "tolerated slowdown, a fraction in (0, 1)", flag="D"
+        0.05, number(0.0, 1.0, low_open=True), "tolerated slowdown, a fraction in (0, 1)", flag="D"
     )
     alpha: float = _option(
         0.05,
-        _float(0.0, 0.5, low_open=True),
+        number(0.0, 0.5, low_open=True),
         "per benchmark, the error of each bound of its ratio interval: a regression "
         "claimed past the threshold, or one missed when 'no regression' is claimed, in "
         "(0, 0.5); see --perf-run-alpha for the run as a whole",
@@ -284,14 +308,14 @@ class BenchOptions:
     )
     remeasure: int = _option(
         1,
-        _int(0),
+        integer(0),
         "where settling cannot happen, re-measure a benchmark judged regression, "
         "improvement or inconclusive this many times",
         expert=True,
     )
     max_work_increase: float | None = _option(
         None,
-        _optional(_float(0.0)),
+        optional(number(0.0)),
         "fail a benchmark whose call does more work than its baseline's by more than this "
         "fraction (FLOPs, else operator calls or graph nodes, else kernels), whatever its "
         "time verdict; counts that vary from call to call never fail it",
@@ -299,13 +323,13 @@ class BenchOptions:
     )
     max_median_ms: float | None = _option(
         None,
-        _optional(_float(0.0, low_open=True)),
+        optional(number(0.0, low_open=True)),
         "absolute budget: fail when the median's CI lower bound exceeds it (ms)",
     )
     # --- backends (marker and keyword arguments only) -------------------------------------
     device: str | None = _option(
         None,
-        _optional(_str),
+        optional(text),
         "torch: device to run on (default: the model's parameters)",
         ini=False,
     )
@@ -317,7 +341,7 @@ class BenchOptions:
     )
     provider_options: dict[str, Any] | None = _option(
         None,
-        _optional(_mapping),
+        optional(_mapping),
         "onnxruntime: provider options (dict), applied to the first provider",
         ini=False,
         expert=True,
@@ -330,78 +354,402 @@ class BenchOptions:
     )
     intra_op_threads: int | None = _option(
         None,
-        _optional(_int(0)),
+        optional(integer(0)),
         "threads within an operator (torch.set_num_threads / ORT intra_op)",
     )
     inter_op_threads: int | None = _option(
         None,
-        _optional(_int(0)),
+        optional(integer(0)),
         "onnxruntime: threads across operators (ORT inter_op)",
         expert=True,
     )
     graph_optimization_level: str | None = _option(
         None,
-        _optional(_choice("disable", "basic", "extended", "all")),
+        optional(choice("disable", "basic", "extended", "all")),
         "onnxruntime: graph optimisation level for sessions made from a path",
         expert=True,
     )
     io_binding: bool | None = _option(
         None,
-        _optional(_bool),
+        optional(boolean),
         "onnxruntime: bind inputs/outputs on the device (default: on for CUDA)",
         ini=False,
     )
     allow_fallback: bool = _option(
         False,
-        _bool,
+        boolean,
         "onnxruntime: accept a session that runs on fewer providers than requested",
         expert=True,
     )
     cuda_graph: bool = _option(
-        False, _bool, "capture the call in a CUDA graph (torch/ORT)", ini=False
+        False, boolean, "capture the call in a CUDA graph (torch/ORT)", ini=False
     )
     include_copies: bool = _option(
         False,
-        _bool,
+        boolean,
         "torch: copy outputs to the host inside the timed region",
         ini=False,
         expert=True,
     )
     inference_mode: bool = _option(
         True,
-        _bool,
+        boolean,
         "torch: time the model under torch.inference_mode(); false keeps the grad mode the "
         "test set (a training step, a model that needs autograd)",
         ini=False,
         expert=True,
     )
     params: dict[str, Any] | None = _option(
-        None, _optional(_mapping), "extra parameters recorded with the benchmark", ini=False
+        None, optional(_mapping), "extra parameters recorded with the benchmark", ini=False
     )
 
     def replace(self, **changes: Any) -> BenchOptions:
         return dataclasses.replace(self, **changes)
 
 
-def _specs() -> tuple[OptionSpec, ...]:
+def _specs() -> tuple[Spec, ...]:
     rows = []
     for f in dataclasses.fields(BenchOptions):
         parse, help_, ini, flag, expert = f.metadata["spec"]
-        rows.append(OptionSpec(f.name, parse, f.default, help_, ini, flag, expert))
+        rows.append(Spec(f.name, parse, f.default, help_, ini, flag, expert))
     return tuple(rows)
 
 
 _SPECS = _specs()
 
-SPECS: dict[str, OptionSpec] = {spec.name: spec for spec in _SPECS}
-INI_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.ini)
+SPECS: dict[str, Spec] = {spec.name: spec for spec in _SPECS}
+INI_OPTIONS: tuple[Spec, ...] = tuple(spec for spec in _SPECS if spec.ini)
 #: The options with a ``--perf-*`` flag (they beat ini, lose to the marker).
-FLAG_OPTIONS: tuple[OptionSpec, ...] = tuple(
-    spec for spec in _SPECS if spec.flag and not spec.expert
-)
+FLAG_OPTIONS: tuple[Spec, ...] = tuple(spec for spec in _SPECS if spec.flag and not spec.expert)
 #: The options set in the marker, a keyword or ``infperf_expert`` only.
-EXPERT_OPTIONS: tuple[OptionSpec, ...] = tuple(spec for spec in _SPECS if spec.expert)
+EXPERT_OPTIONS: tuple[Spec, ...] = tuple(spec for spec in _SPECS if spec.expert)
 DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in _SPECS}
+
+
+# --- the session's settings ----------------------------------------------------------------
+#: What --perf-settle / infperf_settle accept.
+SETTLE_CHOICES = ("auto", "stored-first", "off")
+#: What infperf_expert's heap accepts (measure/heap.py).
+HEAP_CHOICES = ("steady", "system")
+#: What infperf_expert's gpu_throttle accepts.
+GPU_THROTTLE_CHOICES = ("exclude", "keep", "fail")
+
+
+def as_text(name: str, value: Any) -> str:
+    """Any text, empty included (a path, a ref: what it names is checked where it is used)."""
+    return "" if value is None else str(value)
+
+
+def _gpus(name: str, value: Any) -> tuple[str, ...] | None:
+    gpus = tuple(str(value).replace(",", " ").split())
+    bad = [g for g in gpus if not (g.isdigit() or g.startswith(("GPU-", "MIG-")))]
+    if bad:
+        raise OptionError(
+            f"{name}={value!r}: {bad[0]!r} is not a GPU index or UUID; expected e.g. '0,1' "
+            "or 'GPU-2f1c...'"
+        )
+    return gpus or None
+
+
+def _pin(name: str, value: Any) -> int | None:
+    chosen = str(value).strip().lower()
+    if chosen not in _cpus.CHOICES and not chosen.isdigit():
+        raise OptionError(
+            f"{name}={value!r}: expected auto, off or a CPU number (e.g. 3, as taskset -c "
+            "numbers them)"
+        )
+    try:
+        return _cpus.resolve(chosen)
+    except ValueError as exc:  # the CPU is not this process's to use
+        raise OptionError(f"{name}={value!r}: {exc}; pick one of those, or auto") from None
+
+
+def _budget(name: str, value: Any) -> BudgetSpec | None:
+    try:
+        return BudgetSpec.parse(str(value)) if str(value).strip() else None
+    except BudgetError as exc:
+        raise OptionError(f"{name}={value!r}: {str(exc).split(': ', 1)[-1]}") from None
+
+
+def _session(
+    name: str,
+    default: Any,
+    parse: Parser,
+    help: str,
+    *,
+    flag: str | None = None,
+    ini: bool = False,
+    expert: bool = False,
+    hidden: bool = False,
+    choices: tuple[str, ...] = (),
+    append: bool = False,
+) -> Spec:
+    """A row of :data:`SESSION`: a flag, its own ini key, or only inside ``infperf_expert``."""
+    return Spec(name, parse, default, help, ini, flag, expert, True, hidden, choices, append)
+
+
+#: Every session setting: the flags and ini keys are generated from it, each default is
+#: written here once.
+SESSION: tuple[Spec, ...] = (
+    _session(
+        "save",
+        False,
+        boolean,
+        "store this run's results as the baseline of the current commit",
+        flag=SWITCH,
+    ),
+    _session(
+        "compare",
+        "",
+        as_text,
+        "compare against the baseline of REF (branch, tag, sha, HEAD~N) or a results JSON "
+        "file; regressions fail their tests",
+        flag="REF",
+    ),
+    _session(
+        "ab",
+        "",
+        as_text,
+        "measure the merge-base of REF and HEAD in the same job, interleaved with the current"
+        " code, and compare (robust to machine drift)",
+        flag="REF",
+    ),
+    _session(
+        "json",
+        "",
+        as_text,
+        "write the results (raw samples, statistics, environment) as JSON to PATH (an ini "
+        "path is relative to the rootdir)",
+        flag="PATH",
+        ini=True,
+    ),
+    _session(
+        "markdown",
+        "",
+        as_text,
+        "write a Markdown report (for PR comments and job summaries) to PATH",
+        flag="PATH",
+    ),
+    _session(
+        "baselines",
+        "baselines",
+        as_text,
+        "the baselines directory (a flag's path is relative to the current folder, an ini "
+        "key's to the rootdir)",
+        flag="DIR",
+        ini=True,
+    ),
+    _session(
+        "accept",
+        "",
+        as_text,
+        "accept a regression of the benchmarks matching PATTERN (node id or fnmatch pattern, "
+        "optionally followed by a reason) for this run; repeatable. In CI, put a 'Perf-"
+        "Accept: PATTERN reason' trailer in a commit of the change instead",
+        flag="PATTERN",
+        append=True,
+    ),
+    _session(
+        "settle",
+        "auto",
+        choice(*SETTLE_CHOICES),
+        "what a stored baseline cannot decide is settled in this job by interleaving with the"
+        " baseline commit's code. auto: and every benchmark is interleaved at once when the "
+        "machine moved since the baseline's run, or after a settling showed the stored pass "
+        "misread it; stored-first: always the stored pass first; off: stored verdicts only",
+        flag="MODE",
+        ini=True,
+        choices=SETTLE_CHOICES,
+    ),
+    _session(
+        "budget",
+        "",
+        _budget,
+        "how long a comparing run may take: seconds (120) or a multiple of the plain run "
+        "(1.5x, from the baseline's record); it never cuts what might still fail",
+        flag="SPEC",
+        ini=True,
+    ),
+    _session(
+        "run_alpha",
+        0.01,
+        number(0.0, 0.5, low_open=True),
+        "the chance that a run in which nothing changed fails at all: an interleaved "
+        "regression must also reject 'no slower at all' at this level over the run's perf "
+        "tests",
+        flag="A",
+        ini=True,
+    ),
+    _session(
+        "warn_only",
+        False,
+        boolean,
+        "report regressions without failing tests",
+        flag=SWITCH,
+    ),
+    _session(
+        "strict_env",
+        False,
+        boolean,
+        "fail benchmarks whose baseline comes from a different environment",
+        flag=SWITCH,
+    ),
+    _session(
+        "allow_missing",
+        False,
+        boolean,
+        "let a --perf-compare that found no baseline for any benchmark pass (a first run); "
+        "without it such a session fails",
+        flag=SWITCH,
+        ini=True,
+    ),
+    _session(
+        "require_baseline",
+        False,
+        boolean,
+        "fail every benchmark that has no baseline or an incomparable one",
+        flag=SWITCH,
+        ini=True,
+    ),
+    _session(
+        "no_summary",
+        False,
+        boolean,
+        "do not append the Markdown report to $GITHUB_STEP_SUMMARY",
+        flag=SWITCH,
+    ),
+    _session(
+        "disable",
+        False,
+        boolean,
+        "call each model once without timing (run perf tests as plain tests)",
+        flag=SWITCH,
+    ),
+    _session(
+        "count",
+        False,
+        boolean,
+        "no timing: call each model and count what one call does (infperf bisect searches on it)",
+        flag=SWITCH,
+        hidden=True,
+    ),
+    _session(
+        "gpus",
+        "",
+        _gpus,
+        "GPUs the xdist workers are pinned to, as CUDA_VISIBLE_DEVICES entries (indices or "
+        "GPU-/MIG- UUIDs), e.g. '0,1' (default: the visible ones, by UUID)",
+        ini=True,
+    ),
+    _session(
+        "ab_pythonpath",
+        "",
+        as_text,
+        "an override, which no layout needs: folders (relative to the checkout) put first on "
+        "sys.path of every A/B worker (each worker imports the project from its own "
+        "checkout by itself: docs/COMPARING.md, 'Which code each side runs')",
+        ini=True,
+    ),
+    # --- in infperf_expert only ----------------------------------------------------------
+    _session(
+        "progress",
+        "auto",
+        choice("auto", "lines", "off"),
+        "a line per benchmark as it completes: auto (when the output is not a terminal, as "
+        "in CI logs, or with -v), lines, off",
+        expert=True,
+        choices=("auto", "lines", "off"),
+    ),
+    _session(
+        "heap",
+        "steady",
+        choice(*HEAP_CHOICES),
+        "steady: every process that measures fixes glibc's malloc thresholds as a long-"
+        "running process has them, so that processes of identical code run alike; system: "
+        "glibc as it is",
+        expert=True,
+        choices=HEAP_CHOICES,
+    ),
+    _session(
+        "pin",
+        "auto",
+        _pin,
+        "the timing thread of both sides of an interleaved comparison runs on one CPU (auto: "
+        "the highest-numbered this process may use; or a CPU number) for benchmarks that run "
+        "on one thread on the CPU; off: where the scheduler puts it",
+        expert=True,
+    ),
+    _session(
+        "prestart",
+        True,
+        boolean,
+        "an interleaving session starts its first worker pair while it collects (not timed); "
+        "off: on first need",
+        expert=True,
+    ),
+    _session(
+        "gpu_throttle",
+        "exclude",
+        choice(*GPU_THROTTLE_CHOICES),
+        "GPU blocks that ran throttled or beside another process on the GPU: exclude: set "
+        "aside, the verdict withheld past a quarter of a side's blocks; keep: counted only; "
+        "fail: any fails the test",
+        expert=True,
+        choices=GPU_THROTTLE_CHOICES,
+    ),
+    _session(
+        "drift_guard",
+        "adjust",
+        choice("adjust", "warn", "off"),
+        "adjust: probe machine speed while sampling and raise the bar for a stored verdict "
+        "by how much slower or faster the machine ran than at the baseline; warn: only "
+        "report drift; off: no probes",
+        expert=True,
+        choices=("adjust", "warn", "off"),
+    ),
+    _session(
+        "drift_limit",
+        0.25,
+        number(0.0, 1e9, low_open=True),
+        "when the machine itself ran more than this fraction slower or faster than during a "
+        "benchmark's baseline, a stored verdict that drift could explain is withheld",
+        expert=True,
+    ),
+    _session(
+        "worker_timeout",
+        120,
+        integer(1),
+        "seconds an A/B worker may stay silent when asked for a block, a profile or its "
+        "result (fifteen times that while it builds and warms a model); past it the worker is"
+        " killed and the test that needed it fails",
+        expert=True,
+    ),
+    _session(
+        "max_baseline_mb",
+        256,
+        integer(1),
+        "refuse to read baseline files larger than this",
+        expert=True,
+    ),
+    _session(
+        "search_depth",
+        50,
+        integer(0),
+        "how many first-parent commits --perf-compare walks back to find a baseline",
+        expert=True,
+    ),
+)
+
+SESSION_SPECS: dict[str, Spec] = {s.name: s for s in SESSION}
+#: The settings a user sets by their own flag or ini key (the rest: infperf_expert).
+EXPERT_KEY = "infperf_expert"
+EXPERT_HELP = (
+    "expert settings, 'name=value' separated by spaces or lines: the session's "
+    + ", ".join(s.name for s in SESSION if s.expert)
+    + "; and the benchmark options "
+    + ", ".join(spec.name for spec in EXPERT_OPTIONS)
+    + " (docs/USAGE.md, Expert settings)"
+)
 
 
 def ini_name(option: str) -> str:

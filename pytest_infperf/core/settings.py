@@ -11,7 +11,7 @@ import pytest
 
 from . import options as _options
 from .budget import BudgetSpec
-from .session_table import EXPERT_KEY, SETTINGS, TABLE
+from .options import EXPERT_KEY, SESSION, SESSION_SPECS
 
 #: Command-line flags that set a benchmark option (they beat ini, lose to the marker).
 CLI_OPTIONS = {spec.dest: spec.name for spec in _options.FLAG_OPTIONS}
@@ -66,12 +66,12 @@ class Settings:
 def known_ini_keys() -> frozenset[str]:
     """Every ``infperf_*`` ini key the plugin registers."""
     options = {_options.ini_name(spec.name) for spec in _options.INI_OPTIONS}
-    return frozenset(options | {s.ini_key for s in TABLE if s.ini} | {EXPERT_KEY})
+    return frozenset(options | {s.ini_key for s in SESSION if s.ini} | {EXPERT_KEY})
 
 
 def expert_names() -> frozenset[str]:
     """What ``infperf_expert`` sets: the expert session settings and benchmark options."""
-    session = {s.name for s in TABLE if s.expert}
+    session = {s.name for s in SESSION if s.expert}
     return frozenset(session | {spec.name for spec in _options.EXPERT_OPTIONS})
 
 
@@ -147,21 +147,22 @@ def value(config: pytest.Config, name: str, expert: dict[str, str] | None = None
     """A session setting's value: its flag when given, else its ini key, else (an expert
     one) ``infperf_expert``, else its default; parsed by its own parser, and a bad value a
     usage error that names where it came from and what is expected."""
-    s = SETTINGS[name]
-    text, where = s.default, "its default"
+    s = SESSION_SPECS[name]
+    given_value: Any = s.default
+    where = "its default"
     given = config.getoption(s.dest) if s.flag is not None else None
     if s.append:
         return tuple(given or ())
     if given not in (None, False, ""):
-        text, where = "true" if given is True else str(given), s.flag_name
+        given_value, where = given, s.flag_name
     elif s.ini and _ini(config, s.ini_key):
-        text, where = _ini(config, s.ini_key), s.ini_key
+        given_value, where = _ini(config, s.ini_key), s.ini_key
     elif s.expert and expert is not None and name in expert:
-        text, where = expert[name], f"{EXPERT_KEY}'s {name}"
+        given_value, where = expert[name], f"{EXPERT_KEY}'s {name}"
     try:
-        return s.parse(text)
-    except ValueError as exc:
-        raise pytest.UsageError(f"{where} = {text!r}: {exc}") from None
+        return s.parse(where, given_value)
+    except _options.OptionError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _bench_layer(config: pytest.Config, expert: dict[str, str]) -> dict[str, Any]:
@@ -314,7 +315,7 @@ def from_config(config: pytest.Config, serving: bool = False) -> Settings:
         drift_guard=get("drift_guard"),
         settle=get("settle"),
         gpu_throttle=get("gpu_throttle"),
-        pin_cpu=_pin_cpu(config, expert),
+        pin_cpu=value(config, "pin", expert),
         heap=get("heap"),
         prestart=get("prestart"),
         progress=get("progress"),
@@ -327,14 +328,3 @@ def from_config(config: pytest.Config, serving: bool = False) -> Settings:
         budget=_budget_for(config, compare, ab),
         bench_layer=layer,
     )
-
-
-def _pin_cpu(config: pytest.Config, expert: dict[str, str]) -> int | None:
-    """The CPU interleaved blocks are pinned to; a CPU this process may not use is named."""
-    try:
-        cpu: int | None = value(config, "pin", expert)
-    except pytest.UsageError:
-        raise
-    except ValueError as exc:  # the CPU is not this process's to use
-        raise pytest.UsageError(f"{EXPERT_KEY}'s pin: {exc}; pick one of those, or auto") from None
-    return cpu

@@ -66,7 +66,7 @@ def set_thresholds(mmap_bytes: int | None = None, trim_bytes: int | None = None)
 
 
 def settle(policy: str) -> str:
-    """Apply ``policy`` (``steady`` or ``system``, ``core.session_table.HEAP_CHOICES``) to this
+    """Apply ``policy`` (``steady`` or ``system``, ``core.options.HEAP_CHOICES``) to this
     process's heap, once: a later call keeps the first one's. Returns :func:`state`."""
     global _state
     if _state is None:

@@ -57,6 +57,9 @@ GIT_LIMITS = {
     "pack.threads": "1",
 }
 
+#: The branch that holds the baselines, unless a user names another (the CLI, the Action).
+BRANCH = "infperf-baselines"
+
 
 def _limits_env() -> dict[str, str]:
     env = {"GIT_CONFIG_COUNT": str(len(GIT_LIMITS))}
@@ -178,7 +181,7 @@ def pull(
     root: Path,
     folder: Path,
     remote: str = "origin",
-    branch: str = "infperf-baselines",
+    branch: str = BRANCH,
     log: Callable[[str], None] = print,
     only: set[str] | None = None,
 ) -> int:
@@ -324,7 +327,7 @@ def push(
     root: Path,
     folder: Path,
     remote: str = "origin",
-    branch: str = "infperf-baselines",
+    branch: str = BRANCH,
     attempts: int = 6,
     log: Callable[[str], None] = print,
     squash: bool = False,
