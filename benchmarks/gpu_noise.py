@@ -57,9 +57,9 @@ def read_cost() -> dict[str, float]:
     from transformers import BertConfig, BertModel
 
     from pytest_infperf.ab.interleave import BLOCK_S, block_count
-    from pytest_infperf.measure import gpu
+    from pytest_infperf.measure import gpu, tenancy
 
-    watch = gpu.BlockWatch(0, set(), "exclude")
+    watch = tenancy.BlockWatch(0, set(), "exclude")
     if not watch.active:
         raise SystemExit("NVML did not answer (pip install nvidia-ml-py)")
     watch.start()

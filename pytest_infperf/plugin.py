@@ -51,14 +51,14 @@ def pytest_load_initial_conftests(
     given too (:mod:`~pytest_infperf.core.cmdline`)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
-        from .measure import gpu
+        from .measure import gpupin
 
         configured = str(early_config.getini("infperf_gpus") or "").replace(",", " ").split()
         # Only where the run asks for measurement (its controller said so, or the GPUs are
         # named): a suite of multi-GPU tests with no perf option keeps every GPU. Not
         # passed on: a pytest run a test starts decides for itself.
-        if os.environ.pop(gpu.PIN_ENV, None) or configured:
-            warning = gpu.pin_worker(worker, configured)
+        if os.environ.pop(gpupin.PIN_ENV, None) or configured:
+            warning = gpupin.pin_worker(worker, configured)
             if warning:
                 early_config.stash[pin_warning_key] = warning
     before = set(_cmdline.arity(parser))
@@ -122,7 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "infperf(**options): tune infer_bench for this test (rounds, max_time, warmup, "
         "threshold, alpha, metric, batch_size, max_median_ms, ...)",
     )
-    from .measure import gpu, heap
+    from .measure import gpupin, heap, tenancy
     from .session.collector import Collector
     from .session.context import RunContext
     from .session.modes import choose
@@ -141,10 +141,10 @@ def pytest_configure(config: pytest.Config) -> None:
     distributed = bool(getattr(config.option, "numprocesses", None))
     measures = not settings.disable and (asked or _measures(config))
     if asked or (distributed and measures):
-        gpu.mark_run()
+        tenancy.mark_run()
     if distributed and measures and not hasattr(config, "workerinput"):
         # xdist's workers, started after this hook, pin themselves to a GPU each.
-        os.environ[gpu.PIN_ENV] = "1"
+        os.environ[gpupin.PIN_ENV] = "1"
         config.add_cleanup(_unpin)
     if not settings.disable and asked:
         # Before any test builds a model: every process that measures runs on the same heap
@@ -188,9 +188,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _unpin() -> None:
     """The run's end: a later run in this process (pytester's) decides for itself."""
-    from .measure import gpu
+    from .measure import gpupin
 
-    os.environ.pop(gpu.PIN_ENV, None)
+    os.environ.pop(gpupin.PIN_ENV, None)
 
 
 def _measures(config: pytest.Config) -> bool:
@@ -233,11 +233,11 @@ def infer_bench(request: pytest.FixtureRequest) -> Iterator[InferBench]:
     ``infer_bench.generate(model, inputs, max_new_tokens=...)`` times a transformers
     model's generation token by token (TTFT, TPOT, tokens/s).
     """
-    from .measure import gpu, heap
+    from .measure import heap, tenancy
     from .session.fixture import InferBench
 
     stash = request.config.stash
-    gpu.mark_run()  # both no-ops once done (see pytest_configure)
+    tenancy.mark_run()  # both no-ops once done (see pytest_configure)
     if not stash[settings_key].disable:
         heap.settle(stash[settings_key].heap)
     yield InferBench(

@@ -145,6 +145,15 @@ def test_action_yml_inputs_are_the_settings_table() -> None:
     parsed = action.Inputs.from_env({})
     assert parsed.baselines_branch == "infperf-baselines" and parsed.shards == 1
     assert parsed.tests == ["tests/perf"] and parsed.fail_on_regression is True
+    # Given empty, an input is empty (pytest's testpaths choose), but for those whose empty
+    # value means their default; a count or a switch given empty is an error, as before.
+    given = action.Inputs.from_env({"INPUT_TESTS": "", "INPUT_MODE": "", "INPUT_LABEL": ""})
+    assert (given.tests, given.mode, given.label) == ([], "auto", "default")
+    for name in ("SHARDS", "FAIL_ON_REGRESSION"):
+        with pytest.raises(action.ActionError, match="input"):
+            action.Inputs.from_env({f"INPUT_{name}": ""})
+    with pytest.raises(action.ActionError, match="expected an integer"):
+        action.Inputs.from_env({"INPUT_SHARDS": "1_0"})
 
 
 def _run_blocks() -> list[tuple[str, str]]:

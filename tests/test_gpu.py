@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_infperf.measure import environment, gpu
+from pytest_infperf.measure import environment, gpu, gpupin, tenancy
 
 from .conftest import has_cuda, load_json
 
@@ -509,13 +509,13 @@ def test_pin_choices_respect_what_the_user_restricted() -> None:
             {"index": 1, "uuid": "GPU-bbb"},
         ]
     }
-    assert gpu.pin_choices(None, [], snap) == ["GPU-aaa", "GPU-bbb"]  # by UUID
-    assert gpu.pin_choices("1", [], snap) == ["1"]  # the user's own restriction, verbatim
-    assert gpu.pin_choices("MIG-x/1/0,MIG-y/2/0", [], snap) == ["MIG-x/1/0", "MIG-y/2/0"]
-    assert gpu.pin_choices("", [], snap) == []  # GPUs hidden on purpose
-    assert gpu.pin_choices("-1", [], snap) == []
-    assert gpu.pin_choices(None, ["1", "0"], snap) == ["1", "0"]  # ini infperf_gpus
-    assert gpu.pin_choices(None, [], None) == []
+    assert gpupin.pin_choices(None, [], snap) == ["GPU-aaa", "GPU-bbb"]  # by UUID
+    assert gpupin.pin_choices("1", [], snap) == ["1"]  # the user's own restriction, verbatim
+    assert gpupin.pin_choices("MIG-x/1/0,MIG-y/2/0", [], snap) == ["MIG-x/1/0", "MIG-y/2/0"]
+    assert gpupin.pin_choices("", [], snap) == []  # GPUs hidden on purpose
+    assert gpupin.pin_choices("-1", [], snap) == []
+    assert gpupin.pin_choices(None, ["1", "0"], snap) == ["1", "0"]  # ini infperf_gpus
+    assert gpupin.pin_choices(None, [], None) == []
 
 
 @pytest.mark.parametrize(
@@ -604,8 +604,8 @@ def test_region_watch_energy_tenants_and_throttling(monkeypatch: pytest.MonkeyPa
         NVML_PERF_POLICY_POWER=0,
     )
     monkeypatch.setattr(gpu, "_init", lambda: fake)
-    monkeypatch.setattr(gpu, "unseen", lambda pid: False)  # the fake's PIDs: visible
-    watch = gpu.RegionWatch(0)
+    monkeypatch.setattr(tenancy, "unseen", lambda pid: False)  # the fake's PIDs: visible
+    watch = tenancy.RegionWatch(0)
     watch.start()
     watch.check()
     region = watch.result(calls=400)
@@ -614,7 +614,7 @@ def test_region_watch_energy_tenants_and_throttling(monkeypatch: pytest.MonkeyPa
     assert region["throttle_reasons"] == ["sw_power_cap"]  # seen mid-region, gone at the end
     assert region["power_violation_s"] == 0.25
     monkeypatch.setattr(gpu, "_init", lambda: None)
-    assert gpu.RegionWatch(0).result(10) == {}  # no NVML: nothing, and no error
+    assert tenancy.RegionWatch(0).result(10) == {}  # no NVML: nothing, and no error
 
 
 def test_region_watch_reads_the_clocks_while_the_gpu_is_busy(
@@ -646,7 +646,7 @@ def test_region_watch_reads_the_clocks_while_the_gpu_is_busy(
         NVML_CLOCK_MEM=2,
     )
     monkeypatch.setattr(gpu, "_init", lambda: fake)
-    watch = gpu.RegionWatch(0)
+    watch = tenancy.RegionWatch(0)
     watch.start()
     watch.check()
     watch.check()
@@ -655,7 +655,7 @@ def test_region_watch_reads_the_clocks_while_the_gpu_is_busy(
     assert gpu_reference(region) == {"gpu_sm_mhz": 1980.0, "gpu_mem_mhz": 3201.0}
     old = types.SimpleNamespace(**{k: v for k, v in vars(fake).items() if "Clock" not in k})
     monkeypatch.setattr(gpu, "_init", lambda: old)  # bindings without the clock getter
-    assert "sm_clock_mhz" not in gpu.RegionWatch(0).result(calls=1)
+    assert "sm_clock_mhz" not in tenancy.RegionWatch(0).result(calls=1)
 
 
 @needs_cuda
@@ -675,9 +675,9 @@ def test_block_watch_sees_a_gpu_tenant_on_the_real_nvml() -> None:
     import torch
 
     torch.zeros(1, device="cuda")  # this process computes on the GPU too: not a tenant
-    watch = gpu.BlockWatch(gpu.nvml_index(0), set(), "exclude")  # cuda:0 in NVML terms
+    watch = tenancy.BlockWatch(gpu.nvml_index(0), set(), "exclude")  # cuda:0 in NVML terms
     watch.start()
-    assert gpu.OTHER_PROCESS not in watch.block_done("head", quad_end=True)
+    assert tenancy.OTHER_PROCESS not in watch.block_done("head", quad_end=True)
     # The tenant must not descend from this run (its own processes are never tenants: a
     # child started here was taken for ours on a lent H200): a shell starts it in the
     # background and exits, so it is re-parented away from this process tree. A background
@@ -694,7 +694,7 @@ def test_block_watch_sees_a_gpu_tenant_on_the_real_nvml() -> None:
         assert shell.stdout is not None
         pid = int(shell.stdout.readline())
         shell.wait(timeout=30)
-        assert not gpu.descends(pid, watch.ours.root)
+        assert not tenancy.descends(pid, watch.ours.root)
         time.sleep(0.5)
         flags = watch.block_done("base", quad_end=True)
     finally:
@@ -706,7 +706,7 @@ def test_block_watch_sees_a_gpu_tenant_on_the_real_nvml() -> None:
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(psutil.Error):
                 psutil.Process(pid).wait(10)
-    assert gpu.OTHER_PROCESS in flags
+    assert tenancy.OTHER_PROCESS in flags
     record = watch.tally.to_json()
     assert pid in record["other_processes"]
     assert record["read_us_per_block"] < 1000

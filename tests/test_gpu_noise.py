@@ -22,8 +22,8 @@ from pytest_infperf.judge.device import gpu_withholds
 from pytest_infperf.judge.judge import Judge
 from pytest_infperf.judge.plan import GPU_SHARE_LIMIT, PairedPlan
 from pytest_infperf.judge.rules import Policy
-from pytest_infperf.measure import gpu
-from pytest_infperf.measure.gpu import GpuRead, block_flags
+from pytest_infperf.measure import gpu, tenancy
+from pytest_infperf.measure.tenancy import GpuRead, block_flags
 
 POWER_CAP, IDLE, USER_CLOCKS = 0x4, 0x1, 0x2
 
@@ -45,7 +45,7 @@ def test_an_unknown_reading_claims_nothing() -> None:
 
 
 def test_another_process_on_the_gpu_flags_the_block() -> None:
-    assert block_flags(_read(pids=(1, 7)), _read(), {1}) == (gpu.OTHER_PROCESS,)
+    assert block_flags(_read(pids=(1, 7)), _read(), {1}) == (tenancy.OTHER_PROCESS,)
     assert block_flags(_read(pids=(1, 7)), _read(), {1, 7}) == ()  # our own worker
 
 
@@ -98,7 +98,7 @@ def fake_nvml(monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setattr(gpu, "_nvml", fake)
         monkeypatch.setattr(gpu, "_failed", False)
         # The fake's PIDs stand for processes this one can see (test_unseen_... below).
-        monkeypatch.setattr(gpu, "unseen", lambda pid: False)
+        monkeypatch.setattr(tenancy, "unseen", lambda pid: False)
         return fake
 
     return install
@@ -122,14 +122,14 @@ def test_interleave_sets_aside_every_quad_with_a_flagged_block(fake_nvml: Any) -
     # 3's first (each reading bounds two blocks) are flagged: both quads are set aside.
     clean = (0, (1, 5), ())  # PID 5 holds a context from before and never computes
     fake_nvml([clean] * 8 + [(0, (1, 5, 99), (99,))] + [clean] * 200)
-    watch = gpu.BlockWatch(0, {1}, "exclude")
+    watch = tenancy.BlockWatch(0, {1}, "exclude")
     plan = PairedPlan(0.05, 0.05, ("median",))
     run = interleave(_Side(1.0), _Side(1.1), 1, 1e-3, plan, watch=watch)
     assert run.gpu is not None
     record = run.gpu.to_json()
     assert record["set_aside"] == {"base": 4, "head": 4}  # two quads, two blocks a side each
     assert record["flagged"] == {"base": 2}
-    assert record["reasons"] == {gpu.OTHER_PROCESS: 2}
+    assert record["reasons"] == {tenancy.OTHER_PROCESS: 2}
     assert record["other_processes"] == [99]
     assert record["processes_at_start"] == [5]
     # The kept quads are all clean, and as many as the plan asked for.
@@ -143,7 +143,7 @@ def test_a_process_that_opens_a_context_mid_run_is_a_tenant(fake_nvml: Any) -> N
     """A context that appears during the run is a tenant."""
     clean = (0, (1,), ())
     fake_nvml([clean] * 4 + [(0, (1, 42), ())] * 200, utilisation=False)
-    watch = gpu.BlockWatch(0, {1}, "exclude")
+    watch = tenancy.BlockWatch(0, {1}, "exclude")
     interleave(_Side(1.0), _Side(1.0), 1, 1e-3, PairedPlan(0.05, 0.05, ("median",)), watch=watch)
     assert watch.tally.to_json()["other_processes"] == [42]
 
@@ -154,7 +154,7 @@ def test_a_tenant_that_came_after_the_session_began_counts_from_the_first_block(
     """Seen on an H100: a tenant that starts while the session builds and warms up its
     models is already there when a pair begins; ``before`` is the session's start."""
     fake_nvml([(0, (1, 5, 77), ())] * 400)  # 5 was there before the session, 77 was not
-    watch = gpu.BlockWatch(0, {1}, "exclude", before={1, 5})
+    watch = tenancy.BlockWatch(0, {1}, "exclude", before={1, 5})
     interleave(_Side(1.0), _Side(1.0), 1, 1e-3, PairedPlan(0.05, 0.05, ("median",)), watch=watch)
     record = watch.tally.to_json()
     assert record["other_processes"] == [77]
@@ -163,7 +163,7 @@ def test_a_tenant_that_came_after_the_session_began_counts_from_the_first_block(
 
 def test_keep_counts_flagged_blocks_but_uses_them(fake_nvml: Any) -> None:
     fake_nvml([(0, (1,), ())] * 3 + [(POWER_CAP, (1,), ())] + [(0, (1,), ())] * 200)
-    watch = gpu.BlockWatch(0, {1}, "keep")
+    watch = tenancy.BlockWatch(0, {1}, "keep")
     run = interleave(
         _Side(1.0), _Side(1.0), 1, 1e-3, PairedPlan(0.05, 0.05, ("median",)), watch=watch
     )
@@ -176,7 +176,7 @@ def test_a_pair_on_a_gpu_that_is_always_shared_stops_by_itself(fake_nvml: Any) -
     """Every quad flagged: the plan stops the pair once the share is known to be past the
     limit, instead of waiting for quads that never come."""
     fake_nvml([(0, (1,), ())] + [(0, (1, 99), ())] * 400)  # 99 arrives after the start
-    watch = gpu.BlockWatch(0, {1}, "exclude")
+    watch = tenancy.BlockWatch(0, {1}, "exclude")
     run = interleave(
         _Side(1.0), _Side(1.0), 1, 1e-3, PairedPlan(0.05, 0.05, ("median",)), watch=watch
     )
@@ -292,7 +292,7 @@ def test_locked_and_unlocked_clocks_compare_flagged() -> None:
 
 
 def test_the_record_is_plain_json() -> None:
-    tally = gpu.BlockTally("exclude")
+    tally = tenancy.BlockTally("exclude")
     tally.add("head", ("sw_power_cap",), _read(POWER_CAP, pids=(1, 5)), {1})
     tally.add("base", (), _read(USER_CLOCKS), {1})
     record = tally.to_json()
@@ -326,8 +326,8 @@ def test_a_pid_this_process_cannot_see_is_never_a_tenant() -> None:
 
     host_pid = 2**22 + 4321  # past any pid_max: no such process here
     assert not psutil.pid_exists(host_pid)
-    assert gpu.unseen(host_pid) and gpu.tenants({host_pid}, set()) == set()
+    assert tenancy.unseen(host_pid) and tenancy.tenants({host_pid}, set()) == set()
     stranger = 1  # init: visible, and never descends from the run's root
-    assert gpu.tenants({stranger, os.getpid()}, gpu.Ours()) == {stranger}
-    reads = gpu.GpuRead(None, None, frozenset({host_pid}))
-    assert gpu.block_flags(reads, reads, set()) == ()
+    assert tenancy.tenants({stranger, os.getpid()}, tenancy.Ours()) == {stranger}
+    reads = tenancy.GpuRead(None, None, frozenset({host_pid}))
+    assert tenancy.block_flags(reads, reads, set()) == ()

@@ -23,7 +23,7 @@ from pytest_infperf.core.results import Origin, Verdict, WorkProfile
 from pytest_infperf.judge import work
 from pytest_infperf.judge.judge import Judge
 from pytest_infperf.judge.plan import PairedPlan
-from pytest_infperf.measure import gpu
+from pytest_infperf.measure import tenancy
 from pytest_infperf.measure.profile import CALL_MARK, Event, calls_for, self_times, split
 from pytest_infperf.stats import pooled
 
@@ -613,7 +613,7 @@ def test_the_runs_own_process_tree_is_ours_and_others_are_not() -> None:
     """Real processes: a child and its grandchild (a worker's child) are this run's, and a
     process detached from the tree (double-forked, as a daemon or another job starts) is
     not, whenever they started. The one rule both GPU watches use."""
-    ours = gpu.Ours()
+    ours = tenancy.Ours()
     child = subprocess.Popen(
         [
             sys.executable,
@@ -636,7 +636,7 @@ def test_the_runs_own_process_tree_is_ours_and_others_are_not() -> None:
         detached = int(child.stdout.readline())
         time.sleep(0.2)  # the daemon's parent has exited: it is re-parented
         assert child.pid in ours and grandchild in ours and os.getpid() in ours
-        assert detached not in gpu.Ours()
+        assert detached not in tenancy.Ours()
         assert 1 not in ours
     finally:
         import psutil
@@ -655,12 +655,12 @@ def test_the_runs_own_process_tree_is_ours_and_others_are_not() -> None:
 def test_a_stale_run_root_in_the_environment_is_not_trusted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(gpu.RUN_ROOT_ENV, "1")  # init: the ancestor of every process
-    assert gpu.run_root() == os.getpid()
+    monkeypatch.setenv(tenancy.RUN_ROOT_ENV, "1")  # init: the ancestor of every process
+    assert tenancy.run_root() == os.getpid()
     sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
     try:
-        monkeypatch.setenv(gpu.RUN_ROOT_ENV, str(sibling.pid))  # not an ancestor of ours
-        assert gpu.run_root() == os.getpid()
+        monkeypatch.setenv(tenancy.RUN_ROOT_ENV, str(sibling.pid))  # not an ancestor of ours
+        assert tenancy.run_root() == os.getpid()
     finally:
         sibling.kill()
         sibling.wait()

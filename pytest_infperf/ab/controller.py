@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.record import PairedRecord
-from ..measure import gpu as _gpu
+from ..measure import tenancy as _tenancy
 from . import baseenv, imports, proof, sigterm
 from .checkout import Checkout, Selection
 from .workers import ABError, ForeignCode, ProcessPair, WorkerSide
@@ -73,8 +73,8 @@ class ABController:
     def setup(self) -> None:
         """Check the base commit out (GitError: a usage error for the caller), and note who
         was on the GPUs before the session measured anything: a process that comes later
-        is a tenant of the blocks it shares (measure/gpu.BlockWatch)."""
-        self.gpu_before = _gpu.context_pids()
+        is a tenant of the blocks it shares (measure/tenancy.BlockWatch)."""
+        self.gpu_before = _tenancy.context_pids()
         try:
             self.checkout.add()
             self._environment()

@@ -43,9 +43,9 @@ from ..judge.plan import PROFILED, Look, PairedPlan, net_of_waits
 from ..judge.policy import budget_stopped, next_pair
 from ..measure import cpuwait as _cpuwait
 from ..measure import environment
-from ..measure import gpu as _gpu
 from ..measure import memory as _memory
 from ..measure import pinning as _pinning
+from ..measure import tenancy as _tenancy
 from ..measure.call import BenchCall, gpu_index
 from ..measure.timing import Warm, take_block
 from ..stats import pooled as _pool
@@ -104,7 +104,7 @@ class PairRun:
     #: Which processes: "this process" for the first pair's head, else a worker's label.
     head_process: str
     #: On a GPU: each block's state, and the quads set aside (None: not a GPU benchmark).
-    gpu: _gpu.BlockTally | None = None
+    gpu: _tenancy.BlockTally | None = None
     #: Seconds from asking the pair's sides for the call to both being warm (not timed
     #: samples: what the pair cost besides its quads), and whether a worker process was
     #: started for it then.
@@ -146,7 +146,7 @@ def interleave(
     per_sample_s: float,
     plan: PairedPlan,
     head_process: str = "this process",
-    watch: _gpu.BlockWatch | None = None,
+    watch: _tenancy.BlockWatch | None = None,
     cpu: int | None = None,
     head_first: bool = False,
 ) -> PairRun:
@@ -222,7 +222,7 @@ def _quad(
     head: Side,
     head_first: bool,
     block: tuple[int, int, int | None],
-    watch: _gpu.BlockWatch | None,
+    watch: _tenancy.BlockWatch | None,
 ) -> tuple[list[Block], bool]:
     """One quad's blocks as a1 b1 b2 a2 (base, head, head, base), whichever side led (the
     leader's blocks are the first and last it ran), and whether the watch flagged one."""
@@ -238,7 +238,7 @@ def _quad(
     return ([ran[1], ran[0], ran[3], ran[2]] if head_first else ran), flagged
 
 
-def _gpu_progress(watch: _gpu.BlockWatch | None) -> tuple[int, float] | None:
+def _gpu_progress(watch: _tenancy.BlockWatch | None) -> tuple[int, float] | None:
     """What the plan needs of a pair's GPU blocks: the fewer blocks of a side, and the
     larger share set aside or flagged."""
     if watch is None:
@@ -522,7 +522,7 @@ def _worker_pair(
     warm: Warm,
     per_sample_s: float,
     plan: PairedPlan,
-    watch: _gpu.BlockWatch | None,
+    watch: _tenancy.BlockWatch | None,
     cpu: int | None,
 ) -> PairRun:
     """Process pair ``k + 1``, of worker processes: both sides brought to the call (timed
@@ -594,14 +594,14 @@ def _both_ready(
 
 def _watcher(
     index: int | None, controller: ABController, policy: str
-) -> Callable[[], _gpu.BlockWatch | None]:
+) -> Callable[[], _tenancy.BlockWatch | None]:
     """A new watch of the benchmark's GPU for each process pair (None: not on a GPU, or no
     NVML); the session's own workers are not tenants."""
 
-    def watch() -> _gpu.BlockWatch | None:
+    def watch() -> _tenancy.BlockWatch | None:
         if index is None:
             return None
-        w = _gpu.BlockWatch(index, controller.pids(), policy, controller.gpu_before)
+        w = _tenancy.BlockWatch(index, controller.pids(), policy, controller.gpu_before)
         return w if w.active else None
 
     return watch
@@ -620,7 +620,7 @@ def _gpu_blocks(runs: Sequence[PairRun]) -> dict[str, Any] | None:
     tallies = [run.gpu for run in runs if run.gpu is not None]
     if not tallies:
         return None
-    total = _gpu.BlockTally(tallies[0].policy)
+    total = _tenancy.BlockTally(tallies[0].policy)
     for tally in tallies:
         total.merge(tally)
     return total.to_json()

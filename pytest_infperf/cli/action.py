@@ -88,6 +88,8 @@ def _input(name: str, default: object, parse: Parser, help: str = "") -> Spec:
 #: The Action's inputs, each with the settings' own parsers and its default written once:
 #: action.yml's inputs and defaults are checked against this table (tests/test_ci.py).
 #: ``role`` and ``python`` are read by action.yml's steps, not here.
+#: The inputs whose empty value means their default (a missing label or branch name).
+EMPTY_IS_DEFAULT = frozenset({"mode", "baselines-branch", "label"})
 INPUTS: tuple[Spec, ...] = (
     _input("role", "measure", choice(*ROLES, "post-comment")),
     _input("tests", "tests/perf", _words),
@@ -130,11 +132,16 @@ class Inputs:
         specs = {s.name: s for s in INPUTS}
 
         def get(name: str) -> Any:
-            """The input as given (an empty one is its default), through its parser."""
+            """The input as given (its default where it is not given at all), through its
+            parser. Given empty: empty (``tests: ''`` leaves the choice to pytest's
+            testpaths), but for the inputs whose empty value means their default."""
             s = specs[name]
-            given = env.get(f"INPUT_{name.upper().replace('-', '_')}", "").strip()
+            given = env.get(f"INPUT_{name.upper().replace('-', '_')}")
+            text = s.default if given is None else given.strip()
+            if not text and name in EMPTY_IS_DEFAULT:
+                text = s.default
             try:
-                return s.parse(f"input {name}", given or s.default)
+                return s.parse(f"input {name}", text)
             except OptionError as exc:
                 raise ActionError(str(exc)) from None
 

@@ -44,6 +44,10 @@ def integer(minimum: int) -> Parser:
         if isinstance(value, bool):
             raise OptionError(f"{name}={value!r}: expected an integer >= {minimum}")
         try:
+            # Digits only: Python's int() also reads "1_0" as 10.
+            digits = value.strip().lstrip("+-") if _is_str(value) else ""
+            if _is_str(value) and not (digits.isascii() and digits.isdigit()):
+                raise ValueError
             number = int(value, 10) if _is_str(value) else int(value)
             if not _is_str(value) and number != value:
                 raise ValueError

@@ -12,6 +12,7 @@ the end of this module, never through a key spelled again.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import types
 import typing
@@ -70,7 +71,7 @@ class _Seen(TypedDict):
 
 
 class GpuRegion(_Seen, total=False):
-    """What NVML saw while the samples ran (``gpu.RegionWatch``)."""
+    """What NVML saw while the samples ran (``tenancy.RegionWatch``)."""
 
     sm_clock_mhz: float
     mem_clock_mhz: float
@@ -119,19 +120,31 @@ def declared(figures: Mapping[str, Any]) -> ResultExtra:
     return typing.cast(ResultExtra, dict(figures))
 
 
+def numbers(value: Any) -> list[float]:
+    """A stored sample array's finite numbers (a hand-made or hostile document's other
+    items left out): the loader checks these arrays' type, not each item."""
+    if not isinstance(value, list):
+        return []
+    return [
+        float(v)
+        for v in value
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    ]
+
+
 def interleaved(samples: list[float], extra: Mapping[str, Any]) -> Interleaved | None:
     """A result's interleaved measurement in one shape, whichever way it was recorded (a
     settling's ``settle``; ``--perf-ab``'s ``base_samples`` beside the result's own
     ``samples``); None when it was not interleaved. Takes a document's raw dicts too."""
     settle = extra.get("settle")
-    if isinstance(settle, Mapping) and settle.get("base_samples"):
-        return typing.cast(Interleaved, dict(settle))
-    base = extra.get("base_samples")
-    if isinstance(base, list) and base:
+    if isinstance(settle, Mapping) and numbers(settle.get("base_samples")):
+        head, base = numbers(settle.get("head_samples")), numbers(settle.get("base_samples"))
+        return typing.cast(Interleaved, {**settle, "head_samples": head, "base_samples": base})
+    if base := numbers(extra.get("base_samples")):
         ab = extra.get("ab")
         rest = dict(ab) if isinstance(ab, Mapping) else {}
         return typing.cast(
-            Interleaved, {**rest, "head_samples": list(samples), "base_samples": list(base)}
+            Interleaved, {**rest, "head_samples": numbers(samples), "base_samples": base}
         )
     return None
 
@@ -189,16 +202,17 @@ def _schema_of(tp: Any) -> dict[str, Any]:
 def _record_schema(record: Any) -> dict[str, Any]:
     hints = typing.get_type_hints(record)
     out: dict[str, Any] = {"type": "object", "description": " ".join(record.__doc__.split())}
+    # No key is required: a key's type is checked where it is present, and earlier versions
+    # wrote fewer keys (a settling's record without its samples, a GPU region without
+    # unseen_processes) in documents that must still load.
     out["properties"] = {name: _schema_of(tp) for name, tp in hints.items()}
-    required = sorted(record.__required_keys__)
-    if required:
-        out["required"] = required
     return out
 
 
 def extra_schema() -> dict[str, Any]:
     """``$defs/extra`` of the results schema. Keys not declared here are allowed (a newer
-    version's keys load in an older one); declared keys must have their declared types."""
+    version's keys load in an older one); a declared key, where present, must have its
+    declared type (none is required: see :func:`_record_schema`)."""
     return _record_schema(ResultExtra)
 
 

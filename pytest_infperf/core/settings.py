@@ -179,7 +179,7 @@ def _bench_layer(config: pytest.Config, expert: dict[str, str]) -> dict[str, Any
     try:
         layer = {k: _options.SPECS[k].parse(where, v) for k, (where, v) in ini_values.items()}
     except _options.OptionError as exc:
-        raise pytest.UsageError(f"ini setting {exc}") from None
+        raise pytest.UsageError(str(exc)) from None
     for dest, option in CLI_OPTIONS.items():
         flag = config.getoption(dest)
         if flag is not None:

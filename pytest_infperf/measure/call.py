@@ -25,7 +25,7 @@ from filelock import FileLock, Timeout
 from ..core import options as _options
 from ..core.fsutil import lock_dir
 from ..core.options import BenchOptions
-from ..core.record import GpuRegion, declared
+from ..core.record import GpuRegion, ResultExtra, declared
 from ..core.results import BenchmarkResult, WorkProfile
 from ..stats.descriptive import summarize, throughput
 from . import environment, gpu
@@ -129,12 +129,7 @@ class BenchCall:
         prepared = self.prepared
         stats = summarize(m.samples)
         batch = self.opts.batch_size or prepared.batch_size
-        figures = dict(m.backend_extra)
-        memory = dict(m.memory)
-        for key in ("cuda_max_allocated_bytes", "cuda_max_reserved_bytes", "nvml_used_bytes"):
-            if key in figures:
-                memory[key] = figures.pop(key)
-        extra = declared(figures)
+        extra, memory = figures_of(m)
         warnings = list(prepared.warnings)
         if extra.get("recompiles"):
             warnings.append(
@@ -265,6 +260,22 @@ def gpu_clocks(prepared: Prepared) -> dict[str, Any] | None:
     """The clock state of the benchmark's GPU (locked or not, persistence, compute mode)."""
     index = gpu_index(prepared)
     return gpu.clock_state(index) if index is not None else None
+
+
+#: A backend's figures that belong in the result's memory record, not its ``extra``.
+MEMORY_FIGURES = ("cuda_max_allocated_bytes", "cuda_max_reserved_bytes", "nvml_used_bytes")
+
+
+def figures_of(m: Measurement) -> tuple[ResultExtra, dict[str, Any]]:
+    """A measurement's backend figures as a result's ``extra`` (every key declared) and its
+    memory record (with the backend's memory figures moved into it): the one place a
+    backend's figures are sorted, for a first measurement and a re-measurement alike."""
+    figures = dict(m.backend_extra)
+    memory = dict(m.memory)
+    for key in MEMORY_FIGURES:
+        if key in figures:
+            memory[key] = figures.pop(key)
+    return declared(figures), memory
 
 
 def record_gpu_state(

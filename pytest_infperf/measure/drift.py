@@ -52,7 +52,7 @@ def measure_reference(repeats: int = REPEATS) -> dict[str, float]:
 
 _PROBE_STATE: dict[str, Any] = {}
 #: The GPU's reference entries: its SM and memory clocks (MHz, NVML), the medians of the
-#: readings taken while a GPU benchmark's samples ran (``gpu.RegionWatch``). They replace a
+#: readings taken while a GPU benchmark's samples ran (``tenancy.RegionWatch``). They replace a
 #: fixed kernel's timed device time (``gpu_kernel_s``, an fp16 1024x1024 matmul): on a lent
 #: H200 that kernel took 13.8-26.2 us a launch, several times what its 2.1 GFLOP need there
 #: (most likely the host's launch rate, not the GPU's speed), and moved by x1.10-x1.39

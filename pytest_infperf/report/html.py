@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.record import interleaved
+from ..core.record import interleaved, numbers
 from ..core.results import Comparison, Verdict
 from ..measure.backends import MissingBackendError
 from ..stats.changepoint import ChangePoint
@@ -490,7 +490,7 @@ def _drawn_samples(
     decided = (entry.get("comparison") or {}).get("decided_by")
     if decided == "ab" and both is not None and both["head_samples"]:
         return list(both["head_samples"]), list(both["base_samples"]), True
-    before = base["samples"] if base else extra.get("base_samples")
+    before = base["samples"] if base else numbers(extra.get("base_samples"))
     return samples, list(before or []), False
 
 

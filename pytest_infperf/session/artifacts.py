@@ -35,6 +35,8 @@ class ArtifactWriter(RunOutcome):
         self.environment: dict[str, Any] | None = None
         #: When the process began: how long its run took is recorded.
         self.started = process_started()
+        #: The results in the JSON's shape, made once at the session's end.
+        self.entries: list[dict[str, Any]] = []
 
     @property
     def ab(self) -> bool:
@@ -77,6 +79,9 @@ class ArtifactWriter(RunOutcome):
 
         results = self.collector.results
         ending = self.ending
+        # The results as the JSON, the baseline, the report's title and the run's failures
+        # read them: written out once (a large run's samples are most of its cost).
+        self.entries = [r.to_json() for r in results]
         if results:
             from . import selection
 
@@ -138,7 +143,12 @@ class ArtifactWriter(RunOutcome):
             return None
         # --perf-ab against a commit that has none of these benchmarks measured nothing on
         # its side: as blind a gate as a --perf-compare without baselines.
-        return self.context.missing_cause()
+        from .outcome import compared_nothing_cause
+
+        # Never empty: an empty cause would read as "compared something" and pass.
+        return compared_nothing_cause(self.context) or (
+            "every compared benchmark went without a usable baseline"
+        )
 
     def _save(self, exitstatus: int) -> int | None:
         from ..store.baselines import BaselineFileError, BaselineStore
@@ -155,7 +165,7 @@ class ArtifactWriter(RunOutcome):
             path, n, total = store.save(
                 context.env_key,
                 context.commit.sha,
-                [r.to_json() for r in self.collector.results],
+                self.entries,
                 self.environment,
                 context.commit.to_json(),
                 reference=context.reference,
@@ -182,7 +192,7 @@ class ArtifactWriter(RunOutcome):
         in the results document's shape: the benchmarks, the run record, the whole run's."""
         ending = self.ending
         return {
-            "benchmarks": [r.to_json() for r in self.collector.results],
+            "benchmarks": self.entries,
             "run": self.run_record(),
             "compared_nothing": ending.compared_nothing,
             "measured_nothing": ending.measured_nothing,
@@ -228,7 +238,7 @@ class ArtifactWriter(RunOutcome):
             if context.commit is not None
             else gitinfo.describe(self.settings.rootdir, self.settings.baselines)
         )
-        return document(self.collector.results, env, commit, **extra)
+        return document(self.entries, env, commit, **extra)
 
     def write_json(self, path: os.PathLike[str] | str) -> None:
         from ..core.fsutil import atomic_write_text
@@ -275,8 +285,9 @@ class ArtifactWriter(RunOutcome):
             try:
                 with Path(str(summary)).open("a", encoding="utf-8") as fh:
                     fh.write(text)
-            except OSError as exc:  # said after the run's warnings were decided: an error
-                self.ending.errors.append(f"could not append to GITHUB_STEP_SUMMARY: {exc}")
+            except OSError as exc:  # after the files: the terminal's warnings still say it
+                said = f"could not append to GITHUB_STEP_SUMMARY: {exc}"
+                self.ending.warnings = (*self.ending.warnings, said)
 
 
 def _relative(path: Any, root: Any) -> str:

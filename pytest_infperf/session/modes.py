@@ -28,7 +28,7 @@ from ..core.budget import Budget, process_started
 from ..core.cmdline import Forwarded
 from ..core.keys import forwarded_key
 from ..core.names import CompareMode
-from ..core.record import ResultExtra, declared
+from ..core.record import ResultExtra
 from ..core.settings import Settings
 from ..judge import policy
 from ..judge.policy import Watch
@@ -433,6 +433,7 @@ def _remeasure(
 
     from ..core.results import Verdict
     from ..judge.observation import Observation
+    from ..measure.call import figures_of
 
     source = context.source
     assert source is not None
@@ -442,7 +443,7 @@ def _remeasure(
     c, fresh = first, None
     for _ in range(opts.remeasure):
         fresh = call.measure(first=False, probe=context.probe())
-        refs = _references(fresh.reference, declared(fresh.backend_extra)) or None
+        refs = _references(fresh.reference, figures_of(fresh)[0]) or None
         again = Observation(fresh.samples, fresh.memory, result.batch_size, result.env, refs)
         # A device time is judged from a profiled pass: the fresh samples' own, not the
         # first pass's (the same figures would fail the test "on fresh samples").

@@ -18,7 +18,9 @@ import pytest
 
 if TYPE_CHECKING:
     from ..core.settings import Settings
+    from ..store.baselines import BaselineStore
     from .collector import Collector
+    from .context import RunContext
 
 
 @dataclasses.dataclass
@@ -113,3 +115,81 @@ class RunOutcome:
             else ": the test results above say why"
         )
         return f"{flag} measured no benchmark: {what}{fix}"
+
+
+def compared_nothing_cause(context: RunContext) -> str:
+    """Why a --perf-compare (or --perf-ab) compared nothing, as precisely as the store
+    (or the base commit) can tell."""
+    from ..measure import environment
+    from ..store.baselines import BaselineStore
+
+    s, source = context.settings, context.source
+    if s.ab and not s.compare:  # both sides measured here: the base commit lacks them
+        return (
+            f"the commit {s.ab} has none of the benchmarks this run measured (new tests, "
+            "renamed ones, or another selection?); --perf-allow-missing passes such a run"
+        )
+    store = BaselineStore(s.baselines, s.max_baseline_bytes)
+    keys = store.stored_env_keys()
+    ref = source.ref if source is not None else "the base branch"
+    if source is not None and source.origin == "file":
+        if source.env_diff:
+            return (
+                f"the file {source.path} was measured in another environment: "
+                f"{environment.describe_diff(source.env_diff)}"
+            )
+        return f"the file {source.path} has none of the benchmarks this run measured"
+    if not keys:
+        return (
+            f"the baselines folder {s.baselines} holds no baselines: pull the stored "
+            f"baselines first (`infperf baselines pull`), or save one on {ref} with "
+            "--perf-save"
+        )
+    if source is not None and source.env_diff:
+        return (
+            f"the nearest baseline ({source.describe()}) was measured in another "
+            f"environment: {environment.describe_diff(source.env_diff)}"
+        )
+    if context.env_key not in keys:
+        return _nearest_environment(store, keys, context.env_key, context.hard or {}, ref)
+    if source is not None and source.origin == "none":
+        return str(source.note)
+    if source is not None and source.sha:
+        return (
+            f"the baseline of commit {source.sha[:10]} has none of the benchmarks this "
+            "run measured (renamed tests, or another selection?)"
+        )
+    return "every benchmark's baseline came from another environment"
+
+
+def _nearest_environment(
+    store: BaselineStore, keys: list[str], env_key: str | None, hard: dict[str, Any], ref: str
+) -> str:
+    """Why this machine's environment has no baseline: the stored environment whose newest
+    baseline differs from ``hard`` in the fewest hard fields, and that difference."""
+    from ..measure import environment
+    from ..store.baselines import BaselineFileError
+
+    best, best_diff = "", dict[str, list[Any]]()
+    for key in keys:
+        commits = store.commits(key)
+        try:
+            doc = store.load(store.path_for(key, commits[-1])) if commits else None
+        except BaselineFileError:
+            doc = None
+        if doc is None:
+            continue
+        diff = environment.diff(hard, doc["environment"].get("hard", {}))
+        if not best or len(diff) < len(best_diff):
+            best, best_diff = key, diff
+    if not best:
+        return (
+            f"no baseline for this machine's environment {env_key}, and no baseline of "
+            f"another environment in {store.root} could be read ({', '.join(keys)}): save "
+            f"one on {ref} with --perf-save"
+        )
+    return (
+        f"no baseline for this machine's environment {env_key}; the nearest environment "
+        f"with baselines is {best} ({len(store.commits(best))} commits), which differs in: "
+        f"{environment.describe_diff(best_diff)}"
+    )

@@ -10,7 +10,7 @@
 - On a GPU machine each worker is pinned to one GPU (``CUDA_VISIBLE_DEVICES``, by UUID)
   before its conftests are imported: ``gwK`` gets GPU ``K mod count`` (ini
   ``infperf_gpus`` or the user's own ``CUDA_VISIBLE_DEVICES`` choose them; see
-  ``gpu.pin_worker`` and the plugin's ``pytest_load_initial_conftests``).
+  ``gpupin.pin_worker`` and the plugin's ``pytest_load_initial_conftests``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.options import SESSION_KEYS, BenchOptions
-from .. import gpu
+from .. import gpu, tenancy
 from ..timing import HostSampler
 from . import BackendError, CapturedStderr, Prepared, WorkTarget, infer_batch_size, require
 
@@ -449,7 +449,7 @@ class _OrtSampler(HostSampler):
 
     def begin_timed(self) -> None:
         if self.device_id is not None:
-            self.region = gpu.RegionWatch(gpu.nvml_index(self.device_id))
+            self.region = tenancy.RegionWatch(gpu.nvml_index(self.device_id))
             self.region.start()
 
     def checkpoint(self) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ...core.options import BenchOptions
-from .. import gpu
+from .. import gpu, tenancy
 from ..timing import HostSampler
 from . import BackendError, Prepared, WorkTarget, bind_call, infer_batch_size, require
 
@@ -132,7 +132,7 @@ class CudaEventSampler:
         self.enqueue_ns: list[int] = []
         self.device_ms: list[float] = []
         self._events: tuple[Any, Any] | None = None
-        self.region: Any = None  # gpu.RegionWatch across the timed region
+        self.region: Any = None  # tenancy.RegionWatch across the timed region
         #: The stream the model's work is queued on: its device's current stream.
         self._stream: Any = None
 
@@ -193,7 +193,7 @@ class CudaEventSampler:
         self.torch.cuda.reset_peak_memory_stats(self.device)
         self.watch.start()
         index = getattr(self.device, "index", None)  # a torch.device's CUDA ordinal
-        self.region = gpu.RegionWatch(gpu.nvml_index(index if isinstance(index, int) else 0))
+        self.region = tenancy.RegionWatch(gpu.nvml_index(index if isinstance(index, int) else 0))
         self.region.start()
 
     def checkpoint(self) -> None:
