@@ -213,3 +213,130 @@ def test_every_backends_figures_sort_into_extra_and_memory() -> None:
         "gpu_region",
     }
     assert m.backend_extra == cuda  # the measurement itself is left as it was
+
+
+def _f(kind: str) -> outcome.Failure:
+    return outcome.Failure(kind, kind)
+
+
+@pytest.mark.parametrize(
+    ("kinds", "warn_only", "shard", "fails"),
+    [
+        ((), False, False, False),
+        # A benchmark's failures failed its test: pytest's exit status carries them.
+        (("regression", "budget", "work", "test"), False, False, False),
+        (("compared-nothing",), False, False, True),
+        (("compared-nothing",), False, True, True),  # a shard compared nothing: it fails
+        (("measured-nothing",), False, False, True),
+        (("measured-nothing",), False, True, False),  # the merge decides over every shard
+        (("measured-nothing", "compared-nothing"), False, True, True),
+        (("compared-nothing",), True, False, False),  # --perf-warn-only fails nothing
+        (("measured-nothing",), True, False, False),
+    ],
+)
+def test_what_fails_the_session_is_one_rule(
+    kinds: tuple[str, ...], warn_only: bool, shard: bool, fails: bool
+) -> None:
+    found = [_f(k) for k in kinds]
+    assert outcome.fails_session(found, warn_only=warn_only, shard=shard) is fails
+
+
+@pytest.mark.parametrize(
+    ("doc", "kinds"),
+    [
+        ({}, []),
+        ({"compared_nothing": "no baselines"}, ["compared-nothing"]),
+        ({"measured_nothing": "none"}, ["measured-nothing"]),
+        ({"compared_nothing": ""}, []),
+        (
+            {
+                "benchmarks": [
+                    {"key": "a", "nodeid": "a", "comparison": {"verdict": "regression"}},
+                    {"key": "b", "nodeid": "b", "comparison": {"verdict": "accepted"}},
+                    {
+                        "key": "c",
+                        "nodeid": "c",
+                        "extra": {"budget": {"max_median_ms": 1, "passed": False}},
+                    },
+                ],
+                "run": {"failed": ["a", "c", "d"], "tests_failed": 5},
+            },
+            ["regression", "budget", "test", "test"],
+        ),
+    ],
+)
+def test_failures_read_from_the_record(doc: dict[str, Any], kinds: list[str]) -> None:
+    found = outcome.failures(doc)
+    assert [f.kind for f in found] == kinds
+    if kinds[-2:] == ["test", "test"]:
+        assert [f.count for f in found][-2:] == [1, 2]  # "d", and two unnamed
+
+
+def test_each_failure_says_what_failed() -> None:
+    doc = {
+        "benchmarks": [
+            {"key": "r", "nodeid": "r", "comparison": {"verdict": "regression"}},
+            {"key": "b", "nodeid": "b", "extra": {"budget": {"max_median_ms": 2, "passed": False}}},
+            {
+                "key": "w",
+                "nodeid": "w",
+                "extra": {"work_gate": {"max_work_increase": 0.1, "change": 0.3, "passed": False}},
+            },
+            {
+                "key": "u",
+                "nodeid": "u",
+                "extra": {"work_gate": {"max_work_increase": 0.1, "change": None, "passed": False}},
+            },
+        ],
+        "run": {"failed": ["r", "b", "w", "t"], "tests_failed": 6},
+        "compared_nothing": "no baselines",
+        "measured_nothing": "no tests",
+    }
+    assert [str(f) for f in outcome.failures(doc)] == [
+        "regression: r",
+        "budget exceeded: b (max_median_ms=2)",
+        "more work: w (+30.0%, max_work_increase=0.1)",
+        "more work: u (max_work_increase=0.1)",
+        "failed test: t",
+        "2 more failed tests",
+        "compared nothing: no baselines",
+        "measured nothing: no tests",
+    ]
+    one_more = {"run": {"failed": [], "tests_failed": 1}}
+    assert [str(f) for f in outcome.failures(one_more)] == ["1 more failed test"]
+    assert outcome.failures({"run": "garbled"}) == []
+
+
+@pytest.mark.parametrize(
+    ("doc", "why"),
+    [
+        ({}, outcome.UNMARKED),
+        ({"run": "x"}, outcome.UNMARKED),
+        ({"run": {"complete": True}}, None),
+        ({"run": {"complete": "yes"}}, "pytest ended with exit status None"),
+        ({"run": {"complete": False, "incomplete": "interrupted"}}, "interrupted"),
+        ({"run": {"complete": False, "exitstatus": 2}}, "pytest ended with exit status 2"),
+    ],
+)
+def test_only_a_run_marked_complete_is_complete(doc: dict[str, Any], why: str | None) -> None:
+    assert outcome.incomplete(doc) == why
+
+
+def test_the_interleaved_record_keeps_its_pairs_and_proof() -> None:
+    pairs = [{"head_process": 1}]
+    settled = {"settle": {"head_samples": [1.0], "base_samples": [2.0], "pairs": pairs}}
+    got = record.interleaved([9.0], settled)
+    assert got is not None and got["pairs"] == pairs and got["head_samples"] == [1.0]
+    ab = {"base_samples": [2.0], "ab": {"pairs": pairs, "origins": {"head": {}}}}
+    got = record.interleaved([1.0, 3.0], ab)
+    assert got is not None
+    assert got == {
+        "pairs": pairs,
+        "origins": {"head": {}},
+        "head_samples": [1.0, 3.0],
+        "base_samples": [2.0],
+    }
+    assert record.interleaved([1.0], {"base_samples": [2.0], "ab": "x"}) == {
+        "head_samples": [1.0],
+        "base_samples": [2.0],
+    }
