@@ -122,7 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "infperf(**options): tune infer_bench for this test (rounds, max_time, warmup, "
         "threshold, alpha, metric, batch_size, max_median_ms, ...)",
     )
-    from .measure import gpupin, heap, tenancy
+    from .measure import gpupin, heap
     from .session.collector import Collector
     from .session.context import RunContext
     from .session.modes import choose
@@ -141,6 +141,8 @@ def pytest_configure(config: pytest.Config) -> None:
     distributed = bool(getattr(config.option, "numprocesses", None))
     measures = not settings.disable and (asked or _measures(config))
     if asked or (distributed and measures):
+        from .measure import tenancy  # psutil: only for a run that measures
+
         tenancy.mark_run()
     if distributed and measures and not hasattr(config, "workerinput"):
         # xdist's workers, started after this hook, pin themselves to a GPU each.

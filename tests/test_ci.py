@@ -141,7 +141,12 @@ def test_action_yml_inputs_are_the_settings_table() -> None:
     table = {s.name: str(s.default) for s in action.INPUTS}
     shipped = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
     assert shipped == table
-    # Every default parses: an empty input is its default, never an error.
+    # The role is refused by action.yml's first step, before any Python: the same choices.
+    (check,) = [s for s in ACTION["runs"]["steps"] if s.get("name") == "Check the role"]
+    (role,) = [s for s in action.INPUTS if s.name == "role"]
+    assert f'case "$ROLE" in {"|".join(role.choices)})' in check["run"]
+    assert f"input role='$ROLE': expected one of {', '.join(role.choices)}" in check["run"]
+    # Every default parses (an input not given at all is its default).
     parsed = action.Inputs.from_env({})
     assert parsed.baselines_branch == "infperf-baselines" and parsed.shards == 1
     assert parsed.tests == ["tests/perf"] and parsed.fail_on_regression is True
@@ -571,7 +576,7 @@ def test_bad_inputs_are_named_with_their_fix(fleet: Path, tmp_path: Path) -> Non
     pr = _pull_request(fleet)
     checkout = _clone(fleet / "origin.git", tmp_path / "job", "feature")
     job = run_action(checkout, {"role": "measur"}, pr)
-    assert job.failed and "input role: 'measur' is not one of measure, merge" in job.log[0]
+    assert job.failed and "input role='measur': expected one of measure, merge" in job.log[0]
     assert job.outputs == {}  # no other step ran
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{fleet / 'origin.git'}", "shallow")
     job = run_action(tmp_path / "shallow", {"python": sys.executable}, pr)

@@ -34,7 +34,8 @@ def test_plugin_load_imports_nothing_heavy() -> None:
         # everything pytest_configure imports, whatever the flags
         import pytest_infperf.plugin, pytest_infperf.core.settings, pytest_infperf.core.keys
         from pytest_infperf.session import context, modes, collector, artifacts
-        from pytest_infperf.session import terminal, xdist
+        from pytest_infperf.session import terminal, xdist, outcome, selection
+        from pytest_infperf.measure import gpu, gpupin, heap
         heavy = {"numpy", "scipy", "torch", "onnxruntime", "transformers", "git", "psutil"}
         loaded = sorted(heavy & {m.split(".")[0] for m in sys.modules})
         print("LOADED", loaded)

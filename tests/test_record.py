@@ -35,6 +35,16 @@ def test_the_shipped_schema_is_the_generated_one(tmp_path: Path) -> None:
     assert shipped["$defs"]["benchmark"]["properties"]["extra"] == {"$ref": "#/$defs/extra"}
 
 
+def test_a_stale_schema_is_rewritten(tmp_path: Path) -> None:
+    stale = json.loads(SCHEMA.read_text())
+    stale["$defs"]["extra"] = {"type": "object"}
+    copy = tmp_path / "schema.json"
+    copy.write_text(json.dumps(stale))
+    assert record.write_schema(copy) is True
+    assert json.loads(copy.read_text())["$defs"]["extra"] == record.extra_schema()
+    assert record.write_schema(copy) is False
+
+
 def test_every_declared_key_has_a_schema() -> None:
     schema = record.extra_schema()
     keys = record.ResultExtra.__optional_keys__ | record.ResultExtra.__required_keys__
@@ -42,12 +52,12 @@ def test_every_declared_key_has_a_schema() -> None:
     # No key is required (older documents wrote fewer); each is typed where present.
     assert "required" not in json.dumps(schema)
     assert schema["properties"]["budget"]["properties"]["passed"] == {"type": "boolean"}
-    assert schema["properties"]["gpu_region"]["properties"]["throttle_reasons"] == {
-        "type": ["array", "null"],
-        "items": {"type": "string"},
-    } or schema["properties"]["gpu_region"]["properties"]["throttle_reasons"] == {
+    region = schema["properties"]["gpu_region"]["properties"]
+    assert region["throttle_reasons"] == {
         "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]
     }
+    assert region["sm_clock_mhz"] == {"type": "number"}
+    assert schema["properties"]["work_gate"]["properties"]["change"] == {"type": ["number", "null"]}
 
 
 def test_an_undeclared_key_is_refused_not_written() -> None:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.options import (
+    BASELINES_BRANCH,
     OptionError,
     Parser,
     Spec,
@@ -52,7 +53,6 @@ from ..core.options import (
     integer,
     optional,
 )
-from ..store.data_branch import BRANCH
 
 #: What a job of the Action writes, relative to the workspace.
 SHARD_DIR = Path("perf-shard")
@@ -81,22 +81,23 @@ def _label(name: str, value: object) -> str:
     return label
 
 
-def _input(name: str, default: object, parse: Parser, help: str = "") -> Spec:
-    return Spec(name, parse, default, help, ini=False)
+def _input(name: str, default: object, parse: Parser, choices: tuple[str, ...] = ()) -> Spec:
+    return Spec(name, parse, default, "", ini=False, choices=choices)
 
 
-#: The Action's inputs, each with the settings' own parsers and its default written once:
-#: action.yml's inputs and defaults are checked against this table (tests/test_ci.py).
-#: ``role`` and ``python`` are read by action.yml's steps, not here.
 #: The inputs whose empty value means their default (a missing label or branch name).
 EMPTY_IS_DEFAULT = frozenset({"mode", "baselines-branch", "label"})
+#: The Action's inputs, each with the settings' own parsers and its default written once:
+#: action.yml's inputs and defaults are checked against this table (tests/test_ci.py).
+#: ``role`` and ``python`` are read by action.yml's steps, before any Python runs: the
+#: role's first step refuses one not in its ``choices`` (checked against the step too).
 INPUTS: tuple[Spec, ...] = (
-    _input("role", "measure", choice(*ROLES, "post-comment")),
+    _input("role", "measure", choice(*ROLES, "post-comment"), choices=(*ROLES, "post-comment")),
     _input("tests", "tests/perf", _words),
     _input("pytest-args", "", _words),
     _input("compare-to", "", as_text),
     _input("mode", "auto", choice("auto", "save", "compare")),
-    _input("baselines-branch", BRANCH, as_text),
+    _input("baselines-branch", BASELINES_BRANCH, as_text),
     _input("shard", "", optional(integer(1))),
     _input("shards", "1", integer(1)),
     _input("label", "default", _label),

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.options import SPECS, option_type
+from ..core.options import BASELINES_BRANCH, SPECS, option_type
 from ..measure.backends import BackendError
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
@@ -321,8 +321,8 @@ def _add_baselines(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     bl.add_argument(
         "--branch",
-        default=branch.BRANCH,
-        help=f"the branch that holds the baselines (default {branch.BRANCH})",
+        default=BASELINES_BRANCH,
+        help=f"the branch that holds the baselines (default {BASELINES_BRANCH})",
     )
     bl.add_argument(
         "--remote", default="origin", help="the remote the branch is on (default origin)"

@@ -1,9 +1,13 @@
-"""Benchmark options: one table of names, parsers and defaults.
+"""Every setting a user can give: one ``Spec`` type, one parser family, two tables.
 
-Every option can be set, from weakest to strongest, by its ini key (``infperf_<name>``,
-where it has one), a command-line flag (where it has one), the ``@pytest.mark.infperf``
-marker, and keyword arguments to ``infer_bench(...)``. All four go through the same
-parsers, so an error names the option and what it accepts wherever it was written.
+The per-benchmark options (:class:`BenchOptions`, whose fields are the rows) are set, from
+weakest to strongest, by their ini key (``infperf_<name>``, where they have one) or
+``infperf_expert``, a command-line flag (where they have one), the ``@pytest.mark.infperf``
+marker and keyword arguments to ``infer_bench(...)``. The session's settings
+(:data:`SESSION`) are set by a flag, an ini key or ``infperf_expert``, and read into the
+frozen ``Settings`` by :mod:`.settings`. The GitHub Action's inputs are rows of the same
+type (``cli/action.py``). Every value goes through the same parsers, so an error names
+where it was written and what is accepted.
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ def number(
         if isinstance(value, bool):
             raise OptionError(f"{name}={value!r}: expected a number in {bounds}")
         try:
+            if _is_str(value) and "_" in value:  # float() also reads "1_0" as 10.0
+                raise ValueError
             number = float(value)
         except (TypeError, ValueError):
             raise OptionError(f"{name}={value!r}: expected a number in {bounds}") from None
@@ -491,6 +497,10 @@ def _session(
     """A row of :data:`SESSION`: a flag, its own ini key, or only inside ``infperf_expert``."""
     return Spec(name, parse, default, help, ini, flag, expert, True, hidden, choices, append)
 
+
+#: The branch that holds the baselines, unless a user names another (``infperf baselines
+#: --branch``, the Action's ``baselines-branch``).
+BASELINES_BRANCH = "infperf-baselines"
 
 #: Every session setting: the flags and ini keys are generated from it, each default is
 #: written here once.

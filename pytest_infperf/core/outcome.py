@@ -112,7 +112,7 @@ def failures(doc: Mapping[str, Any]) -> list[Failure]:
             out.append(Failure("regression", f"regression: {b['key']}"))
             perf_failed.add(b.get("nodeid"))
         if (budget := budget_failed(extra)) is not None:
-            limit_ms = budget["max_median_ms"]
+            limit_ms = budget.get("max_median_ms")
             out.append(Failure("budget", f"budget exceeded: {b['key']} (max_median_ms={limit_ms})"))
             perf_failed.add(b.get("nodeid"))
         if (work := work_failed(extra)) is not None:

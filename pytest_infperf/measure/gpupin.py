@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .gpu import snapshot
+from . import gpu as _gpu
 
 #: Set by an xdist run's controller where the run asks for measurement: its workers pin
 #: themselves to a GPU each (:func:`pin_worker`); any other run's workers keep every GPU.
@@ -51,7 +51,7 @@ def pin_worker(worker_id: str, configured: Sequence[str]) -> str | None:
     digits = worker_id[2:] if worker_id.startswith("gw") else ""
     if not digits.isdigit() or os.environ.get("INFPERF_NO_GPU_PINNING"):
         return None
-    choices = pin_choices(os.environ.get("CUDA_VISIBLE_DEVICES"), configured, snapshot())
+    choices = pin_choices(os.environ.get("CUDA_VISIBLE_DEVICES"), configured, _gpu.snapshot())
     if not choices:
         return None
     if cuda_initialised():

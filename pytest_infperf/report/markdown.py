@@ -290,7 +290,7 @@ def _more_work(results: Sequence[BenchmarkResult]) -> list[str]:
         if c is None or warning is None:
             continue
         gate = r.extra.get("work_gate")
-        failed = gate is not None and gate["passed"] is False  # accepted or not
+        failed = gate is not None and gate.get("passed") is False  # accepted or not
         mark = "🔴 fails `max_work_increase`" if failed else f"time {MARK[c.verdict]}"
         rows.append(f"> - `{_cell(short_name(r))}` ({mark}): {_cell(warning)}")
     if not rows:

@@ -100,7 +100,9 @@ class ArtifactWriter(RunOutcome):
         else:  # what run_warnings says of no benchmark, without importing the report layer
             said = list(dict.fromkeys(self.context.warnings))
         ending.warnings = tuple(said)
-        fails = fails_session(
+        # Only a session pytest would pass is failed here: one that failed already keeps
+        # its own status (a run of failed tests, pytest's "no tests ran").
+        fails = exitstatus == 0 and fails_session(
             failures(self.facts()), warn_only=self.settings.warn_only, shard=self.split is not None
         )
         status = (

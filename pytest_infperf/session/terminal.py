@@ -133,7 +133,10 @@ class TerminalReport:
             for line in settle_summary(results, verbose=verbose) + accepted_lines(results):
                 tr.write_line(line)
         # The same warnings as the JSON's and the Markdown report's (report/notices.py).
-        for warning in ending.warnings:
+        # The run's warnings as its files say them, then any said after they were written
+        # (a fixture's teardown after -x or an interrupt).
+        late = [w for w in dict.fromkeys(self.context.warnings) if w not in ending.warnings]
+        for warning in [*ending.warnings, *late]:
             tr.write_line(f"warning: {warning}", yellow=True)
         for error in ending.errors:
             tr.write_line(f"error: {error}", red=True)

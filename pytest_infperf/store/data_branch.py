@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.fsutil import atomic_write_text
+from ..core.options import BASELINES_BRANCH
 from ..core.results import document, dumps
 from .baselines import KEY_RE, PRUNED, SHA_RE, BaselineStore, iter_entries, longest_run
 from .compact import dumps_compact, is_compact
@@ -56,9 +57,6 @@ GIT_LIMITS = {
     "pack.deltaCacheSize": "32m",
     "pack.threads": "1",
 }
-
-#: The branch that holds the baselines, unless a user names another (the CLI, the Action).
-BRANCH = "infperf-baselines"
 
 
 def _limits_env() -> dict[str, str]:
@@ -181,7 +179,7 @@ def pull(
     root: Path,
     folder: Path,
     remote: str = "origin",
-    branch: str = BRANCH,
+    branch: str = BASELINES_BRANCH,
     log: Callable[[str], None] = print,
     only: set[str] | None = None,
 ) -> int:
@@ -327,7 +325,7 @@ def push(
     root: Path,
     folder: Path,
     remote: str = "origin",
-    branch: str = BRANCH,
+    branch: str = BASELINES_BRANCH,
     attempts: int = 6,
     log: Callable[[str], None] = print,
     squash: bool = False,
