@@ -45,6 +45,11 @@ def test_a_stale_schema_is_rewritten(tmp_path: Path) -> None:
     assert record.write_schema(copy) is False
 
 
+def test_a_type_the_generator_does_not_know_is_named() -> None:
+    with pytest.raises(TypeError, match=r"no JSON Schema for .*set.*record\.py"):
+        record._schema_of(set[int])
+
+
 def test_every_declared_key_has_a_schema() -> None:
     schema = record.extra_schema()
     keys = record.ResultExtra.__optional_keys__ | record.ResultExtra.__required_keys__
@@ -311,6 +316,16 @@ def test_each_failure_says_what_failed() -> None:
         "2 more failed tests",
         "compared nothing: no baselines",
         "measured nothing: no tests",
+    ]
+    assert [f.kind for f in outcome.failures(doc)] == [
+        "regression",
+        "budget",
+        "work",
+        "work",
+        "test",
+        "test",
+        "compared-nothing",
+        "measured-nothing",
     ]
     one_more = {"run": {"failed": [], "tests_failed": 1}}
     assert [str(f) for f in outcome.failures(one_more)] == ["1 more failed test"]

@@ -18,7 +18,7 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, TypedDict, Union
 
 
 class Budget(TypedDict):
@@ -192,8 +192,6 @@ def _schema_of(tp: Any) -> dict[str, Any]:
         return {"type": "array", "items": _schema_of(typing.get_args(tp)[0])}
     if origin is dict:
         return {"type": "object", "additionalProperties": _schema_of(typing.get_args(tp)[1])}
-    if origin is Literal:
-        return {"enum": list(typing.get_args(tp))}
     if typing.is_typeddict(tp):
         return _record_schema(tp)
     raise TypeError(f"no JSON Schema for {tp!r}: declare it with the types record.py knows")
