@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.record import PairedRecord
+from ..measure import numa
 from ..measure import tenancy as _tenancy
 from . import baseenv, imports, proof, sigterm
 from .checkout import Checkout, Selection
@@ -63,6 +64,8 @@ class ABController:
         #: What process pairs collect: :meth:`collected` narrows it to the perf tests' files.
         self.pair_selection = selection
         self.gpu_before: frozenset[int] | None = None
+        #: The GPU's NUMA node every worker starts bound to, or why none is.
+        self.numa = numa.session_binding()
         self._closed = False
         # A child a test forks inherits this atexit hook: only this process cleans up.
         self._owner = os.getpid()
@@ -75,6 +78,8 @@ class ABController:
         was on the GPUs before the session measured anything: a process that comes later
         is a tenant of the blocks it shares (measure/tenancy.BlockWatch)."""
         self.gpu_before = _tenancy.context_pids()
+        if isinstance(self.numa, numa.Binding):  # the first pair's head: its threads
+            numa.bind_here(self.numa)
         try:
             self.checkout.add()
             self._environment()
@@ -111,8 +116,14 @@ class ABController:
             site_dir = str(Path(self.imports.installed[0][1]).parent)
             self.head_imports = dataclasses.replace(self.imports, built=site_dir).to_json()
 
+    def _bound(self, side: WorkerSide) -> WorkerSide:
+        """A worker that starts on the GPU's NUMA node, where the session has one."""
+        side.numa = self.numa if isinstance(self.numa, numa.Binding) else None
+        return side
+
     def _base_side(self, side: WorkerSide) -> WorkerSide:
         """A worker of the base's checkout, in the base's environment."""
+        self._bound(side)
         if self.env is not None:
             side.python = self.env.python
             side.imports = self.base_imports
@@ -155,7 +166,7 @@ class ABController:
             base = WorkerSide(self.checkout, self.pair_selection, f"base{n}", seed)
             head = WorkerSide(head_tree, self.pair_selection, f"head{n}", seed)
             head.imports = self.head_imports
-            pair = ProcessPair(self._base_side(base), head)
+            pair = ProcessPair(self._base_side(base), self._bound(head))
             pair.base.notice = pair.head.notice = self._notice
             pair.head.other = self.checkout.root
             self.pairs.append(pair)
@@ -198,6 +209,10 @@ class ABController:
         env = self.env
         told = env is not None and (env.changes or env.compiled)
         out = PairedRecord(origins=self.origins(pairs, here))
+        if isinstance(self.numa, numa.Binding):
+            out["numa"] = self.numa.record()
+        elif self.numa != "no GPU seen through NVML":  # a GPU runner says why not
+            out["numa"] = {"not_bound": self.numa}
         if env is not None and told:
             out["base_environment"] = env.to_json()
         return out

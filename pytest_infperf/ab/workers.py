@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.results import WorkProfile
+from ..measure.numa import Binding
 from ..measure.profile import calls_for
 from . import imports, proof, protocol
 from .checkout import Checkout, Selection
@@ -114,6 +115,8 @@ class WorkerProcess:
         #: The Python it runs, and what it is told of the project (a base worker of a
         #: compiled project: where the environment built for the base installed it).
         self.python = sys.executable
+        #: The GPU's NUMA node this worker starts bound to (None: none).
+        self.numa: Binding | None = None
         self.imports = selection.imports
 
     def launch(self) -> bool:
@@ -185,6 +188,8 @@ class WorkerProcess:
             "-W",
             "ignore::pytest.PytestAssertRewriteWarning",
         ]
+        if self.numa is not None:  # bound at birth, both sides alike (measure/numa.py)
+            cmd = self.numa.command(cmd)
         with self.log.open("ab") as log:
             # Its own process group: ended with every child it starts, and a terminal's
             # Ctrl-C (sent to the foreground group) reaches the controller alone, which ends

@@ -31,13 +31,11 @@ def resolve(setting: str) -> int | None:
         return max(cpus) if len(cpus) >= 2 else None
     cpu = int(setting)
     if cpus and cpu not in cpus:
-        raise ValueError(
-            f"this process may run on CPUs {_ranges(cpus)} only (os.sched_getaffinity)"
-        )
+        raise ValueError(f"this process may run on CPUs {ranges(cpus)} only (os.sched_getaffinity)")
     return cpu if cpus else None
 
 
-def _ranges(cpus: frozenset[int]) -> str:
+def ranges(cpus: frozenset[int]) -> str:
     """``0-3,6``: the CPU set as ``taskset -c`` writes it."""
     out: list[str] = []
     for cpu in sorted(cpus):

@@ -51,6 +51,8 @@ class PairedRecord(TypedDict, total=False):
     origins: dict[str, Any]
     #: The base's environment where it was not HEAD's as is.
     base_environment: dict[str, Any]
+    #: On a GPU runner: the NUMA node both sides' workers started bound to, or why none.
+    numa: dict[str, Any]
 
 
 class _Sides(TypedDict):
