@@ -444,23 +444,37 @@ def _other_environment(root: Path) -> Path:
     return target
 
 
-def test_other_environment_is_incomparable(repo: pytest.Pytester) -> None:
+def test_another_environment_is_compared_interleaved(repo: pytest.Pytester) -> None:
+    """A baseline measured in another environment compares nothing stored; both commits
+    measured here, interleaved, do: a slowed benchmark fails, the rest are judged, and the
+    field that moved is said once."""
     repo.runpytest("--perf-save").assert_outcomes(passed=3)
     _other_environment(repo.path)
     slow_down(repo.path)
     result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    result.assert_outcomes(passed=2, failed=1)
+    said = [line for line in result.outlines if "cpu_model" in line]
+    assert len(said) == 1 and "measured in another environment" in said[0], said
+    assert "both commits are measured here instead, interleaved" in said[0]
+    doc = load_json(repo.path / "out.json")
+    comparisons = [b["comparison"] for b in doc["benchmarks"]]
+    assert {c["settled_because"] for c in comparisons} == {"environment-changed"}
+    assert {c["decided_by"] for c in comparisons} == {"ab"}
+    slowed = next(b for b in doc["benchmarks"] if b["nodeid"].endswith("test_slowed"))
+    assert slowed["comparison"]["verdict"] == "regression"
+    # Where nothing is interleaved, nothing compares: incomparable, and strict fails it.
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-json=out.json")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "*warning: the baseline (*) was measured in a different "
-            "environment (cpu_model differ): verdicts are 'incomparable'"
+            "*warning: the baseline (*) was measured in another environment (cpu_model: *): "
+            "verdicts are 'incomparable'"
         ]
     )
-    doc = load_json(repo.path / "out.json")
-    comparison = doc["benchmarks"][0]["comparison"]
+    comparison = load_json(repo.path / "out.json")["benchmarks"][0]["comparison"]
     assert comparison["verdict"] == "incomparable"
     assert comparison["env_diff"]["cpu_model"][0] == "Some Other CPU @ 3.0GHz"
-    result = repo.runpytest("--perf-compare=HEAD", "--perf-strict-env")
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-strict-env")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
         [
@@ -470,6 +484,22 @@ def test_other_environment_is_incomparable(repo: pytest.Pytester) -> None:
     )
 
 
+def test_a_thread_count_set_on_ci_compares_identical_code(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Baselines saved without OMP_NUM_THREADS, a job that sets it: identical code is
+    judged, interleaved in this job, and passes; the moved field is said once (before:
+    "compared nothing", exit 1)."""
+    repo.runpytest("--perf-save").assert_outcomes(passed=3)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    assert result.ret == pytest.ExitCode.OK
+    said = [line for line in result.outlines if "OMP_NUM_THREADS" in line]
+    assert len(said) == 1 and "env:OMP_NUM_THREADS: None -> '1'" in said[0], said
+    verdicts = [b["comparison"]["verdict"] for b in load_json(repo.path / "out.json")["benchmarks"]]
+    assert len(verdicts) == 4 and not {"incomparable", "no-baseline"} & set(verdicts)
+
+
 def test_per_benchmark_environment_is_compared(repo: pytest.Pytester) -> None:
     repo.runpytest("--perf-save").assert_outcomes(passed=3)
     (path,) = baseline_files(repo.path)
@@ -477,9 +507,16 @@ def test_per_benchmark_environment_is_compared(repo: pytest.Pytester) -> None:
     doc["benchmarks"][0]["env"]["backend"] = "onnxruntime"
     path.write_text(json.dumps(doc))
     result = repo.runpytest("--perf-compare=HEAD", "--perf-json=out.json")
+    benchmarks = load_json(repo.path / "out.json")["benchmarks"]
+    verdicts = [b["comparison"]["verdict"] for b in benchmarks]
+    assert "incomparable" not in verdicts
+    # The benchmark whose own environment moved is measured on both sides here.
+    moved = benchmarks[0]["comparison"]
+    assert moved["settled_because"] == "environment-changed", moved
+    result.assert_outcomes(passed=3)
+    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-json=out.json")
     verdicts = [b["comparison"]["verdict"] for b in load_json(repo.path / "out.json")["benchmarks"]]
     assert sorted(verdicts) == ["incomparable", "unchanged", "unchanged", "unchanged"]
-    result.assert_outcomes(passed=3)
 
 
 def test_drift_guard_warns(repo: pytest.Pytester) -> None:

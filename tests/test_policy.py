@@ -241,6 +241,7 @@ def test_the_quiet_evidence_says_what_decided() -> None:
 
 
 MOVED, MISREAD = "machine-moved", "stored-misread"
+ENV = "environment-changed"
 ROUTE: list[tuple[str, Facts, Step, str]] = [
     ("a still machine: stored pass", Facts(), Step.STORED, ""),
     ("a moved machine: interleaved at once", Facts(moved=True), Step.INTERLEAVE, MOVED),
@@ -264,6 +265,16 @@ ROUTE: list[tuple[str, Facts, Step, str]] = [
     ("moved, 3 of 7 refused resettled", Facts(moved=True, budget=Spare(1, 10, 7, 3)), Step.STORED,
      "budget"),
     ("misread, budget short: never refused", Facts(misread=True, budget=SHORT), INTER, MISREAD),
+    # a baseline of another environment compares nothing stored: both commits measured here
+    ("another environment: interleaved", Facts(comparable=False, env_changed=True), INTER, ENV),
+    ("another env., on a GPU", Facts(comparable=False, env_changed=True, domain="gpu"), INTER,
+     ENV),
+    ("another env., stored-first", Facts(env_changed=True, settle="stored-first"), INTER, ENV),
+    ("another env., budget short", Facts(env_changed=True, budget=SHORT), INTER, ENV),
+    ("another env., settle off: stored", Facts(env_changed=True, settle="off"), Step.STORED, ""),
+    ("another env., a results file", Facts(env_changed=True, commit=False), Step.STORED, ""),
+    ("another env., metric p90", Facts(env_changed=True, metric="p90"), Step.STORED, ""),
+    ("another env., worker broken", Facts(env_changed=True, unsettled=FAIL), Step.STORED, ""),
 ]  # fmt: skip
 
 
@@ -277,7 +288,7 @@ def test_before_the_stored_pass(facts: Facts, step: Step, reason: str) -> None:
     if step is Step.INTERLEAVE:  # the reason recorded as settled_because, exactly
         assert d.reason == reason
         # after a misread nothing is cut for the budget; a moved machine's may be
-        assert d.budget_may_cut is (reason == MOVED)
+        assert d.budget_may_cut is (reason in (MOVED, ENV))
 
 
 def test_a_refusal_and_its_settling_are_tallied() -> None:

@@ -97,6 +97,9 @@ class Facts:
     unsettled: str | None = None
     #: The stored baseline can judge it: an entry from a comparable environment.
     comparable: bool = True
+    #: The baseline holds it, measured in another environment (a thread count, a package
+    #: version): nothing stored compares, both commits measured here do.
+    env_changed: bool = False
     #: The drift guard adjusts a stored verdict for the machine's speed (``adjust``).
     guard_adjusts: bool = True
     #: The session-start reference moved by more than half the threshold.
@@ -159,12 +162,17 @@ def cannot_settle(f: Facts) -> str | None:
 
 
 def route(f: Facts) -> Decision:
-    """Before the stored pass: interleave at once, or take the stored pass. A CPU
-    benchmark the stored baseline could judge is interleaved at once where the machine
-    moved (no stored verdict can be trusted there) or after a misread; the budget may send
-    a moved machine's benchmark to the stored pass instead, never after a misread. A GPU
-    benchmark always takes its stored pass: the session-start reference measures the CPU,
-    and the device time has a reference of its own, read beside it."""
+    """Before the stored pass: interleave at once, or take the stored pass. A benchmark the
+    baseline measured in another environment is interleaved at once, CPU or GPU (no stored
+    pass compares with it, and a CI environment moves: a thread count, a package's
+    release). A CPU benchmark the stored baseline could judge is interleaved at once where
+    the machine moved (no stored verdict can be trusted there) or after a misread; the
+    budget may send a moved machine's benchmark to the stored pass instead, never after a
+    misread. A GPU benchmark takes its stored pass: the session-start reference measures
+    the CPU, and the device time has a reference of its own, read beside it."""
+    if f.env_changed and cannot_settle(f) is None:  # auto or stored-first: no stored pass
+        # Interleaved, both commits measure in this environment: the only comparison there is.
+        return Decision(Step.INTERLEAVE, "environment-changed")
     routable = (
         f.settle == "auto" and f.domain == "cpu" and f.comparable and cannot_settle(f) is None
     )

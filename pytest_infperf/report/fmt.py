@@ -144,6 +144,7 @@ WHY = {
     "unchanged": "re-checked, an earlier stored pass having misread the machine; first pass",
     "no-regression": "re-checked, an earlier stored pass having misread the machine; first pass",
     "machine-moved": "the machine moved since the baseline's run",
+    "environment-changed": "the baseline was measured in another environment",
     "stored-misread": "an earlier settling showed the stored pass misread this machine",
     "multiplicity": "not claimed under the run's multiplicity control",
     "futility": "no decision within reach",

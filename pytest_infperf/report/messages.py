@@ -204,6 +204,11 @@ def _decided_line(c: Comparison) -> str:
             f"decided by: interleaving in this job{pairs}, with no stored pass (the machine "
             "moved since the baseline's run)"
         )
+    if c.settled_because == "environment-changed":
+        return (
+            f"decided by: interleaving in this job{pairs}, with no stored pass (the baseline "
+            "was measured in another environment)"
+        )
     if c.settled_because == "stored-misread":
         return (
             f"decided by: interleaving in this job{pairs}, with no stored pass (an earlier "

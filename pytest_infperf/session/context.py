@@ -158,16 +158,26 @@ class RunContext:
             if changed := _gpu.clock_lock_changed(locked, _gpu.clocks_locked(snapshot)):
                 self.warn(changed)
             if self.source.env_diff:
-                fields = ", ".join(sorted(self.source.env_diff))
-                self.warn(
-                    f"the baseline ({self.source.describe()}) was measured in a different "
-                    f"environment ({fields} differ): verdicts are 'incomparable'"
-                    + (" and fail (--perf-strict-env)" if s.strict_env else "")
-                )
+                self.warn(self._moved_environment())
         self._resolve_accept()
         from ..measure.drift import measure_reference
 
         self.reference = measure_reference()
+
+    def _moved_environment(self) -> str:
+        """The one line a run says where its baseline was measured in another environment:
+        the fields that moved, and what the run does about it."""
+        from ..measure import environment
+
+        source, s = self.source, self.settings
+        assert source is not None
+        moved = environment.describe_diff(source.env_diff)
+        said = f"the baseline ({source.describe()}) was measured in another environment ({moved})"
+        if s.settle != "off" and source.origin == "commit" and source.sha and not s.ab:
+            return f"{said}: both commits are measured here instead, interleaved"
+        return f"{said}: verdicts are 'incomparable'" + (
+            " and fail (--perf-strict-env)" if s.strict_env else ""
+        )
 
     def _resolve_accept(self) -> None:
         """--perf-accept, and the Perf-Accept trailers of the commits since the one this run

@@ -30,6 +30,7 @@ def session_facts(
         commit=source.origin == "commit" and bool(source.sha),
         unsettled=unsettled,
         comparable=not source.env_diff,
+        env_changed=bool(source.env_diff),
         guard_adjusts=s.drift_guard == "adjust",
         moved=_moved(context),
         faster=_faster_now(context),
@@ -72,19 +73,23 @@ def _faster_now(context: RunContext) -> float:
     return max([1.0, *(1.0 / r for r in ratios if r > 0)])
 
 
-def comparable(context: RunContext, call: BenchCall) -> bool:
-    """The stored baseline can judge this benchmark: it has an entry from a comparable
-    environment (else its verdict is no-baseline or incomparable, whatever this machine's
-    state)."""
+def comparable(context: RunContext, call: BenchCall) -> tuple[bool, bool]:
+    """Whether the stored baseline can judge this benchmark (it has an entry from a
+    comparable environment: else its verdict is no-baseline or incomparable, whatever this
+    machine's state), and whether it has one from another environment (the run's, or the
+    call's own: a thread count, a dtype)."""
     from ..core.results import bench_key
     from ..measure import environment
 
     source = context.source
     assert source is not None
     entry = source.entries.get(bench_key(call.nodeid, call.name))
-    if entry is None or source.env_diff:
-        return False
-    return not environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
+    if entry is None:
+        return False, False
+    moved = bool(source.env_diff) or bool(
+        environment.diff(dict(call.prepared.env), dict(entry.get("env") or {}))
+    )
+    return not moved, moved
 
 
 def witness(context: RunContext, call: BenchCall) -> WorkProfile | None:

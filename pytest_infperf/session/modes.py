@@ -250,6 +250,7 @@ class Stored(Plain):
 
     def _facts(self, call: BenchCall, **after: Any) -> policy.Facts:
         """The facts of one benchmark (``after``: those known after its stored pass)."""
+        judged, moved = comparable(self.context, call)
         return dataclasses.replace(
             self._session_facts(),
             # The timing lock's domain names the devices ("gpu-0,1"); the policy asks only
@@ -258,7 +259,8 @@ class Stored(Plain):
             domain="cpu" if call.domain == "cpu" else "gpu",
             metric=str(call.opts.metric),
             remeasure=call.opts.remeasure,
-            comparable=comparable(self.context, call),
+            comparable=judged,
+            env_changed=moved,
             refused=self._refused,
             **after,
         )
