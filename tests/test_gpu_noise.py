@@ -233,6 +233,7 @@ def test_a_stored_verdict_from_a_throttled_run_is_withheld_and_settled(
     from .conftest import make_result
 
     judge = Judge(Policy())
+    judge.host_moved(1.01)  # the session-start reference: this runner's host spread
     opts = BenchOptions()
     origin = Origin(CompareMode.STORED)
     fast = make_result([1e-3] * 40, env={"device_type": "cuda"})
@@ -245,7 +246,9 @@ def test_a_stored_verdict_from_a_throttled_run_is_withheld_and_settled(
     c = judge.stored(slow, entry, opts, origin)
     assert c.verdict is Verdict.INCONCLUSIVE and c.reason is Reason.GPU_THROTTLED
     assert c.note and "regression withheld" in c.note and "this run (hw_thermal)" in c.note
-    kept = Judge(Policy(gpu_throttle="keep")).stored(slow, entry, opts, origin)
+    keep = Judge(Policy(gpu_throttle="keep"))
+    keep.host_moved(1.01)
+    kept = keep.stored(slow, entry, opts, origin)
     assert kept.verdict is Verdict.REGRESSION
 
 

@@ -404,7 +404,8 @@ def _paired(
     env_diff = environment.diff(call.prepared.env, base.env)
     gpu_at = gpu_index(call.prepared)
     metrics = generation_metrics(opts) if call.prepared.generation is not None else ("median",)
-    plan = judge.plan(opts, metrics)
+    on_gpu = gpu_at is not None
+    plan = judge.plan(opts, metrics, gpu=on_gpu)
     local = LocalSide(call.prepared.sampler, opts.disable_gc)
     cpu = pinned_cpu(call.prepared.env, gpu_at, controller.pin_cpu)
     per_sample = warm.per_call_s * warm.block
@@ -420,7 +421,7 @@ def _paired(
     device = _device_times(gpu_at, head_work, base_work)
     if device is not None:  # judged beside the quads' metrics, from the passes (no look yet)
         metrics = (*metrics, "gpu_time")
-        plan = judge.plan(opts, metrics)
+        plan = judge.plan(opts, metrics, gpu=on_gpu)
         plan.pair_ready(ready_s)
     runs[0].ready_s, runs[0].started, runs[0].device = ready_s, fresh, device
     controller.base.finish_call()
@@ -461,8 +462,9 @@ def _paired(
     if gpu is not None:
         c = judge.gpu_checked(c, gpu)
     if look is not None and _learnable(env_diff, gpu, judge.policy.gpu_throttle):
-        judge.learn(look)
-    c = host_bound_noted(_work.attach(c, head_work, base_work), _share(head))
+        judge.learn(look, gpu=on_gpu)
+    c = judge.against_the_work(_work.attach(c, head_work, base_work))
+    c = host_bound_noted(c, _share(head))
     if differs := _work.not_the_code_of(witness, base_work):
         c = base_code_differs(c, differs)
     return PairedRun(c, runs, warm, memory, head_work, controller.proof(len(runs), here))

@@ -6,9 +6,15 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import documents as _docs
+
+if TYPE_CHECKING:
+    from ..core.options import BenchOptions
+    from ..core.results import BenchmarkResult, Origin
+    from ..judge.judge import Judge
+    from ..judge.policy import Facts
 
 
 def say_summary(doc: dict[str, Any], who: str) -> None:
@@ -26,13 +32,12 @@ def run(args: argparse.Namespace) -> int:
     from ..core.names import CompareMode
     from ..core.options import BenchOptions
     from ..core.results import Origin, Verdict
-    from ..judge import work
-    from ..judge.device import work_of
-    from ..judge.judge import Judge, held_over
+    from ..judge import policy
+    from ..judge.judge import Judge
     from ..judge.rules import Policy
     from ..measure import environment
     from ..report.markdown import render
-    from ..report.notices import undetectable
+    from ..report.notices import host_ungated, undetectable
     from ..report.text import generation_lines, summary_lines, work_lines
     from ..session.gate import Gate
 
@@ -47,33 +52,33 @@ def run(args: argparse.Namespace) -> int:
     opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
     base_commit = (base.get("commit") or {}).get("sha")
     origin = Origin(CompareMode.STORED, base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
-    # No re-measuring here (stored documents only): each claim is held over the compared
-    # benchmarks as one pass (Bonferroni), as the plugin holds a fresh pass. The drift guard
-    # reads the two runs' own probes: how the machine moved between them, not since. A run
-    # without probes (a plain run) cannot say it moved, so no change is claimed from it.
-    judge = Judge(Policy(unreferenced=True))
+    # No re-measuring or settling here (stored documents only): the live run's policy
+    # decides what stands, and each claim is held over the compared benchmarks as one pass
+    # (Bonferroni), as the plugin holds a stored one. The drift guard reads the two runs'
+    # own probes: how the machine moved between them, not since. A run without probes (a
+    # plain run) cannot say it moved, so no change is claimed from it.
+    judge = Judge(Policy(unreferenced=True), family=len(results))
+    judge.host_moved(_python_ratio(head, base))
     gate = Gate(judge.policy)
     failed: dict[str, list[str]] = {}
     for r in results:
-        entry = base_entries.get(r.key)
-        c = judge.stored(r, entry, opts, origin, env_diff)
-        c = held_over(c, len(results), judge.policy.run_alpha)
-        r.comparison = work.attach(c, r.work, None if entry is None else work_of(entry))
+        facts = judged(judge, r, base_entries.get(r.key), opts, origin, env_diff)
+        assert facts.stored is not None
+        r.comparison = judge.stands(facts.stored, policy.after_stored(facts))
+        judge.learn_stored(facts.stored, r.comparison)
         if failures := gate.apply(r):
             failed[r.key] = failures
     for line in summary_lines(results) + generation_lines(results) + work_lines(results):
         print(line)
     if env_diff:
         print("environments differ: " + ", ".join(sorted(env_diff)))
-    blind = undetectable(results)
+    blind = [line for line in (undetectable(results), host_ungated(results)) if line]
     if args.markdown:
         source = {"ref": args.a, "origin": "file", "path": args.a}
-        Path(args.markdown).write_text(
-            render(results, source=source, warnings=[blind] if blind else [])
-        )
+        Path(args.markdown).write_text(render(results, source=source, warnings=blind))
     _say_withheld(results, base_commit)
-    if blind:
-        print(blind)
+    for line in blind:
+        print(line)
     for failures in failed.values():
         print("\n".join(failures))
     regressions = [r for r in results if r.verdict is Verdict.REGRESSION]
@@ -83,6 +88,45 @@ def run(args: argparse.Namespace) -> int:
     if more:
         print(f"{len(more)} failed on their work (max_work_increase): " + ", ".join(more))
     return 1 if failed or not _whole(args, head, results) else 0
+
+
+def judged(
+    judge: Judge,
+    r: BenchmarkResult,
+    entry: dict[str, Any] | None,
+    opts: BenchOptions,
+    origin: Origin,
+    env_diff: dict[str, list[Any]],
+) -> Facts:
+    """B's benchmark against A's entry: the facts the live run's policy decides it on (its
+    stored verdict among them), where nothing can be settled or re-measured."""
+    from ..judge import policy, work
+    from ..judge.device import clocks_held, work_of
+    from ..measure.backends import runs_on_gpu
+
+    c = judge.stored(r, entry, opts, origin, env_diff)
+    c = work.attach(c, r.work, None if entry is None else work_of(entry))
+    gpu = runs_on_gpu(r.env)
+    return policy.Facts(
+        domain="gpu" if gpu else "cpu",
+        commit=False,
+        metric=str(opts.metric),
+        remeasure=0,
+        family=judge.family,
+        run_alpha=judge.policy.run_alpha,
+        stored=c,
+        clocks_held=clocks_held(r, entry),
+        host_ungated=judge.host_ungated(opts) if gpu else None,
+    )
+
+
+def _python_ratio(head: dict[str, Any], base: dict[str, Any]) -> float | None:
+    """The session-start reference's Python loop of B over A's (None: a side has none)."""
+    now = (head.get("reference") or {}).get("python_s")
+    then = (base.get("reference") or {}).get("python_s")
+    if not isinstance(now, int | float) or not isinstance(then, int | float) or then <= 0:
+        return None
+    return float(now) / float(then) if now > 0 else None
 
 
 def _say_withheld(results: list[Any], base_commit: str | None) -> None:

@@ -87,6 +87,13 @@ class Reason(str, enum.Enum):
     #: Left undecided because the run's time budget (--perf-budget) was spent (not the
     #: ``max_median_ms`` budget of a benchmark's own latency).
     BUDGET = "run-budget"
+    #: A GPU benchmark's latency on a runner whose host moves it between processes by more
+    #: than the pairs a comparison may take can resolve: the device time and the exact work
+    #: counts decide, and the host part goes ungated (said with its spread).
+    HOST_UNGATED = "host-ungated"
+    #: A verdict that passed while the exact work counts grew, which no pass stands against,
+    #: and which could not be settled: not a pass.
+    WORK_GREW = "work-grew"
 
     def __str__(self) -> str:
         return self.value
@@ -103,6 +110,10 @@ class Origin:
     #: For people: "commit 1a2b3c4d5e (1 commit before the merge-base of main and HEAD)".
     text: str = "a baseline"
 
+
+#: The ``details`` key where a comparison records the host's spread (log sd, as the run
+#: measured it) that left its latency ungated on a GPU runner.
+HOST_SD = "host_ungated_sd"
 
 #: Comparison fields that hold another (earlier) pass.
 NESTED = ("first_pass", "stored_pass")

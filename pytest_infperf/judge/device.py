@@ -14,13 +14,15 @@ same rules for an interleaved run.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..core import family as _family
-from ..core.results import BenchmarkResult, Comparison, Verdict, WorkProfile
+from ..core.results import HOST_SD, BenchmarkResult, Comparison, Reason, Verdict, WorkProfile
 from ..measure.backends import runs_on_gpu
+from ..measure.drift import speed_factors, with_gpu_reference
 from .plan import GPU_SHARE_LIMIT
 from .policy import HOST_BOUND_SHARE
 
@@ -70,6 +72,18 @@ def reference_kind(metric: str, current: Measured) -> str:
     if share is None:
         return "both"
     return "cpu" if share < HOST_BOUND_SHARE else "gpu_or_cpu"
+
+
+def clocks_held(result: BenchmarkResult, entry: Mapping[str, Any] | None) -> bool | None:
+    """Whether the GPU's clocks held between the baseline's run and this one (within GPU
+    Boost's steps); None where a side has no clock reference (no NVML, an older baseline)."""
+    entry = entry or {}
+    factors = speed_factors(
+        with_gpu_reference(result.reference, result.extra),
+        with_gpu_reference(entry.get("reference"), entry.get("extra")),
+        "gpu",
+    )
+    return None if factors is None else factors == (1.0, 1.0)
 
 
 def enqueue_share(result: BenchmarkResult) -> float | None:
@@ -221,3 +235,27 @@ def by_device_time(c: Comparison, counts: str, family: int) -> Comparison:
         family_size=family if held else device.family_size,
         holm_p=min(1.0, (device.p_value or 0.0) * n) if held else device.holm_p,
     )
+
+
+def ungated_text(sd: float) -> str:
+    """What a latency this runner cannot resolve says of itself."""
+    return (
+        f"host part ungated on this runner (+-{math.expm1(sd):.0%} between processes, as this "
+        "run measured it): the pairs a comparison may take cannot resolve the threshold in "
+        "it, so the device time and the exact work counts decide"
+    )
+
+
+def ungated_part(c: Comparison, sd: float) -> Comparison:
+    """A verdict decided on the quiet evidence, its latency parts said ungated where they are
+    undecided (they head nothing: :meth:`~.judge.Judge.combined`)."""
+    text = ungated_text(sd)
+    parts = {
+        m: p
+        if m == "gpu_time" or p.verdict is not Verdict.INCONCLUSIVE
+        else dataclasses.replace(p, reason=Reason.HOST_UNGATED, note=text)
+        for m, p in (c.parts or {}).items()
+    }
+    note = f"{c.note}; {text}" if c.note else text
+    details = {**c.details, HOST_SD: round(sd, 5)}
+    return dataclasses.replace(c, parts=parts, note=note, details=details)

@@ -21,6 +21,7 @@ from ..core import family as _family
 from ..core.names import CompareMode, Metric
 from ..core.options import GENERATION_METRICS, BenchOptions, generation_metrics
 from ..core.results import (
+    HOST_SD,
     METRIC_LABELS,
     BenchmarkResult,
     Comparison,
@@ -32,21 +33,26 @@ from ..core.results import (
     memory_figure,
 )
 from ..measure import environment
+from ..measure.backends import runs_on_gpu
 from ..measure.drift import speed_factors
 from ..stats import pooled as _pool
 from ..stats import ranks as _cmp
 from ..store.compact import summary_note
 from .device import (
+    by_device_time,
     device_share,
     enqueue_share,
     gpu_withheld,
     gpu_withholds,
     host_bound_noted,
     reference_kind,
+    ungated_part,
+    ungated_text,
     work_of,
 )
 from .observation import Observation
-from .plan import Look, PairedPlan, _holm_rejected
+from .plan import PROFILED, Design, Look, PairedPlan, _holm_rejected, ungated
+from .policy import PASSES, Decision, counts_relation
 from .rules import Policy
 from .work import diff as work_diff
 
@@ -70,24 +76,50 @@ class Judge:
     ``family``: the run's benchmarks (:mod:`~pytest_infperf.core.family`), known before
     any test runs, never one that grows as the session goes (Holm over the benchmarks
     flagged so far: family error 11-14% with 5 flagged). ``spread``: the between-process
-    spread its comparisons showed so far."""
+    spread its comparisons showed so far; ``host``: that of a GPU benchmark's latency on this
+    runner, from the run's own evidence (:class:`~pytest_infperf.stats.pooled.RunnerSpread`:
+    the session-start reference, the stored passes of identical work, the pairs)."""
 
     def __init__(self, policy: Policy | None = None, family: int = 1) -> None:
         self.policy = policy or Policy()
         self.family = max(1, family)
         self.spread = _pool.SuiteSpread()
+        self.host = _pool.RunnerSpread()
 
-    def plan(self, opts: BenchOptions, metrics: tuple[str, ...]) -> PairedPlan:
-        """One interleaved comparison's sequential rule, from the suite's spread so far."""
+    def host_moved(self, python_ratio: float | None) -> None:
+        """The session-start reference's Python loop now over the baseline's run: a stored
+        pair's draw of how far the host moves a latency (None: not measured)."""
+        if python_ratio is not None and python_ratio > 0:
+            self.host.draw(math.log(python_ratio))
+
+    def plan(self, opts: BenchOptions, metrics: tuple[str, ...], gpu: bool = False) -> PairedPlan:
+        """One interleaved comparison's sequential rule, from the suite's spread so far
+        (``gpu``: a GPU benchmark, whose latencies are held to this runner's spread)."""
         prior = {m: s for m in metrics if (s := self.spread.of(m)) is not None}
+        runner = {m: self.host.of_pairs() for m in metrics if m not in PROFILED} if gpu else {}
         return PairedPlan(
-            opts.threshold, opts.alpha, metrics, self.family, self.policy.run_alpha, prior=prior
+            opts.threshold,
+            opts.alpha,
+            metrics,
+            self.family,
+            self.policy.run_alpha,
+            prior=prior,
+            runner=runner,
         )
 
-    def learn(self, look: Look) -> None:
-        """A finished comparison's last look: its pairs join the suite's spread."""
+    def learn(self, look: Look, gpu: bool = False) -> None:
+        """A finished comparison's last look: its pairs join the suite's spread (a GPU
+        benchmark's latencies: this runner's)."""
         for metric, est in look.pooled.items():
-            self.spread.add(metric, est)
+            if gpu and metric not in PROFILED:
+                self.host.pairs(est)
+            else:
+                self.spread.add(metric, est)
+
+    def host_ungated(self, opts: BenchOptions) -> float | None:
+        """This runner's latency spread where the pairs cannot resolve the threshold in it
+        (:func:`~.plan.ungated`), else None."""
+        return ungated(self.host.of(), opts.threshold, opts.alpha)
 
     # --- verdicts ---------------------------------------------------------------------
     def against(
@@ -122,11 +154,25 @@ class Judge:
             )
         estimate = _estimate(current, baseline, opts)
         c = _from_estimate(base, estimate, current.figure(metric), baseline.figure(metric))
+        if runs_on_gpu(current.env) and metric != "memory":
+            # A stored pass is one process pair: on a GPU, its time is held to how far this
+            # runner moves it between processes, not to one process's own spread.
+            c = between_processes(c, self._between(metric))
         c = dataclasses.replace(c, decided_by=CompareMode.STORED, detectable=_detectable_stored(c))
         if self.policy.drift_guard == "adjust":
             kind = reference_kind(metric, current)
             c = _drift_guarded(c, current, baseline, self.policy, kind)
         return c
+
+    def _between(self, metric: str) -> float | _pool.Spread:
+        """How far ``metric`` moves between two processes on a GPU runner: the device time
+        by its floor (or the suite's device-time spread, if wider), a latency by this
+        runner's measured spread."""
+        if metric != "gpu_time":
+            return self.host.of()
+        floor = Design().device_tau_floor
+        learned = self.spread.of("gpu_time")
+        return floor if learned is None else max(floor, math.sqrt(learned.var))
 
     def stored(
         self,
@@ -157,6 +203,22 @@ class Judge:
             note=f"{c.note}; {summary}" if c.note else summary,
             details={**c.details, "baseline_compact": entry["compact"]},  # type: ignore[index]
         )
+
+    def learn_stored(self, stored: Comparison, final: Comparison) -> None:
+        """A GPU benchmark decided: where its stored pass found the device time and the
+        exact work counts the same on both sides, and nothing claimed a change in the end,
+        it ran identical work, and its latencies' log-ratios are draws of how far this
+        runner's host moves them between processes. Learned after its own verdict (a
+        benchmark is not judged by its own draw), never from one that changed."""
+        device = (stored.parts or {}).get("gpu_time")
+        if device is None or device.verdict is not Verdict.UNCHANGED or final.verdict in _CLAIMS:
+            return
+        if counts_relation(stored.work) != "same":
+            return
+        for metric, part in (stored.parts or {}).items():
+            if metric != "gpu_time" and part.ratio and part.ratio > 0:
+                slower = 1.0 / part.ratio if part.metric is Metric.THROUGHPUT else part.ratio
+                self.host.draw(math.log(slower))
 
     def _stored(
         self,
@@ -189,6 +251,11 @@ class Judge:
                 part = Observation.part(result, metric)
                 samples = list(part.samples) if part is not None else []
             parts[metric] = dataclasses.replace(current, samples=samples)
+        # A generation's device time is judged beside its TTFT and TPOT, as a call's is
+        # beside its latency: the quiet evidence of what the model does on the GPU.
+        device = _device_parts(result, current, entry, opts.replace(metric="median"))
+        if device is not None:
+            parts["gpu_time"] = device["gpu_time"]
         return self.against_each(parts, entry, opts, origin, env_diff)
 
     def against_each(
@@ -229,7 +296,10 @@ class Judge:
         """One verdict from a benchmark's judged parts (a generation's TTFT and TPOT, a CUDA
         benchmark's latency and device time): the worst decides, its figures head the
         record, every part is kept in ``parts``."""
-        worst = min(parts.values(), key=lambda c: (_RANK[c.verdict], -(c.ratio or 0.0)))
+        # A latency this runner cannot resolve, left undecided, heads nothing where another
+        # part (the device time) decided.
+        heads = [c for c in parts.values() if c.reason is not Reason.HOST_UNGATED]
+        worst = min(heads or parts.values(), key=lambda c: (_RANK[c.verdict], -(c.ratio or 0.0)))
         return dataclasses.replace(worst, alpha=opts.alpha, parts=dict(parts))
 
     def remeasured(self, first: Comparison, last: Comparison) -> Comparison:
@@ -270,6 +340,16 @@ class Judge:
             return c
         return self.combined(parts, opts)
 
+    def against_the_work(self, c: Comparison) -> Comparison:
+        """An interleaved verdict that passes while the exact work counts grew, where the
+        latency was left to the device time (the pairs could not resolve it on this
+        runner): no pass, since nothing measured the time of the work that grew."""
+        if c.verdict not in PASSES or counts_relation(c.work) != "grew":
+            return c
+        if not any(p.reason is Reason.HOST_UNGATED for p in (c.parts or {}).values()):
+            return c
+        return withheld_pass(c, Reason.WORK_GREW, None, "")
+
     def gpu_checked(self, c: Comparison, blocks: Mapping[str, Any]) -> Comparison:
         """An interleaved GPU verdict with the state of its blocks: withheld when too many
         of a side's blocks ran throttled or shared (:func:`gpu_withholds`)."""
@@ -287,6 +367,20 @@ class Judge:
         return dataclasses.replace(
             ab, decided_by=CompareMode.AB, stored_pass=_summary(stored), settled_because=because
         )
+
+    def stands(self, c: Comparison, d: Decision) -> Comparison:
+        """A stored verdict the policy let stand (:attr:`~.policy.Step.STAND`, ``CUT``, or a
+        re-measurement or settling that cannot happen): decided by the quiet evidence,
+        not a pass after all (``d.withhold``), or as it is, a claim held over the run's
+        family."""
+        if d.evidence == "gpu_time" and d.counts is not None:
+            c = by_device_time(c, d.counts, self.family)
+            if c.verdict is Verdict.IMPROVEMENT:  # a claim on one pass, held as any
+                c = held_over(c, self.family, self.policy.run_alpha)
+            return c if d.ungated is None else ungated_part(c, d.ungated)
+        if d.withhold is not None:
+            return withheld_pass(c, d.withhold, d.ungated, d.reason)
+        return self.unsettled(c, d.reason)
 
     def unsettled(self, stored: Comparison, why: str | None) -> Comparison:
         """The stored verdict stands (settling could not happen: ``why``), a claim held over
@@ -467,6 +561,9 @@ def _interleaved_part(
         if metric in look.held_back:
             reason = Reason.MULTIPLICITY
             note = f"a regression by its interval, not claimed: {look.held_back[metric]}"
+        elif metric in look.ungated and look.low[metric] <= 0.0:  # it does not read slower
+            reason, note = Reason.HOST_UNGATED, ungated_text(look.ungated[metric])
+            details = {**(details or {}), HOST_SD: round(look.ungated[metric], 5)}
     extra = {
         **(details or {}),
         "samples": [len(head.get(metric, [])), len(base.get(metric, []))],
@@ -690,3 +787,102 @@ def _from_estimate(
 def _summary(c: Comparison) -> Comparison:
     """A pass kept for the record: its verdict and numbers, not its own history."""
     return dataclasses.replace(c, first_pass=None, details={}, message=None)
+
+
+def between_processes(c: Comparison, spread: float | _pool.Spread) -> Comparison:
+    """A stored verdict on a GPU as what it is, one process pair (the baseline's run against
+    this one): its interval widened from one process's own spread by how far ``spread`` says
+    the figure moves between processes (a known sd, normal; or a measured
+    :class:`~pytest_infperf.stats.pooled.Spread`, Student's t on its degrees of freedom;
+    unmeasured: no bound at all). Its verdict and its p of "slower by at most the threshold"
+    follow the widened interval: no claim and no pass on a spread the run did not measure."""
+    ratio, low, high = c.ratio, c.ci_low, c.ci_high
+    if ratio is None or low is None or high is None or min(ratio, low, high) <= 0:
+        return c
+    flip = c.metric is Metric.THROUGHPUT  # judged on the latency's orientation
+    if flip:
+        ratio, low, high = 1.0 / ratio, 1.0 / high, 1.0 / low
+    est = math.log(ratio)
+    within = _pool.se_from_interval(low, high, c.alpha)
+    if isinstance(spread, _pool.Spread):
+        var, df = spread.var, spread.df
+    else:
+        var, df = spread * spread, math.inf
+    details = {
+        **c.details,
+        "between_processes": {
+            "sd": round(math.sqrt(var), 6),
+            "df": None if math.isinf(df) else round(df, 1),
+        },
+    }
+    details.pop("p_faster", None)
+    if df <= 0 or not math.isfinite(within):  # nothing measured the spread: no bound
+        return dataclasses.replace(
+            c,
+            verdict=Verdict.INCONCLUSIVE,
+            ci_low=None,
+            ci_high=None,
+            p_value=None,
+            reason=Reason.INTERVAL_WIDE,
+            details=details,
+        )
+    from scipy.special import stdtr, stdtrit  # noqa: PLC0415 (scipy: once judged)
+
+    se = math.sqrt(within * within + var)
+    normal = math.isinf(df)
+    q = NormalDist().inv_cdf(1.0 - c.alpha) if normal else float(stdtrit(df, 1.0 - c.alpha))
+
+    def above(z: float) -> float:  # one-sided p of a standardised distance
+        return NormalDist().cdf(-z) if normal else float(stdtr(df, -z))
+
+    limit = math.log1p(c.threshold)
+    lo, hi = math.exp(est - q * se), math.exp(est + q * se)
+    verdict = _cmp.classify(lo, hi, c.threshold)
+    if verdict is Verdict.IMPROVEMENT:
+        details["p_faster"] = above((-limit - est) / se)
+    reason = c.reason if verdict is Verdict.INCONCLUSIVE else None
+    if verdict is Verdict.INCONCLUSIVE and reason is None:
+        reason = Reason.INTERVAL_WIDE
+    if flip:
+        lo, hi = 1.0 / hi, 1.0 / lo
+    return dataclasses.replace(
+        c,
+        verdict=verdict,
+        ci_low=lo,
+        ci_high=hi,
+        p_value=above((est - limit) / se),
+        reason=reason,
+        details=details,
+    )
+
+
+def withheld_pass(c: Comparison, why: Reason, sd: float | None, unsettled: str) -> Comparison:
+    """A stored verdict that is no pass after all (the policy's ``withhold``): the exact work
+    grew where nothing measured the time of it, or nothing quiet decides where the host part
+    is ungated (``sd``). ``unsettled``: why it could not be settled, if it could not."""
+    said = []
+    if why is Reason.WORK_GREW:
+        said.append(f"{c.verdict} withheld: the exact work counts grew, and no pass stands on them")
+    else:
+        said.append(f"{c.verdict} withheld: no device time decides")
+    if sd is not None:
+        said.append(ungated_text(sd))
+    if unsettled:
+        said.append(f"not settled: {unsettled}")
+    note = "; ".join(said)
+    parts = c.parts
+    if parts and sd is not None:
+        parts = ungated_part(dataclasses.replace(c, note=None), sd).parts
+    return dataclasses.replace(
+        c,
+        verdict=Verdict.INCONCLUSIVE,
+        reason=why if sd is None or why is Reason.WORK_GREW else Reason.HOST_UNGATED,
+        note=note,
+        parts=parts,
+        not_settled=unsettled or c.not_settled,
+        details={
+            **c.details,
+            "withheld": c.verdict.value,
+            **({} if sd is None else {HOST_SD: round(sd, 5)}),
+        },
+    )

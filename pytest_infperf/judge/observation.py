@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.results import BenchmarkResult, memory_figure
+from ..measure.drift import with_gpu_reference
 from .device import work_of
 
 
@@ -28,16 +29,17 @@ class Observation:
     @classmethod
     def of(cls, source: BenchmarkResult | Mapping[str, Any]) -> Observation:
         """From a result, or from a stored baseline entry (the same fields in JSON)."""
+        # A GPU's clocks read around the timed region stand in for a region's readings
+        # where a record has none (drift.with_gpu_reference).
         if isinstance(source, BenchmarkResult):
-            return cls(
-                source.samples, source.memory, source.batch_size, source.env, source.reference
-            )
+            reference = with_gpu_reference(source.reference, source.extra)
+            return cls(source.samples, source.memory, source.batch_size, source.env, reference)
         return cls(
             source["samples"],
             source.get("memory") or {},
             source.get("batch_size"),
             source.get("env") or {},
-            source.get("reference"),
+            with_gpu_reference(source.get("reference"), source.get("extra")),
         )
 
     @classmethod

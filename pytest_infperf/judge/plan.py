@@ -156,6 +156,10 @@ class Look:
     margin: dict[str, float] = dataclasses.field(default_factory=dict)
     #: Per metric, the suite's spread the bounds were moderated by (absent: the floor).
     prior: dict[str, _pool.Spread] = dataclasses.field(default_factory=dict)
+    #: Per metric, the between-process sd (log) of a latency this runner cannot resolve
+    #: the threshold in within the pairs a comparison may take (:func:`ungated`): its
+    #: verdict is kept but does not hold the comparison open, nor head it undecided.
+    ungated: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def spread_record(self, metric: str) -> dict[str, Any]:
         """The suite's spread ``metric``'s bounds were moderated by, for its JSON, and
@@ -188,7 +192,8 @@ class PairedPlan:
       bounds), so that a run with nothing changed fails with probability at most
       ``run_alpha``. Once one metric of a generation has cleared
       the guard, the others need only their bound and Holm: the test fails either way.
-    - ``improvement`` also needs two process pairs (the same offsets fake speed-ups).
+    - ``improvement`` also needs two process pairs (the same offsets fake speed-ups), and
+      the run-level guard's level for its p of "no faster at all".
     - ``unchanged`` / ``no-regression`` may stop the first look: they need each metric's
       upper bound at most 1 + d at full alpha (intersection-union: no split).
     - Futility: when neither decision is within reach (see ``Design.futility``).
@@ -203,6 +208,7 @@ class PairedPlan:
         run_alpha: float = 0.01,
         design: Design | None = None,
         prior: Mapping[str, _pool.Spread] | None = None,
+        runner: Mapping[str, _pool.Spread] | None = None,
     ) -> None:
         self.threshold = threshold
         self.alpha = alpha
@@ -212,8 +218,12 @@ class PairedPlan:
         self.family = max(1, family)
         self.run_alpha = run_alpha
         self.design = design or Design()
-        #: Per metric, the between-process spread the session's earlier comparisons showed.
+        #: Per metric, the between-process spread the session's earlier comparisons showed;
+        #: ``runner``'s, a GPU latency's spread on this runner (:class:`~..stats.pooled.
+        #: RunnerSpread`), whatever the design: no floor stands in for it there.
         self.prior = dict(prior or {}) if self.design.suite else {}
+        self.prior.update(runner or {})
+        self.runner = dict(runner or {})
         #: Per metric, the between-process sd the pairs so far showed (DerSimonian-Laird,
         #: from two pairs on): a pair's own error need not go far below it.
         self._spread: dict[str, float] = {}
@@ -289,15 +299,19 @@ class PairedPlan:
         # Claims are held to the pairs' own spread at Student's t as well as to the floor
         # (stats.pooled: the floor alone let two agreeing pairs of a noisy metric through).
         prior = {m: self.moderation(m) for m in self.metrics}
-        claim = {m: _claim_prior(pooled[m], p, d) for m, p in prior.items()}
+        # Held to their own pairs' spread, where that is what counts: moderated by the floor
+        # (``claim_prior_df`` pairs' worth); a GPU latency by nothing but the pairs (Student's
+        # t, k - 1 degrees of freedom: no floor stands for a host the run did not measure).
+        own = {m: 0.0 if m in self.runner else d.claim_prior_df for m in self.metrics}
+        claim = {m: _claim_prior(pooled[m], p, own[m]) for m, p in prior.items()}
         p_threshold = {m: pooled[m].p_claim(limit, claim[m]) for m in self.metrics}
         p_zero = {m: pooled[m].p_claim(0.0, claim[m]) for m in self.metrics}
         if k <= d.own_guard_looks or any(_noisier(pooled[m], prior[m]) for m in self.metrics):
             # Two pairs of a noisy benchmark can agree by chance, and then look alike
             # to a quiet suite's spread: at the guard's far tail they are held to their
             # own spread as well.
-            own = {m: pooled[m].p_claim(0.0, d.claim_prior_df) for m in self.metrics}
-            p_zero = {m: max(p_zero[m], own[m]) for m in self.metrics}
+            theirs = {m: pooled[m].p_claim(0.0, own[m]) for m in self.metrics}
+            p_zero = {m: max(p_zero[m], theirs[m]) for m in self.metrics}
         claimable = _holm_rejected(p_threshold, alpha)
         verdicts: dict[str, Verdict] = {}
         held: dict[str, str] = {}
@@ -325,13 +339,21 @@ class PairedPlan:
                     continue
                 held[m] = why
                 verdicts[m] = Verdict.INCONCLUSIVE
-            elif high < -limit and k >= 2:
+            elif high < -limit and k >= 2 and self._faster_held(k, pooled[m], claim[m], own[m]):
                 verdicts[m] = Verdict.IMPROVEMENT
             elif high <= limit:
                 verdicts[m] = Verdict.UNCHANGED if low >= -limit else Verdict.NO_REGRESSION
             else:
                 verdicts[m] = Verdict.INCONCLUSIVE
-        stop, why = self._stop(k, verdicts, pooled, pairs)
+        # A GPU latency this runner cannot resolve within the pairs, by what it and this
+        # comparison's own pairs showed so far: no more pairs are spent on it.
+        unresolved = {
+            m: sd
+            for m, spread in self.runner.items()
+            if (sd := ungated(_posterior(spread, pooled[m]), self.threshold, self.alpha, d))
+            is not None
+        }
+        stop, why = self._stop(k, verdicts, pooled, pairs, unresolved, lows)
         margin = {
             m: pooled[m].estimate - pooled[m].lower_claim(self.alpha, claim[m])
             for m in self.metrics
@@ -350,7 +372,22 @@ class PairedPlan:
             highs,
             margin,
             dict(self.prior),
+            unresolved,
         )
+
+    def _faster_held(
+        self, k: int, est: _pool.Pooled, claim: float | _pool.Spread, own: float
+    ) -> bool:
+        """Whether an improvement clears the run-level guard as a regression must: its p of
+        "no faster at all" under the run's family level, held to its own pairs' spread at
+        the first looks. Identical code called faster is as false as called slower: two
+        pairs that agreed by chance claimed it in 1 run in 100 of a simulated GPU suite
+        (``benchmarks/gpu_runner.py``)."""
+        faster = dataclasses.replace(est, estimate=-est.estimate)
+        p = faster.p_claim(0.0, claim)
+        if k <= self.design.own_guard_looks:
+            p = max(p, faster.p_claim(0.0, own))
+        return self._run_guard(k, p) is None
 
     def _why_not_claimed(self, metric: str, k: int, claimable: set[str]) -> str | None:
         if k < 2:
@@ -387,6 +424,8 @@ class PairedPlan:
         verdicts: Mapping[str, Verdict],
         pooled: Mapping[str, _pool.Pooled],
         pairs: Mapping[str, Sequence[_pool.PairSummary]],
+        unresolved: Mapping[str, float],
+        lows: Mapping[str, float],
     ) -> tuple[bool, str]:
         d = self.design
         if k >= d.max_pairs:
@@ -395,13 +434,23 @@ class PairedPlan:
         regressed = any(v is Verdict.REGRESSION for v in verdicts.values())
         open_: list[str] = []
         for m, v in verdicts.items():
+            if m in unresolved and lows[m] <= 0.0 and pooled[m].estimate <= limit:
+                # Pairs cannot resolve it here: spent only while it reads or looks slower.
+                continue
             if v is Verdict.INCONCLUSIVE:
                 # Another metric regressed: this one still goes on, so that the message
                 # says which of them regressed (the test fails either way).
                 open_.append(m)
-            elif not regressed and v is not Verdict.IMPROVEMENT and pooled[m].estimate < -limit:
+            elif (
+                not regressed
+                and v is not Verdict.IMPROVEMENT
+                and pooled[m].estimate < -limit
+                and m not in self.runner
+            ):
                 # It looks faster by more than the tolerance: one more pair may say so
                 # (an improvement needs two), where stopping would only say "no regression".
+                # Not a GPU's latency: its host's spread would keep pairs going for a claim
+                # that fails nothing.
                 open_.append(m)
         if not open_:
             return True, "regression" if regressed else "decided"
@@ -415,6 +464,43 @@ class PairedPlan:
         return False, "undecided"
 
 
+#: How sure the run's evidence must be that a latency's spread is past what the pairs
+#: can resolve before it is left ungated: the spread's one-sided lower bound at this level.
+UNGATE_CONFIDENCE = 0.95
+
+
+def ungated(
+    spread: _pool.Spread, threshold: float, alpha: float, design: Design | None = None
+) -> float | None:
+    """The between-process sd (log) of a latency whose spread on this runner is ``spread``,
+    where the most pairs a comparison takes cannot resolve the threshold in it: identical
+    code would not pass (its upper bound under 1 + threshold) with 80% power even then,
+    at the lower :data:`UNGATE_CONFIDENCE` bound of the spread: a quiet host's one draw
+    read 9% once in a simulated run, and its +40% regression was waved through on the
+    device time. None where they can, or where nothing measured the spread yet (the pairs
+    will say). Returns the spread's own estimate, what the message says."""
+    d = design or Design()
+    if spread.df <= 0 or spread.var <= 0:
+        return None
+    from scipy.special import chdtri, stdtrit  # noqa: PLC0415 (scipy: once a GPU is compared)
+
+    # Left ungated only where the evidence says so at 95%: the spread's lower bound.
+    low = spread.var * spread.df / float(chdtri(spread.df, 1.0 - UNGATE_CONFIDENCE))
+    se = math.sqrt(low / d.max_pairs)
+    reach = (float(stdtrit(spread.df + d.max_pairs - 1, 1.0 - alpha)) + _NORMAL.inv_cdf(0.8)) * se
+    return math.sqrt(spread.var) if reach > math.log1p(threshold) else None
+
+
+def _posterior(spread: _pool.Spread, est: _pool.Pooled) -> _pool.Spread:
+    """A runner's spread with one comparison's own pairs pooled into it (their spread about
+    their mean, ``k - 1`` degrees of freedom)."""
+    own = est.k - 1 if est.k >= 2 and math.isfinite(est.s2) else 0
+    df = spread.df + own
+    if df <= 0:
+        return spread
+    return _pool.Spread((spread.df * spread.var + own * est.s2) / df, df)
+
+
 def _noisier(est: _pool.Pooled, prior: float | _pool.Spread) -> bool:
     """Whether a comparison's pairs vary more than the suite's spread: then the run-level
     guard also asks its own spread, whatever the F test said (it has little power with
@@ -422,13 +508,15 @@ def _noisier(est: _pool.Pooled, prior: float | _pool.Spread) -> bool:
     return isinstance(prior, _pool.Spread) and est.s2 > prior.var
 
 
-def _claim_prior(est: _pool.Pooled, prior: float | _pool.Spread, d: Design) -> float | _pool.Spread:
+def _claim_prior(
+    est: _pool.Pooled, prior: float | _pool.Spread, own: float
+) -> float | _pool.Spread:
     """What a claim's bounds are moderated by. A claim is lent the suite's spread only where
     its own pairs vary as that says they may; a noisier benchmark is held to its own pairs'
-    spread (the floor as ``claim_prior_df`` pairs). A pass is held to the suite's spread
-    whatever: a benchmark noisier than its suite is no easier to pass."""
+    spread (``own``: the floor as that many pairs' worth). A pass is held to the suite's
+    spread whatever: a benchmark noisier than its suite is no easier to pass."""
     if isinstance(prior, _pool.Spread) and not est.fits(prior):
-        return d.claim_prior_df
+        return own
     return prior
 
 

@@ -12,13 +12,17 @@ facts and act on the answer; they decide nothing themselves.
 
 The rules, in the order they apply:
 
-- **Quiet evidence catches a regression** (a GPU benchmark): the device's own time and
-  the exact work counts are not noisy (the device time of one process moved by 0.05-0.24%
-  between processes on an H100 where an eager latency moved by 20-30%, and counts are
-  exact). Where the GPU's clock reference held, the device time regressed and the counts
-  grew, that regression stands without settling, whatever the latency said. It never
-  passes a benchmark: a latency that regressed, was withheld or is undecided is settled
-  by the next rule however unchanged the device time.
+- **The quiet evidence decides on a GPU**: the device's own time and the exact work counts
+  are not noisy (on a real H200 the device time of identical code agreed within 0.5%
+  between processes where the host's latency moved -59% to +59%, and counts are exact).
+  Where the GPU's clock reference held, the device time regressed and the counts grew,
+  that regression stands without settling, whatever the latency said; where the device time
+  passes and the counts did not grow, a latency its stored pass left undecided (held to
+  this runner's measured spread) stands on it, unless it reads slower. Where the host is
+  too noisy for the pairs to resolve the threshold (``host_ungated``), no pair is spent on
+  the latency, and what the quiet evidence does not pass is not a pass (:func:`_quiet`).
+- **No pass stands against more work**: a pass whose exact counts grew is settled, or
+  withheld (``work-grew``) where it cannot be.
 - **What rules out a regression stands** (``unchanged``, ``no-regression``); a regression,
   an improvement (drift fakes speed-ups as well as slowdowns) or no decision is settled,
   or re-measured where settling cannot happen.
@@ -123,6 +127,10 @@ class Facts:
     #: A GPU benchmark: whether the GPU's clocks held between the baseline's run and this
     #: one (None: no clock reference on a side).
     clocks_held: bool | None = None
+    #: A GPU benchmark: the between-process sd (log) of its latency on this runner, as the
+    #: run measured it, where the most pairs a comparison may take cannot resolve the
+    #: threshold in it (:func:`~.plan.ungated`); None where they can, or nothing measured it.
+    host_ungated: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +152,11 @@ class Decision:
     #: A budget tally the session adds one to: "refused" (a moved machine's benchmark sent
     #: to the stored pass), "resettled" (one of those that needed settling after all).
     tally: str = ""
+    #: :attr:`Step.STAND` of a verdict that is not a pass after all: why (the work grew, or
+    #: the host part is ungated and nothing quiet decides).
+    withhold: Reason | None = None
+    #: :attr:`Step.STAND` on a GPU whose host part is ungated: its between-process sd (log).
+    ungated: float | None = None
 
 
 def cannot_settle(f: Facts) -> str | None:
@@ -211,6 +224,8 @@ def _refusal(f: Facts) -> str:
 
 #: Stored verdicts that do not rule out a regression, or whose speed-up drift may fake.
 _UNDECIDED = (Verdict.REGRESSION, Verdict.INCONCLUSIVE, Verdict.IMPROVEMENT)
+#: Verdicts that pass a benchmark: none stands where the exact work counts grew.
+PASSES = (Verdict.UNCHANGED, Verdict.NO_REGRESSION, Verdict.IMPROVEMENT)
 
 
 def after_stored(f: Facts) -> Decision:
@@ -221,6 +236,11 @@ def after_stored(f: Facts) -> Decision:
     quiet = _quiet(f, c, no_settle)
     if quiet is not None:
         return quiet
+    if c.verdict in PASSES and counts_relation(c.work) == "grew":
+        # No pass stands against more work: settled, or not a pass.
+        if no_settle is None and f.host_ungated is None:
+            return Decision(Step.SETTLE, "the exact work counts grew", budget_may_cut=False)
+        return Decision(Step.STAND, no_settle or "", withhold=Reason.WORK_GREW)
     stands = c.verdict not in _UNDECIDED
     # After a misread the machine's state is unknown: a CPU verdict that passes might be
     # the masked regression, so it is re-checked, and nothing is cut for the budget.
@@ -292,23 +312,42 @@ _EQUAL = 1e-9
 
 
 def _quiet(f: Facts, c: Comparison, no_settle: str | None) -> Decision | None:
-    """A GPU benchmark's regression on its quiet evidence: its device time, judged with the
-    GPU's clocks held, and the exact work counts (kernels, operator calls, Python calls,
-    device syncs, FLOPs). A device-time regression whose counts grew stands without
-    settling, the device time heading the record: a failing verdict, whatever the noisy
-    latency said. Nothing else stands on the device time: a latency a user feels that
-    regressed, was withheld or is undecided is the latency's, by the usual rule (settled,
-    or its own verdict where it cannot be), however unchanged the device time and counts.
-    None where the quiet evidence does not decide (no device time on a side, no clock
-    reference, counts that vary, a GPU that ran throttled or shared, a device time that
-    passes or is undecided)."""
-    if f.domain == "cpu" or f.clocks_held is not True or not c.parts:
+    """A GPU benchmark on its quiet evidence: its device time, judged with the GPU's clocks
+    held, and the exact work counts (kernels, operator calls, Python calls, device syncs,
+    FLOPs). None where it does not decide; then the usual rule does.
+
+    - A device-time regression whose counts grew stands without settling, the device time
+      heading the record: a failing verdict, whatever the noisy latency said.
+    - A latency left undecided by its stored pass (one process pair, held to this runner's
+      measured spread), where the device time passes and the counts did not grow, stands on
+      the device time: no pair is spent where the quiet evidence agrees. A latency that
+      reads slower at all, or was claimed slower, is never waved through: the usual rule.
+    - Where this runner's host moves the latency by more than the pairs could resolve
+      (``f.host_ungated``), no pair is spent on it: what the quiet evidence does not pass
+      (counts grew, a device time undecided or unheard, a latency that reads slower) is
+      no pass, the host part said ungated."""
+    if f.domain == "cpu":
         return None
-    device = c.parts.get("gpu_time")
-    if device is None or device.verdict is not Verdict.REGRESSION or _throttled(c):
-        return None
+    parts = c.parts or {}
+    device = parts.get("gpu_time")
     counts = counts_relation(c.work)
-    if counts is None:
+    # What the device time says where it can speak: clocks held, not throttled, counted.
+    said = None
+    if f.clocks_held is True and device is not None and not _throttled(c) and counts:
+        said = device.verdict
+    timed = f.metric not in ("memory", "gpu_time")  # a time the host moves
+    ungated = f.host_ungated if timed else None
+    host = [p for m, p in parts.items() if m != "gpu_time"] or [c]
+    # A latency claimed slower at this runner's own spread is the usual rule's (settled).
+    claimed = any(p.verdict is Verdict.REGRESSION for p in host)
+    undecided = any(p.verdict is Verdict.INCONCLUSIVE for p in host)
+    quiet = said in PASSES and counts in ("same", "shrank") and not claimed
+    if quiet and (undecided or ungated is not None) and not _reads_slower(c):
+        return Decision(Step.STAND, evidence="gpu_time", counts=counts, ungated=ungated)
+    if ungated is not None and said is not Verdict.REGRESSION and not claimed:
+        withhold = Reason.WORK_GREW if counts == "grew" else Reason.HOST_UNGATED
+        return Decision(Step.STAND, no_settle or "", withhold=withhold, ungated=ungated)
+    if said is not Verdict.REGRESSION or device is None or counts is None or not parts:
         return None
     if counts != "grew":
         # The device's time grew while the work did not: settled, with what disagreed.
@@ -316,12 +355,31 @@ def _quiet(f: Facts, c: Comparison, no_settle: str | None) -> Decision | None:
         if no_settle is not None:
             return None
         return Decision(Step.SETTLE, why, budget_may_cut=False)
-    if not _holds_over_run(device, f, len(c.parts)):
+    if not _holds_over_run(device, f, len(parts)):
         return None
-    return Decision(Step.STAND, evidence="gpu_time", counts=counts)
+    return Decision(Step.STAND, evidence="gpu_time", counts=counts, ungated=ungated)
 
 
 _SAID = {"same": "are the same", "grew": "grew", "shrank": "fell", "mixed": "moved both ways"}
+
+
+def _reads_slower(c: Comparison) -> bool:
+    """Whether a time the host moves reads slower: its interval (one process pair, held to
+    the spread the run measured) lies above 1, or its ratio lies past the threshold however
+    wide the interval. Never passed on the device time: a host regression that may be
+    real (one read x1.4 in a simulated quiet run whose spread rested on one draw)."""
+    parts = c.parts or {"": c}
+    for metric, part in parts.items():
+        if metric == "gpu_time" or part.ratio is None or part.ratio <= 0:
+            continue
+        throughput = part.metric is Metric.THROUGHPUT
+        ratio = 1.0 / part.ratio if throughput else part.ratio
+        if ratio > 1.0 + part.threshold:
+            return True
+        low = part.ci_high if throughput else part.ci_low
+        if low is not None and low > 0 and (1.0 / low if throughput else low) > 1.0:
+            return True
+    return False
 
 
 def _throttled(c: Comparison) -> bool:
@@ -341,12 +399,14 @@ def _holds_over_run(device: Comparison, f: Facts, parts: int) -> bool:
 def might_fail(c: Comparison, faster: float = 1.0) -> bool:
     """Whether a verdict could still end in a failing test: what a run's budget never
     cuts short. A regression; a verdict the drift guard withheld or a GPU's state set
-    aside; an improvement the stored pass called (a stored pass that misread the machine
-    calls a hidden regression that); an undecided one without an interval, or whose
-    interval, or one of its parts', reaches past the threshold on the slow side once the
-    machine's own speed-up is allowed for (``faster``: how much faster it runs now than at
-    the baseline's run; a raw ratio hides that much)."""
+    aside; a pass whose exact work counts grew; an improvement the stored pass called (a
+    stored pass that misread the machine calls a hidden regression that); an undecided one
+    without an interval, or whose interval, or one of its parts', reaches past the threshold
+    on the slow side once the machine's own speed-up is allowed for (``faster``: how much
+    faster it runs now than at the baseline's run; a raw ratio hides that much)."""
     if c.parts and any(might_fail(part, faster) for part in c.parts.values()):
+        return True
+    if c.verdict in PASSES and counts_relation(c.work) == "grew":  # no pass stands on it
         return True
     if c.verdict is Verdict.REGRESSION or c.reason in (Reason.DRIFT_WITHHELD, Reason.GPU_THROTTLED):
         return True

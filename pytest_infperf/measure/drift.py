@@ -190,15 +190,39 @@ def _positive(value: Any) -> bool:
     )
 
 
-def gpu_reference(region: Mapping[str, Any] | None) -> dict[str, float]:
+def gpu_reference(
+    region: Mapping[str, Any] | None, state: Mapping[str, Any] | None = None
+) -> dict[str, float]:
     """The drift guard's GPU reference from a GPU benchmark's region record
     (``extra.gpu_region``: the NVML readings taken while its samples ran): the median SM
-    and memory clocks of the readings at which the GPU was not idle (empty without NVML
-    or where no clock was read)."""
-    if not region:
-        return {}
+    and memory clocks of the readings at which the GPU was not idle. Where no region was
+    watched (a record written before generations watched theirs), the clocks NVML read
+    just before and after the timed region (``extra.gpu_state``), both of them, else none.
+    Empty without NVML or where no clock was read."""
     out = {}
-    for key, field in zip(GPU_KEYS, ("sm_clock_mhz", "mem_clock_mhz"), strict=True):
-        if _positive(region.get(field)):
+    fields = ("sm_clock_mhz", "mem_clock_mhz")
+    for key, field in zip(GPU_KEYS, fields, strict=True):
+        if region and _positive(region.get(field)):
             out[key] = float(region[field])
+    if out or not state:
+        return out
+    ends = [state.get("before") or {}, state.get("after") or {}]
+    for key, field in zip(GPU_KEYS, fields, strict=True):
+        read = [float(end[field]) for end in ends if _positive(end.get(field))]
+        if len(read) == 2:
+            out[key] = statistics.median(read)
     return out
+
+
+def with_gpu_reference(
+    reference: Mapping[str, Any] | None, extra: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """A measurement's drift references with its GPU's clocks (:func:`gpu_reference`) where
+    they lack them; None where there is neither."""
+    extra = extra or {}
+    if reference and any(k in reference for k in GPU_KEYS):
+        return dict(reference)
+    gpu = gpu_reference(extra.get("gpu_region"), extra.get("gpu_state"))
+    if not reference and not gpu:
+        return None
+    return {**(reference or {}), **gpu}

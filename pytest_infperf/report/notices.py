@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.names import CompareMode
-from ..core.results import BenchmarkResult, Comparison, Reason, Verdict
+from ..core.results import HOST_SD, BenchmarkResult, Comparison, Reason, Verdict
 from ..measure import environment
 from .fmt import cannot_guard, fmt_level, short_name, wrap
 from .messages import accepted_line
@@ -189,12 +189,42 @@ def undetectable(results: Sequence[BenchmarkResult]) -> str | None:
     )
 
 
+def host_ungated(results: Sequence[BenchmarkResult]) -> str | None:
+    """The GPU benchmarks whose latency this runner's host left ungated, in one line: how
+    far it moved them (as the run measured it), that the device time and the exact counts
+    decided, and what would gate it. None where none was."""
+    seen = []
+    for r in sorted(results, key=lambda r: r.key):
+        c = r.comparison
+        if c is None:
+            continue
+        sds = [p.details.get(HOST_SD) for p in (c, *(c.parts or {}).values())]
+        found = [float(sd) for sd in sds if isinstance(sd, int | float)]
+        if found:
+            seen.append((r, max(found)))
+    if not seen:
+        return None
+    n, spread = len(seen), max(sd for _, sd in seen)
+    more = n - NAMED
+    shown = ", ".join(short_name(r) for r, _ in seen[:NAMED]) + (
+        f" and {more} more" if more > 0 else ""
+    )
+    them = "their" if n != 1 else "its"
+    return (
+        f"{UNGATED}the host part of {n} GPU benchmark{'s' * (n != 1)} went ungated: this "
+        f"runner moved {them} latency by up to +-{math.expm1(spread):.0%} between processes "
+        "(as this run measured it), more than the process pairs can resolve the threshold "
+        f"in; {them} device time and exact work counts decided ({shown}). To gate it: "
+        "cuda_graph=True or torch.compile(mode='reduce-overhead'), or a runner whose host "
+        "runs nothing else"
+    )
+
+
 def merged_warnings(warnings: Sequence[str], results: Sequence[BenchmarkResult]) -> list[str]:
     """A split run's warnings: the shards' own, less their lines of what their runner
     could not see, and that line once for the whole run."""
     out = [w for w in warnings if not w.startswith(UNGATED)]
-    line = undetectable(results)
-    return [*out, line] if line else out
+    return out + [line for line in (undetectable(results), host_ungated(results)) if line]
 
 
 def _threaded_cpu(r: BenchmarkResult) -> bool:
@@ -238,7 +268,7 @@ def run_warnings(
     if moved:
         out.append(moved)
     out += list(dict.fromkeys(session))
-    for line in (no_baseline(results), undetectable(results)):
+    for line in (no_baseline(results), undetectable(results), host_ungated(results)):
         if line:
             out.append(line)
     for r in sorted(results, key=lambda r: r.key):

@@ -13,7 +13,7 @@ from ..judge import policy
 if TYPE_CHECKING:
     from ..ab.workers import BaseCall
     from ..core.budget import Spare
-    from ..core.results import BenchmarkResult, WorkProfile
+    from ..core.results import WorkProfile
     from ..measure.call import BenchCall
     from .context import RunContext
 
@@ -152,12 +152,3 @@ def _stored_of(context: RunContext, sha: str | None) -> dict[str, dict[str, Any]
     if (doc.get("commit") or {}).get("dirty"):  # saved from other code than its commit's
         return {}
     return dict(iter_entries(doc))
-
-
-def clocks_held(result: BenchmarkResult, entry: dict[str, Any] | None) -> bool | None:
-    """Whether the GPU's clocks held between the baseline's run and this one (within GPU
-    Boost's steps); None where a side has no clock reference (no NVML, an older baseline)."""
-    from ..measure.drift import speed_factors
-
-    factors = speed_factors(result.reference, (entry or {}).get("reference"), "gpu")
-    return None if factors is None else factors == (1.0, 1.0)

@@ -38,7 +38,6 @@ from .collector import is_perf, split_deselected
 from .context import RunContext
 from .facts import (
     base_call_reason,
-    clocks_held,
     comparable,
     env_reason,
     family,
@@ -138,7 +137,10 @@ class Plain:
             run_alpha=s.run_alpha,
             gpu_throttle=s.gpu_throttle,
         )
-        return Judge(policy, family=self.family)
+        judge = Judge(policy, family=self.family)
+        # How far the host moved since the baseline's run: a draw of this runner's spread.
+        judge.host_moved((self.context.drift() or {}).get("python_ratio"))
+        return judge
 
     @functools.cached_property
     def gate(self) -> Gate:
@@ -179,7 +181,7 @@ def _references(reference: dict[str, Any] | None, extra: ResultExtra) -> dict[st
     first measurement and a re-measurement alike."""
     from ..measure.drift import gpu_reference
 
-    return {**(reference or {}), **gpu_reference(extra.get("gpu_region"))}
+    return {**(reference or {}), **gpu_reference(extra.get("gpu_region"), extra.get("gpu_state"))}
 
 
 class Stored(Plain):
@@ -344,22 +346,36 @@ class Stored(Plain):
         return _work.attach(c, result.work, None if entry is None else work_of(entry))
 
     def _judged(self, call: BenchCall, result: BenchmarkResult) -> Comparison:
-        """The stored verdict, and what the policy makes of it."""
+        """The stored verdict, and what the policy makes of it; on a GPU, what it showed of
+        this runner's host joins the judge's spread (:meth:`Judge.learn_stored`)."""
         from ..judge import work as _work
         from ..judge.device import work_of
 
         source = self.context.source
         assert source is not None
-        judge = self.judge
         entry = source.entries.get(result.key)
-        c = judge.stored(result, entry, call.opts, source.as_origin(), source.env_diff)
+        c = self.judge.stored(result, entry, call.opts, source.as_origin(), source.env_diff)
         # The work diff is part of the quiet evidence the policy reads.
         c = _work.attach(c, result.work, None if entry is None else work_of(entry))
+        final = self._decided(call, result, c)
+        if call.domain != "cpu":
+            self.judge.learn_stored(c, final)
+        return final
+
+    def _decided(self, call: BenchCall, result: BenchmarkResult, c: Comparison) -> Comparison:
+        """What the policy makes of the stored verdict ``c``."""
+        from ..judge.device import clocks_held
+
+        source = self.context.source
+        assert source is not None
+        judge = self.judge
+        entry = source.entries.get(result.key)
         facts = self._facts(
             call,
             stored=c,
             timed_s=float(result.decisions.get("timed_s") or 0.0),
             clocks_held=clocks_held(result, entry),
+            host_ungated=None if call.domain == "cpu" else judge.host_ungated(call.opts),
         )
         self._refused = ""
         d = policy.after_stored(facts)
@@ -370,15 +386,12 @@ class Stored(Plain):
             if not isinstance(settled, str):
                 return settled
             d = policy.after_stored(dataclasses.replace(facts, unsettled=settled))
-        if d.step is policy.Step.STAND and d.evidence is not None and d.counts is not None:
-            from ..judge.device import by_device_time
-
-            return by_device_time(c, d.counts, self.family)
         if d.step is policy.Step.REMEASURE:
             if self._controller is not None:  # settling's workers rest while it re-measures
                 early.quiet_workers(self._controller)
             c = _remeasure(judge, self.context, call, result, c)
-        return judge.unsettled(c, d.reason)
+            return judge.unsettled(c, d.reason)
+        return judge.stands(c, d)
 
     def _settle(
         self, call: BenchCall, result: BenchmarkResult, stored: Comparison, d: policy.Decision

@@ -109,6 +109,8 @@ class Pooled:
             if self.k < 1:  # no pair with a finite error: nothing to bound
                 return None
             df = prior.df + self.k - 1
+            if df <= 0:  # an unmeasured spread and one pair: no bound at all
+                return math.inf, 1.0
             var = (prior.df * prior.var / self.k + (self.k - 1) * self.se_hk**2) / df
         else:
             if self.k < 2 or math.isinf(prior):
@@ -162,6 +164,8 @@ class Pooled:
         pairs' spread, not lent the suite's degrees of freedom (:mod:`..judge.plan`)."""
         if self.k < 2 or self.s2 <= 0:
             return True
+        if prior.df <= 0 or prior.var <= 0:  # nothing measured to fit: its own spread
+            return False
         from scipy.special import fdtrc  # noqa: PLC0415
 
         return float(fdtrc(self.k - 1, prior.df, self.s2 / prior.var)) >= SUITE_FIT_P
@@ -340,6 +344,68 @@ class SuiteSpread:
         if len(seen) < SUITE_MIN:
             return None
         return fit_spread([v for v, _ in seen], [d for _, d in seen])
+
+
+#: A spread nothing on this runner has measured yet: a bound on it rests on the
+#: comparison's own pairs alone (Student's t with k - 1 degrees of freedom; none from one).
+UNMEASURED = Spread(0.0, 0.0)
+
+
+class RunnerSpread:
+    """How far a latency moves between two processes on this runner, from the run's own
+    evidence, never from another machine's floor. On a GPU runner the device's time of
+    identical code agreed within 0.5% between processes where the host's latency moved by
+    tens of percent (docs/MEASURED.md, "A GPU runner's host"), so a latency there is held to
+    what this run saw:
+
+    - **stored draws**: a stored pass is one process pair (the baseline's run against this
+      one): the session-start reference's Python loop, and the latency of every benchmark
+      whose device time and exact work counts are the same on both sides (the run's own
+      identical code), each a log-ratio of that pair, about no change (one degree of
+      freedom each). They share the two processes, and with them whatever shift a process
+      gives all its models: their mean square holds that shift, which is what the other
+      stored passes of the same two processes are judged in;
+    - **pairs**: an interleaved comparison's process pairs, their spread about its mean
+      (``k - 1`` degrees of freedom each).
+
+    A stored pass is judged in all of it (:meth:`of`: its own pair's shift is in the
+    draws); an interleaved comparison's process pairs, new processes each, in the pairs'
+    alone (:meth:`of_pairs`: two processes that happened to agree say little of the next
+    two). Either is the prior of a moderated t (:class:`Spread`), their pooled variance;
+    before any evidence, :data:`UNMEASURED`."""
+
+    def __init__(self) -> None:
+        self._draws: list[float] = []
+        self._pairs: list[tuple[float, int]] = []
+
+    def draw(self, log_ratio: float) -> None:
+        """One stored pair's log-ratio of a latency that did the same work on both sides."""
+        if math.isfinite(log_ratio):
+            self._draws.append(log_ratio)
+
+    def pairs(self, pooled: Pooled) -> None:
+        """One interleaved comparison's process pairs (one pair tells nothing)."""
+        if pooled.k >= 2 and math.isfinite(pooled.s2):
+            self._pairs.append((pooled.s2, pooled.k - 1))
+
+    def of(self) -> Spread:
+        """The spread this run measured so far, stored draws and pairs (:data:`UNMEASURED`
+        before any)."""
+        return _pooled_spread([(r * r, 1) for r in self._draws] + self._pairs)
+
+    def of_pairs(self) -> Spread:
+        """The spread the run's interleaved process pairs showed (:data:`UNMEASURED` before
+        any comparison of two pairs)."""
+        return _pooled_spread(self._pairs)
+
+
+def _pooled_spread(parts: Sequence[tuple[float, int]]) -> Spread:
+    """Variances with their degrees of freedom, pooled."""
+    df = float(sum(d for _, d in parts))
+    squares = sum(v * d for v, d in parts)
+    if df <= 0 or squares <= 0:
+        return UNMEASURED
+    return Spread(squares / df, min(df, SUITE_MAX_DF))
 
 
 def fit_spread(variances: Sequence[float], dfs: Sequence[int]) -> Spread | None:

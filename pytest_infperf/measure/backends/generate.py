@@ -30,6 +30,7 @@ from typing import Any
 
 from ...core.options import BenchOptions
 from .. import cpuwait as _cpuwait
+from .. import gpu, tenancy
 from . import BackendError, Prepared, WorkTarget, require
 from .torch import RecompileWatch, is_compiled, set_threads, tf32_state
 
@@ -99,6 +100,7 @@ class GenerationSampler:
         stopping = require("transformers").StoppingCriteriaList([self.clock])
         self.kwargs = {**kwargs, "stopping_criteria": stopping}
         self._metrics: dict[str, list[float]] = _empty()
+        self.region: Any = None  # tenancy.RegionWatch across the timed region
 
     @contextlib.contextmanager
     def context(self) -> Iterator[None]:
@@ -166,6 +168,12 @@ class GenerationSampler:
         self.watch.start()
         if self.device.type == "cuda":
             self.torch.cuda.reset_peak_memory_stats(self.device)
+            # The GPU's clocks while the generations ran, as a call's region is watched:
+            # the device time's drift reference (measure/drift.py).
+            index = getattr(self.device, "index", None)
+            at = gpu.nvml_index(index if isinstance(index, int) else 0)
+            self.region = tenancy.RegionWatch(at)
+            self.region.start()
 
     def end_timed(self, samples_ns: list[int]) -> dict[str, Any]:
         extra = self.watch.result()
@@ -173,10 +181,15 @@ class GenerationSampler:
             torch = self.torch
             extra["cuda_max_allocated_bytes"] = int(torch.cuda.max_memory_allocated(self.device))
             extra["cuda_max_reserved_bytes"] = int(torch.cuda.max_memory_reserved(self.device))
+        if self.region is not None:
+            region = self.region.result(len(samples_ns))
+            if region:
+                extra["gpu_region"] = region
         return extra
 
     def checkpoint(self) -> None:
-        return None
+        if self.region is not None:
+            self.region.check()
 
     def take_metrics(self) -> dict[str, list[float]]:
         """The per-generation figures recorded since the last call (and forget them)."""
