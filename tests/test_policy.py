@@ -234,7 +234,7 @@ def test_after_the_stored_pass(facts: Facts, step: Step, reason: str | None) -> 
     if d.step in (Step.SETTLE, Step.RECHECK):
         assert facts.stored is not None
         whole = (facts.misread and facts.domain == "cpu") or might_fail(facts.stored, facts.faster)
-        assert d.budget_may_cut is not whole
+        assert d.budget_may_cut is (not whole)
     # Only a GPU's device time stands as the quiet evidence: a regression whose counts grew,
     # or a pass beside a latency its stored pass left undecided.
     parts = facts.stored.parts or {}
@@ -305,6 +305,14 @@ HOST: list[tuple[str, Facts, Step, str | None, Reason | None, str | None]] = [
     ("ungated: latency x2, settle off", ungated(gpu_lat(U, R, lat=X2), settle="off"), REMEASURE,
      None, None, None),
     ("ungated: device reg., same counts", ungated(gpu_lat(R)), SETTLE, None, None, "says"),
+    # the host's spread speaks of times the host moves, not of memory or the device alone
+    ("ungated, metric memory", ungated(gpu_lat(IN), metric="memory"), STAND, None, None,
+     "metric=memory"),
+    ("ungated, metric gpu_time", ungated(gpu_lat(IN), metric="gpu_time"), STAND, None, None,
+     "metric=gpu_time"),
+    # a device-time regression the clocks cannot vouch for claims nothing for the latency
+    ("ungated: clocks moved, device reg.", ungated(gpu_lat(R), clocks_held=False), STAND, None,
+     HOST_UNGATED, None),
     # resolvable: the usual rule
     ("resolvable: device unchanged", on_gpu(gpu_lat(U)), STAND, "gpu_time", None, None),
     ("resolvable: latency reads slower", on_gpu(gpu_lat(U, lat=LAT_SLOWER)), SETTLE, None, None,
@@ -344,6 +352,8 @@ def test_the_host_part_and_the_work(
 ) -> None:
     d = after_stored(facts)
     assert (d.step, d.evidence, d.withhold) == (step, evidence, withhold), d
+    assert facts.stored is not None
+    assert d.counts == (counts_relation(facts.stored.work) if evidence else None), d
     if reason is None:
         assert d.reason == ""
     else:
@@ -352,8 +362,55 @@ def test_the_host_part_and_the_work(
     stood_ungated = facts.host_ungated is not None and facts.domain != "cpu" and step is STAND
     assert d.ungated == (UNGATED if stood_ungated and (evidence or withhold) else None), d
     if d.step is SETTLE:  # what may still fail is settled whole
-        assert facts.stored is not None
-        assert d.budget_may_cut is not might_fail(facts.stored, facts.faster)
+        assert d.budget_may_cut is (not might_fail(facts.stored, facts.faster))
+
+
+def _part(ratio: float | None, low: float | None, high: float | None, **kw: Any) -> Comparison:
+    return Comparison(IN, ratio=ratio, ci_low=low, ci_high=high, **kw)
+
+
+TP, GT = Metric.THROUGHPUT, Metric.GPU_TIME
+# (id, the parts, or a headline alone, whether a time the host moves reads slower)
+READS: list[tuple[str, dict[str, Comparison] | Comparison, bool]] = [
+    ("past the threshold", {"median": _part(1.06, 0.7, 1.5)}, True),
+    ("at the threshold", {"median": _part(1.05, 0.7, 1.5)}, False),
+    ("its interval above 1", {"median": _part(1.02, 1.01, 1.03)}, True),
+    ("its interval from 1", {"median": _part(1.02, 1.0, 1.04)}, False),
+    ("no interval", {"median": _part(1.02, None, None)}, False),
+    ("no ratio, an interval above 1", {"median": _part(None, 1.01, 1.03)}, True),
+    ("a ratio of 1 inside an interval above it", {"median": _part(1.0, 1.001, 1.1)}, True),
+    ("its own threshold", {"median": _part(1.08, 0.7, 1.5, threshold=0.1)}, False),
+    ("the device alone slower", {"median": _part(1.0, 0.9, 1.1),
+                                 "gpu_time": _part(1.3, 1.2, 1.4, metric=GT)}, False),
+    ("the device first, the latency slower", {"gpu_time": _part(1.0, 0.99, 1.01, metric=GT),
+                                              "median": _part(1.2, 1.1, 1.3)}, True),
+    ("a TTFT slower beside a TPOT", {"ttft": _part(1.0, 0.9, 1.1),
+                                     "tpot": _part(1.1, 0.9, 1.3)}, True),
+    ("throughput lower", {"median": _part(0.94, 0.7, 1.3, metric=TP)}, True),
+    ("throughput higher", {"median": _part(1.06, 0.97, 1.2, metric=TP)}, False),
+    ("throughput's interval below 1", {"median": _part(0.98, 0.95, 0.99, metric=TP)}, True),
+    ("throughput's interval up to 1", {"median": _part(0.98, 0.95, 1.0, metric=TP)}, False),
+    ("throughput without figures", {"median": _part(None, None, None, metric=TP)}, False),
+    ("no parts: the headline slower", _part(1.2, 0.9, 1.6), True),
+    ("no parts: the headline within", _part(1.0, 0.9, 1.1), False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("parts", "slower"), [r[1:] for r in READS], ids=[r[0] for r in READS])
+def test_what_reads_slower(parts: dict[str, Comparison] | Comparison, slower: bool) -> None:
+    from pytest_infperf.judge.policy import _reads_slower
+
+    c = parts if isinstance(parts, Comparison) else Comparison(IN, parts=parts)
+    assert _reads_slower(c) is slower
+
+
+def test_the_reasons_and_defaults_said_exactly() -> None:
+    d = after_stored(Facts(stored=cmp(U, work=GREW)))
+    assert (d.step, d.reason, d.budget_may_cut) == (SETTLE, "the exact work counts grew", False)
+    # A verdict undecided up to 1.04: within the threshold only where the machine's speed
+    # is not allowed for (the default: no faster than at the baseline's run).
+    assert not might_fail(cmp(IN, 1.0, 0.9, 1.04))
+    assert might_fail(cmp(IN, 1.0, 0.9, 1.04), 1.02)
 
 
 def test_the_quiet_evidence_says_what_decided() -> None:

@@ -347,8 +347,9 @@ def _quiet(f: Facts, c: Comparison, no_settle: str | None) -> Decision | None:
     if ungated is not None and said is not Verdict.REGRESSION and not claimed:
         withhold = Reason.WORK_GREW if counts == "grew" else Reason.HOST_UNGATED
         return Decision(Step.STAND, no_settle or "", withhold=withhold, ungated=ungated)
-    if said is not Verdict.REGRESSION or device is None or counts is None or not parts:
+    if said is not Verdict.REGRESSION or not parts:
         return None
+    assert device is not None and counts is not None  # what said a regression
     if counts != "grew":
         # The device's time grew while the work did not: settled, with what disagreed.
         why = f"the device time says {device.verdict} while the work counts {_SAID[counts]}"
@@ -368,16 +369,14 @@ def _reads_slower(c: Comparison) -> bool:
     the spread the run measured) lies above 1, or its ratio lies past the threshold however
     wide the interval. Never passed on the device time: a host regression that may be
     real (one read x1.4 in a simulated quiet run whose spread rested on one draw)."""
-    parts = c.parts or {"": c}
-    for metric, part in parts.items():
-        if metric == "gpu_time" or part.ratio is None or part.ratio <= 0:
+    for metric, part in (c.parts or {"": c}).items():
+        if metric == "gpu_time":
             continue
-        throughput = part.metric is Metric.THROUGHPUT
-        ratio = 1.0 / part.ratio if throughput else part.ratio
-        if ratio > 1.0 + part.threshold:
-            return True
-        low = part.ci_high if throughput else part.ci_low
-        if low is not None and low > 0 and (1.0 / low if throughput else low) > 1.0:
+        ratio, low = part.ratio, part.ci_low
+        if part.metric is Metric.THROUGHPUT:  # judged on its latency's orientation
+            ratio = 1.0 / ratio if ratio else None
+            low = 1.0 / part.ci_high if part.ci_high else None
+        if (ratio or 0.0) > 1.0 + part.threshold or (low or 0.0) > 1.0:
             return True
     return False
 
