@@ -17,7 +17,10 @@ worker answers with ``ev``s:
   (``work``: the :class:`~pytest_infperf.core.results.WorkProfile` as JSON, or None), asked
   only of a worker whose ``collected`` listed ``"profile"`` in its ``features`` (a base
   checkout's older worker does not know it); every ``ready`` carries ``origins``, where
-  the project's modules in the worker came from (absent from an older worker's);
+  the project's modules in the worker came from (absent from an older worker's), and
+  ``children``, those of the processes its tests started (each a dict like ``origins``);
+- ``collected`` lists the perf tests' ``nodeids`` and the collection's ``errors`` (node id
+  and the error's tail: a file of the checkout that could not be collected);
 - ``quit`` ends the worker; ``error`` reports a crash of the worker itself.
 """
 
@@ -52,6 +55,10 @@ IMPORTS_ENV = "INFPERF_AB_IMPORTS"
 #: Environment variable carrying the folder the worker works in: where the controller's
 #: pytest was invoked, mapped into the worker's checkout.
 CWD_ENV = "INFPERF_AB_CWD"
+#: Environment variable carrying the folder where the base side's processes record where
+#: their project modules came from (:mod:`~pytest_infperf.ab.interpreter`): the worker
+#: sends what its tests' processes recorded with each ``ready`` (``children``).
+CHILDREN_ENV = "INFPERF_AB_CHILDREN"
 
 # controller -> worker
 RUN = "run"
@@ -90,6 +97,9 @@ class Ready(TypedDict):
     #: file; :class:`~pytest_infperf.ab.proof.Origins`), None where it was not told what
     #: the project is.
     origins: dict[str, str] | None
+    #: The same for the other processes of this side (those its tests started): each
+    #: ``{"pid": ..., "origins": {module: file}}``.
+    children: list[dict[str, Any]]
 
 
 class Done(TypedDict):

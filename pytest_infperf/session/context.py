@@ -55,6 +55,9 @@ class RunContext:
     removed: list[str] = dataclasses.field(default_factory=list)
     #: Regressions this change accepts: Perf-Accept trailers and --perf-accept.
     accept: list[AcceptRule] = dataclasses.field(default_factory=list)
+    #: Why this run measured code that is not the working tree's (a stale or foreign
+    #: installed copy of the project): its tests failed, and it stores nothing.
+    refused: str | None = None
 
     @property
     def compares(self) -> bool:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ..ab.checkout import Selection
     from ..ab.controller import ABController
     from ..ab.interleave import PairedRun
+    from ..ab.proof import Head
     from ..ab.workers import BaseCall
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
@@ -71,13 +72,47 @@ class Disabled:
         return call.disabled_result()
 
 
+class HeadProof:
+    """The head process's proof, asked before every measurement of every mode that
+    measures (:class:`~pytest_infperf.ab.proof.Head`): a project module imported from a
+    stale or foreign installed copy fails the test, and the run stores nothing."""
+
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+
+    @functools.cached_property
+    def _head(self) -> Head:
+        from ..ab.proof import Head
+
+        rootdir = self.context.settings.rootdir
+        top = self.context.toplevel or next(
+            (p for p in (rootdir, *rootdir.parents) if (p / ".git").exists()), rootdir
+        )
+        return Head(top)
+
+    def prove(self) -> None:
+        __tracebackhide__ = True
+        from ..measure.call import BenchmarkError
+
+        doing = "compare" if self.context.compares else "measure"
+        refusal = self._head.refusal(doing)
+        if refusal is not None:
+            self.context.refused = self.context.refused or refusal
+            raise BenchmarkError(refusal)
+
+
 class Counting:
     """``--perf-count``: no timing; each model called once and its work counted (the
     profiled pass), for ``infperf bisect``'s search on the counts before any timing."""
 
     name = "count"
 
+    def __init__(self, context: RunContext) -> None:
+        self.proof = HeadProof(context)
+
     def measure(self, call: BenchCall) -> BenchmarkResult:
+        __tracebackhide__ = True
+        self.proof.prove()
         return call.counted()
 
 
@@ -97,6 +132,7 @@ class Plain:
         #: The files of the perf tests, in collection order: what interleaving's process
         #: pairs collect (``ABController.collected``).
         self.perf_files: list[str] = []
+        self.proof = HeadProof(context)
         #: --perf-budget, from the session's start (None: none, or nothing to compare).
         source = context.source
         self.budget, why = Budget.of(
@@ -150,6 +186,7 @@ class Plain:
         __tracebackhide__ = True
         from ..measure.call import gpu_clocks, gpu_state, record_gpu_state, timing_lock
 
+        self.proof.prove()
         domain = call.domain
         with timing_lock(domain, self.context.warn):
             before = gpu_state(call.prepared) if domain != "cpu" else None
@@ -271,6 +308,7 @@ class Stored(Plain):
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         __tracebackhide__ = True
+        self.proof.prove()
         if self.budget is not None:
             self.budget.measured.add(call.nodeid)
         d = policy.route(self._facts(call))
@@ -586,6 +624,7 @@ class ABHead(Plain):
         __tracebackhide__ = True
         from ..measure.call import timing_lock
 
+        self.proof.prove()
         with timing_lock("cpu", self.context.warn):
             result = self._interleaved(call)
         for failure in self.gate.apply(result):
@@ -661,7 +700,7 @@ def choose(config: pytest.Config, context: RunContext) -> Mode:
     if s.disable:
         return Disabled()
     if s.count:
-        return Counting()
+        return Counting(context)
     if s.ab:
         return _ab_head(config, context)
     if context.source is not None:
