@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from .conftest import BUSY_HEADER, FAST_INI, expert, fast_ini, git, init_repo, load_json
+from .conftest import (
+    BUSY_HEADER,
+    FAST_INI,
+    expert,
+    fast_ini,
+    git,
+    init_repo,
+    load_json,
+    stored_file,
+)
 
 # Busy-waits are immune to the machine's speed, so verdicts here are deterministic: these
 # tests check behaviour; benchmarks/decision_quality.py checks the statistics.
@@ -100,21 +109,20 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     slow_down(repo.path)
     commit_all(repo.path, "make it slower")
 
-    # The stored baseline alone decides with --perf-settle=off.
-    result = repo.runpytest(
-        "--perf-compare=main", "--perf-settle=off", "--perf-json=cmp.json", "--junitxml=j.xml"
-    )
+    # The stored baseline alone decides where settling cannot happen: a results file.
+    result = repo.runpytest(stored_file(repo.path), "--perf-json=cmp.json", "--junitxml=j.xml")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
             "PERFORMANCE REGRESSION in test_suite.py::test_slowed: *% slower (median latency; "
             "90% interval +*% to +*%, past the 5% threshold)",
             "*median latency: now 2?? us, before 2?? us",
-            "*decided by: the stored baseline, confirmed on fresh samples",
+            "*decided by: the stored baseline, confirmed on fresh samples (not settled in this "
+            "job: --perf-compare names a results file, so there is no commit to measure)",
             f"*reproduce (interleaved on this machine, from the rootdir): pytest "
             f"test_suite.py::test_slowed --perf-ab={head[:12]}",
             "*accept it: a 'Perf-Accept: test_suite.py::test_slowed <reason>' trailer*",
-            f"*baseline: commit {head[:10]} (1 commit before the merge-base of main and HEAD)",
+            "*baseline: *",
         ]
     )
     # The untouched three pass; what each is called (unchanged, or inconclusive after a
@@ -125,7 +133,7 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     by_key = {b["key"].split("::")[1]: b for b in cmp["benchmarks"]}
     slowed = by_key["test_slowed"]["comparison"]
     assert slowed["verdict"] == "regression"
-    assert slowed["baseline_commit"] == head and slowed["baseline_distance"] == 1
+    assert slowed["baseline_commit"] == head  # its distance: the settled run's, below
     assert 1.2 < slowed["ratio"] < 1.4 and slowed["ci_low"] > 1.05
     for key in (
         "ratio",
@@ -143,7 +151,7 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     passing = ("unchanged", "no-regression", "inconclusive")
     assert by_key["test_steady"]["comparison"]["verdict"] in passing
     assert by_key["test_named#second"]["comparison"]["verdict"] in passing
-    assert cmp["comparison"]["sha"] == head and cmp["comparison"]["distance"] == 1
+    assert cmp["comparison"]["sha"] == head
     props = {
         (c.get("name"), p.get("name")): p.get("value")
         for c in ET.parse(repo.path / "j.xml").getroot().iter("testcase")
@@ -489,10 +497,10 @@ def test_drift_guard_warns(repo: pytest.Pytester) -> None:
     # a machine four times as fast: far beyond this machine's own drift between two runs
     doc["reference"] = {k: v / 4 for k, v in doc["reference"].items()}
     path.write_text(json.dumps(doc))
-    # Settling off: every verdict rests on the stored pass, so the warning is due whatever
-    # the stored pass reads (one a loaded machine leaves undecided would be settled, and a
-    # run where all were settled rightly says nothing).
-    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-json=out.json")
+    # A results file: every verdict rests on the stored pass, so the warning is due
+    # whatever the stored pass reads (one a loaded machine leaves undecided would be
+    # settled, and a run where all were settled rightly says nothing).
+    result = repo.runpytest(stored_file(repo.path), "--perf-json=out.json")
     result.stdout.fnmatch_lines(
         [
             # (a reference part whose ratio is past x10 is not named: the other part is)
@@ -643,10 +651,9 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
 
     def slowed(**expert: object) -> dict[str, object]:
         result = repo.runpytest(
-            "--perf-compare=HEAD",
+            stored_file(repo.path),  # the stored verdict alone
             "--perf-json=out.json",
             *_expert(drift_guard="adjust", **expert),
-            "--perf-settle=off",  # the stored verdict alone
         )
         result.assert_outcomes(passed=3)
         bench = next(
@@ -666,9 +673,7 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
     assert c["verdict"] == "inconclusive"
     assert "regression without the drift guard" in str(c["note"])
     # with the guard only warning, the same comparison is a regression
-    result = repo.runpytest(
-        "--perf-compare=HEAD", *_expert(drift_guard="warn"), "--perf-settle=off"
-    )
+    result = repo.runpytest(stored_file(repo.path), *_expert(drift_guard="warn"))
     result.assert_outcomes(passed=2, failed=1)
     # by default, the withheld verdict is settled in the job: measured against the
     # baseline commit's code now, the machine's state cancels and the slowdown shows
