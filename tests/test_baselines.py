@@ -230,6 +230,72 @@ def test_the_family_counts_benchmarks_not_tests(repo: pytest.Pytester) -> None:
         assert family(Context(), nodeids) == size  # type: ignore[arg-type]
 
 
+#: A test that makes as many benchmarks as names.txt says, each x3 slower with factor.txt.
+MANY = (
+    BUSY_HEADER
+    + """
+NAMES = int((Path(__file__).parent / "names.txt").read_text())
+
+def test_one(infer_bench):
+    infer_bench(lambda: busy(100 * FACTOR))
+
+def test_many(infer_bench):
+    for i in range(NAMES):
+        infer_bench(lambda: busy(100 * FACTOR), name=f"n{i}")
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("made", "size", "counted", "family"),
+    [
+        (1, 2, 1, 2),  # as counted: the run's family
+        (3, 2, 3, 2),  # the baseline held all three
+        (3, 2, 1, 6),  # a new test's share over all three it made
+        (50, 1, 1, 50),  # one test, fifty names, nothing counted: before, a family of 1
+        (5, 10, 2, 25),  # rounded up
+        (0, 0, 0, 1),
+    ],
+)
+def test_a_tests_claims_are_held_to_its_share(
+    made: int, size: int, counted: int, family: int
+) -> None:
+    from pytest_infperf.core.family import of_test
+
+    assert of_test(size, made, counted) == family
+
+
+def test_a_test_that_makes_more_benchmarks_than_counted_holds_its_claims(
+    pytester: pytest.Pytester, git_env: None
+) -> None:
+    """The baseline holds test_many's one benchmark; now it makes three. The run counted
+    two benchmarks (test_one, test_many): before, test_many's n0 was claimed at a family of
+    2 (p 0.0025 x 2 <= 0.01) beside two more claims it did not count. Each test's claims now
+    share its part of the run's alpha: n0 is held at 2 x 3 and not claimed, test_one's
+    stands at 2; the JSON's family counts the four made."""
+    ini = fast_ini(drift_guard="off", max_rounds=6, min_time=0.0001).replace(
+        "infperf_rounds = 10", "infperf_rounds = 6"
+    )
+    pytester.makefile(".ini", pytest=ini)
+    pytester.makepyfile(test_many=MANY)
+    (pytester.path / "factor.txt").write_text("1.0")
+    (pytester.path / "names.txt").write_text("1")
+    init_repo(pytester.path)
+    pytester.runpytest("--perf-save").assert_outcomes(passed=2)
+    (pytester.path / "factor.txt").write_text("3.0")
+    (pytester.path / "names.txt").write_text("3")
+    result = pytester.runpytest(stored_file(pytester.path), "--perf-json=out.json")
+    doc = load_json(pytester.path / "out.json")
+    found = {b["key"].split("::")[1]: b["comparison"] for b in doc["benchmarks"]}
+    assert found["test_one"]["verdict"] == "regression", result.stdout.str()
+    n0 = found["test_many#n0"]
+    assert n0["verdict"] == "inconclusive" and n0["reason"] == "multiplicity", n0
+    assert n0["family_size"] == 6 and "over the run's 6 benchmarks" in n0["note"]
+    assert {found["test_many#n1"]["verdict"], found["test_many#n2"]["verdict"]} == {"no-baseline"}
+    assert doc["family"]["benchmarks"] == 4
+    result.assert_outcomes(passed=1, failed=1)  # test_one; test_many's claim was withdrawn
+
+
 def test_a_saved_baseline_says_which_failed_tests_it_lacks(repo: pytest.Pytester) -> None:
     """--perf-save with a perf test that fails before measuring stores a partial baseline:
     the run says which tests it lacks (their comparisons would find no baseline)."""

@@ -8,7 +8,7 @@ and fails a test whose results carried failures once the test body has finished.
 from __future__ import annotations
 
 import sys
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +75,32 @@ class Collector:
             return
         self.results.append(result)
         item.user_properties.extend(junit_properties(result))
+
+    def properties(self, result: BenchmarkResult) -> list[tuple[str, object]]:
+        """The JUnit properties a result gave its test (as :meth:`add` gave them)."""
+        return junit_properties(result) if result.samples else []
+
+    def regated(
+        self,
+        item: pytest.Item,
+        result: BenchmarkResult,
+        props: list[tuple[str, object]],
+        was: Sequence[str],
+        now: Sequence[str],
+    ) -> None:
+        """A result judged again at its test's end (its verdict held to what its test
+        made): the failures and JUnit properties it gave its test, replaced."""
+        held: list[str] = item.stash.get(failures_key, [])
+        stashed = list(held)
+        for failure in was:
+            if failure in stashed:
+                stashed.remove(failure)
+        item.stash[failures_key] = [*stashed, *now]
+        kept = list(item.user_properties)
+        for prop in props:
+            if prop in kept:
+                kept.remove(prop)
+        item.user_properties[:] = [*kept, *self.properties(result)]
 
     def absorb(self, data: dict[str, Any]) -> None:
         """Controller: take in one xdist worker's results."""

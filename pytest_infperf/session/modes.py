@@ -19,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,7 @@ from .facts import (
     base_call_reason,
     clocks_held,
     comparable,
+    counted,
     env_reason,
     family,
     session_facts,
@@ -133,6 +136,10 @@ class Plain:
         #: pairs collect (``ABController.collected``).
         self.perf_files: list[str] = []
         self.proof = HeadProof(context)
+        #: How many benchmarks the run counted for each test (the baseline's; one where it
+        #: holds none), and what each test has made so far, with its failures.
+        self._counted: Counter[str] = Counter()
+        self._made: dict[str, list[tuple[BenchmarkResult, list[str]]]] = {}
         #: --perf-budget, from the session's start (None: none, or nothing to compare).
         source = context.source
         self.budget, why = Budget.of(
@@ -152,6 +159,7 @@ class Plain:
         # A shard of a split run judges over the whole run's benchmarks, as the unsplit
         # run does: its own tests', and those pytest-split left to the other shards.
         self.family = max(1, family(self.context, [i.nodeid for i in perf] + self._other_shards))
+        self._counted = counted(self.context)
         self.perf_files = [str(item.path) for item in perf]
         if self.budget is not None:
             # Under xdist each worker collects every test and measures its share of them.
@@ -202,12 +210,56 @@ class Plain:
                 if probe is not None:  # the drift guard's GPU reference, beside the CPU's
                     result.reference = _references(result.reference, result.extra)
             result.comparison = self.compare(call, result)
-        for failure in self.gate.apply(result):
-            call.fail(failure)
+        self.gated(call, result)
         return result
 
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
         return None
+
+    def gated(self, call: BenchCall, result: BenchmarkResult) -> None:
+        """What ``result``'s verdict means for its test (the gate), kept with the test's
+        other benchmarks until its end (:meth:`pytest_runtest_call_held`)."""
+        failures = self.gate.apply(result)
+        for failure in failures:
+            call.fail(failure)
+        self._made.setdefault(call.nodeid, []).append((result, failures))
+
+    @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_runtest_call")
+    def pytest_runtest_call_held(self, item: pytest.Item) -> Generator[None, object, object]:
+        """Once a test's body ran, before its failures are raised (the collector's wrapper,
+        outside this one): a test that made more benchmarks than the run counted for it
+        holds each of its claims to its share of the run's alpha spread over all it made
+        (:func:`~pytest_infperf.core.family.of_test`), and is gated again where one lost
+        its claim."""
+        try:
+            return (yield)
+        finally:
+            made = self._made.pop(item.nodeid, [])
+            if len(made) > max(1, self._counted[item.nodeid]):
+                self._hold(item, made)
+
+    def _hold(self, item: pytest.Item, made: list[tuple[BenchmarkResult, list[str]]]) -> None:
+        from ..core import family as _family
+        from ..judge.merged import rejudge
+        from .collector import collector_key
+
+        counted = max(1, self._counted[item.nodeid])
+        size = _family.of_test(self.family, len(made), counted)
+        collector = item.config.stash.get(collector_key, None)
+        if collector is not None and collector.benchmarks is not None:
+            collector.benchmarks += len(made) - counted  # the JSON's family, a merge's sum
+        for result, failures in made:
+            c = result.comparison
+            again = None if c is None else rejudge(c, size, self.judge.policy.run_alpha)
+            if again is None or again == c:
+                continue
+            before = list(result.warnings)
+            props = None if collector is None else collector.properties(result)
+            result.comparison = again
+            now = self.gate.apply(result)
+            result.warnings[:] = list(dict.fromkeys([*before, *result.warnings]))
+            if collector is not None and props is not None:
+                collector.regated(item, result, props, failures, now)
 
 
 def _references(reference: dict[str, Any] | None, extra: ResultExtra) -> dict[str, Any]:
@@ -322,8 +374,7 @@ class Stored(Plain):
             with timing_lock("cpu", self.context.warn):
                 result = self._interleave_at_once(call, d)
             if not isinstance(result, str):
-                for failure in self.gate.apply(result):
-                    call.fail(failure)
+                self.gated(call, result)
                 return result
             # Why it could not be interleaved is a fact of its stored pass: settling it
             # would meet the same (a base test that fails would run a second time).
@@ -627,8 +678,7 @@ class ABHead(Plain):
         self.proof.prove()
         with timing_lock("cpu", self.context.warn):
             result = self._interleaved(call)
-        for failure in self.gate.apply(result):
-            call.fail(failure)
+        self.gated(call, result)
         return result
 
     def _interleaved(self, call: BenchCall) -> BenchmarkResult:
