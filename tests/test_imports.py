@@ -211,6 +211,38 @@ def test_a_worker_refuses_a_copy_elsewhere_of_a_module_its_checkout_lacks(tmp_pa
     assert "REFUSED No module named 'tinymodels.extra'" in out
 
 
+def test_every_process_of_the_base_side_is_held_as_it_starts(tmp_path: Path) -> None:
+    """A process a base-side test starts with ``sys.executable`` and ``env={}`` (no
+    PYTHONPATH, nothing of the worker's) imports the base's package, not the one HEAD's
+    editable ``.pth`` names; it records where its modules came from, and one that imported
+    HEAD's before the hold (a ``.pth`` of its own) is named by the proof."""
+    import subprocess
+
+    from pytest_infperf.ab import interpreter
+
+    head, base, site = tmp_path / "head", tmp_path / "base", tmp_path / "site"
+    for tree, depth in ((head, 6), (base, 4)):
+        (tree / "src" / "tinymodels").mkdir(parents=True)
+        (tree / "src" / "tinymodels" / "__init__.py").write_text(f"DEPTH = {depth}\n")
+    site.mkdir()
+    (site / "tinymodels-editable.pth").write_text(f"{head / 'src'}\n")  # HEAD's install
+    told = ImportMap(str(head.resolve()), roots=("src",), names={"tinymodels": "src"})
+    made = interpreter.make(tmp_path / "py", [str(site)], told.to_json(), base)
+    ask = [made.python, "-c", "import sys, tinymodels; print(tinymodels.DEPTH, sys.executable)"]
+    done = subprocess.run(ask, env={}, capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.split() == ["4", made.python], done.stderr
+    (child,) = interpreter.recorded(made.origins, own=0)
+    mine = str((base / "src" / "tinymodels" / "__init__.py").resolve())
+    assert child["origins"] == {"tinymodels": mine} and not child["error"]
+    assert proof.problems("base", child["origins"], told, str(base.resolve())) == []
+    # something imports the project at start-up, before the hold: named, and refused
+    (site / "zz_starts.pth").write_text("import tinymodels\n")
+    subprocess.run([made.python, "-c", "pass"], env={}, check=True, cwd=tmp_path)
+    found = [c for c in interpreter.recorded(made.origins, own=0) if c["pid"] != child["pid"]]
+    (bad,) = proof.problems("base", found[0]["origins"], told, str(base.resolve()))
+    assert bad.where == "HEAD's checkout" and bad.module == "tinymodels"
+
+
 def _python(script: str) -> str:
     import subprocess
 
@@ -302,11 +334,14 @@ def test_a_spec_no_installer_reads_is_said_not_built(tmp_path: Path) -> None:
 
 def _plant(python: Path, marker: Path) -> None:
     """What a job that can write the cache could leave for the next: an interpreter of
-    its own, and a .pth that runs in every process over the environment."""
+    its own, and a .pth that runs in every process over the environment (the sealed
+    folders made writable first, as the same user can)."""
+    site = next(python.parent.parent.glob("lib/python*/site-packages"))
+    for folder in (python.parent, site):
+        folder.chmod(0o755)
     python.unlink()
     python.write_text(f'#!/bin/sh\ntouch {marker}\nexec {sys.executable} "$@"\n')
     python.chmod(0o755)
-    site = next(python.parent.parent.glob("lib/python*/site-packages"))
     (site / "zz_planted.pth").write_text(f"import pathlib; pathlib.Path({str(marker)!r}).touch()\n")
 
 
@@ -328,7 +363,9 @@ def test_a_cached_environment_is_verified_before_reuse(
     built = manifest.stat().st_mtime_ns
     assert baseenv.build([], None, None, scratch) == (python, site)
     assert manifest.stat().st_mtime_ns == built  # reused as it was
-    # written by Python as the base side imports: not what was built, and not a change
+    # sealed: nothing the base side runs writes in it (bytecode included)
+    assert not site.stat().st_mode & 0o222 and not folder.stat().st_mode & 0o222
+    site.chmod(0o755)  # bytecode Python could write where it may: not what was built
     (site / "__pycache__").mkdir(exist_ok=True)
     (site / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"")
     assert baseenv.build([], None, None, scratch) == (python, site)
@@ -340,6 +377,7 @@ def test_a_cached_environment_is_verified_before_reuse(
     subprocess.run([str(again), "-c", "pass"], check=True)
     assert not marker.exists() and not (site / "zz_planted.pth").exists()
     # damaged: its interpreter gone beside the completion file -> built again
+    python.parent.chmod(0o755)
     python.unlink()
     again, _ = baseenv.build([], None, None, scratch)
     assert again == python and python.is_symlink()
@@ -352,6 +390,7 @@ def test_a_cached_environment_is_verified_before_reuse(
     folder.chmod(0o775)  # the environment itself open to its group: built again
     again, _ = baseenv.build([], None, None, scratch)
     assert again == python and not folder.stat().st_mode & 0o022
+    assert not list(folder.parent.glob("*-discarded-*")) and not list(scratch.glob("*/*-b*"))
 
 
 def test_compiled_parts_are_found(tmp_path: Path) -> None:

@@ -395,9 +395,9 @@ def build(
         except OSError:
             if _trusted(folder) is not None:
                 raise
-            shutil.rmtree(work, ignore_errors=True)  # another run built it first
+            _remove(work)  # another run built it first
     except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(work)
         raise
     return python, _purelib(folder)
 
@@ -434,19 +434,40 @@ def _contents(folder: Path) -> tuple[dict[str, str], str | None]:
 
 
 def _seal(work: Path, built: Sequence[str]) -> None:
-    """A built environment made read-only to others and its manifest written (last: its
-    presence says the build completed)."""
-    for here, dirs, files in os.walk(work):
-        for name in [*dirs, *files]:
-            path = Path(here, name)
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode & ~(stat.S_IWGRP | stat.S_IWOTH))
-    work.chmod(0o700)
+    """A built environment made read-only (to its owner too: nothing the base side runs
+    writes in it, bytecode included) and its manifest written, last: its presence says the
+    build completed."""
+    _writable(work, False).chmod(0o700)
     held, why = _contents(work)
     if why is not None:
         raise OSError(f"the base's environment cannot be sealed: {why}")
     manifest = {"built": list(built), "files": held}
     (work / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
+    (work / MANIFEST).chmod(0o400)
+    work.chmod(0o500)
+
+
+def _writable(folder: Path, writable: bool = True) -> Path:
+    """Every folder and file under ``folder`` (itself included) writable by its owner, or
+    by no one; links left as they are."""
+    paths = [folder]
+    for here, dirs, files in os.walk(folder):
+        paths += [Path(here, name) for name in (*dirs, *files)]
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if not path.is_symlink():
+                mode = path.stat().st_mode & ~(stat.S_IWGRP | stat.S_IWOTH)
+                path.chmod(mode | stat.S_IWUSR if writable else mode & ~stat.S_IWUSR)
+    return folder
+
+
+def _remove(folder: Path) -> None:
+    """A sealed (read-only) environment or a build's leftover, removed."""
+    if folder.is_symlink():
+        folder.unlink()
+        return
+    if folder.exists():
+        shutil.rmtree(_writable(folder), ignore_errors=True)
 
 
 def _trusted(folder: Path) -> str | None:
@@ -501,10 +522,7 @@ def _discard(folder: Path) -> None:
         folder.rename(aside)
     except OSError:
         aside = folder
-    if aside.is_symlink():
-        aside.unlink()
-        return
-    shutil.rmtree(aside, ignore_errors=True)
+    _remove(aside)
 
 
 def _prune(envs: Path) -> None:
@@ -512,8 +530,8 @@ def _prune(envs: Path) -> None:
     with contextlib.suppress(OSError):
         for leftover in [*envs.glob("*-building-*"), *envs.glob("*-discarded-*")]:
             with contextlib.suppress(OSError):
-                if time.time() - leftover.stat().st_mtime > STALE_BUILD_S:
-                    shutil.rmtree(leftover, ignore_errors=True)
+                if time.time() - leftover.lstat().st_mtime > STALE_BUILD_S:
+                    _remove(leftover)
 
 
 def _purelib(folder: Path) -> Path:

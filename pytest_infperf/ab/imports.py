@@ -719,25 +719,27 @@ def startup() -> None:
     if imports is None:
         return
     origins = Origins(imports, tree)
+    failed: list[str] = []
 
     def write() -> None:
+        found = {"pid": os.getpid(), "origins": origins.read(), "error": "; ".join(failed)}
         with contextlib.suppress(OSError):
             here = record / f"{os.getpid()}.json"
             part = here.with_suffix(".part")
-            part.write_text(json.dumps({"pid": os.getpid(), "origins": origins.read()}))
+            part.write_text(json.dumps(found))
             os.replace(part, here)
 
-    write()
-    hold(imports, tree)
     atexit.register(write)
+    try:
+        hold(imports, tree)
+    except Exception as exc:  # said, and refused by the proof: never a process left loose
+        failed.append(f"{type(exc).__name__}: {exc}")
+    write()
 
 
-def shadowed(toplevel: Path) -> bool:
-    """Whether this process imported, from outside the repository at ``toplevel``, a
-    top-level name the repository holds at its root or under ``src/`` (a package, a module,
-    a namespace package's folder): an installed copy of the project, stale or foreign,
-    which only then is worth proving (:func:`discover` reads every installed
-    distribution)."""
+def top_names(toplevel: Path) -> frozenset[str]:
+    """The top-level names the repository at ``toplevel`` holds at its root or under
+    ``src/``: its packages, modules and namespace packages' folders."""
     held: set[str] = set()
     for folder in (toplevel, toplevel / "src"):
         with contextlib.suppress(OSError):
@@ -745,8 +747,16 @@ def shadowed(toplevel: Path) -> bool:
                 name = entry.name.removesuffix(".py")
                 if name.isidentifier() and name not in _NEVER and name not in SKIP_DIRS:
                     held.add(name)
+    return frozenset(held)
+
+
+def shadowed(toplevel: Path, names: frozenset[str]) -> bool:
+    """Whether this process imported, from outside the repository at ``toplevel``, one of
+    the top-level ``names`` it holds (:func:`top_names`): an installed copy of the
+    project, stale or foreign, which only then is worth proving (:func:`discover` reads
+    every installed distribution)."""
     top = str(toplevel)
-    for name in held & set(sys.modules):
+    for name in names & set(sys.modules):
         module = sys.modules[name]
         spec = getattr(module, "__spec__", None)
         places = [file_of(module), *(getattr(spec, "submodule_search_locations", None) or ())]

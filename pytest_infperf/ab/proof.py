@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .imports import ImportMap, Origins, discover, in_env, inside, shadowed
+from .imports import ImportMap, Origins, discover, in_env, inside, shadowed, top_names
 
 __all__ = ["Head", "Origins", "Problem", "explain", "problems", "summary"]
 
@@ -65,6 +65,8 @@ def problems(
         elif copy is not None and path.endswith(".py"):
             home = _counterpart(path, copy, imports)
             mine = None if home is None else Path(top) / home
+            if mine is not None and not mine.exists() and not mine.is_symlink():
+                continue  # a file its build made (a version file): no source to hold it to
             if mine is None or not _same_file(Path(path), mine):
                 where = f"the installed copy ({copy[2]}), which is not the working tree's content"
                 out.append(Problem(module, path, where, None if mine is None else str(mine)))
@@ -102,6 +104,7 @@ class Head:
 
     def __init__(self, toplevel: Path) -> None:
         self.toplevel = toplevel.resolve()
+        self._names = top_names(self.toplevel)
         self._imports: ImportMap | None = None
         self._origins: Origins | None = None
 
@@ -109,7 +112,7 @@ class Head:
         """Why this process must not measure (``doing``: what it would, "measure" or
         "compare"), or None."""
         if self._imports is None:
-            if not shadowed(self.toplevel):
+            if not shadowed(self.toplevel, self._names):
                 return None
             self._imports = discover(self.toplevel)
             self._origins = Origins(self._imports, self.toplevel)

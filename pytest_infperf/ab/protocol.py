@@ -11,9 +11,10 @@ worker answers with ``ev``s:
 - inside a ready call: ``block`` (``n`` samples of ``calls`` calls, timed on CPU ``cpu``
   when it is not None) -> ``samples`` (``values``, seconds per call, and
   ``metrics``, what the sampler recorded per sample besides: a generation's TTFT, TPOT...);
-  ``finish`` -> ``result``; ``skip`` (return unmeasured: the controller wants a later call
-  of the same test); ``end`` (let the test finish, measuring nothing more); ``profile``
-  (the profiled pass of the warm call, in ``mode``: counts or full) -> ``profiled``
+  ``finish`` -> ``result`` (with ``children``, below); ``skip`` (return unmeasured: the
+  controller wants a later call of the same test); ``end`` (let the test finish, measuring
+  nothing more); ``profile`` (the profiled pass of the warm call, in ``mode``: counts or
+  full) -> ``profiled``
   (``work``: the :class:`~pytest_infperf.core.results.WorkProfile` as JSON, or None), asked
   only of a worker whose ``collected`` listed ``"profile"`` in its ``features`` (a base
   checkout's older worker does not know it); every ``ready`` carries ``origins``, where

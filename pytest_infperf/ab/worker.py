@@ -163,6 +163,13 @@ class ABWorkerPlugin:
                 "longrepr": str(report.longrepr)[-2000:] if report.failed else "",
             }
 
+    def _children(self) -> dict[str, Any]:
+        """What the other processes of this side recorded (:mod:`.interpreter`), for a
+        ``ready`` or ``result``."""
+        if not self.children:
+            return {"children": []}
+        return {"children": interpreter.recorded(self.children, os.getpid())}
+
     def measure(self, call: BenchCall) -> BenchmarkResult:
         """Inside the test's ``infer_bench`` call: warm up, report ready, then time blocks
         on demand until told to finish (returns the result) or to skip."""
@@ -180,7 +187,7 @@ class ABWorkerPlugin:
             block=warm.block,
             per_call_s=warm.per_call_s,
             origins=None if self.origins is None else self.origins.read(),
-            children=interpreter.recorded(self.children, os.getpid()) if self.children else [],
+            children=self._children()["children"],
         )
         self.conn.send(ready)
         samples: list[float] = []
@@ -211,7 +218,8 @@ class ABWorkerPlugin:
                 self.send(ev=protocol.PROFILED, work=None if work is None else work.to_json())
             elif op == protocol.FINISH:
                 result = call.result(from_warm(samples, warm))
-                self.send(ev=protocol.RESULT, median=result.median, n=len(samples))
+                children = self._children()
+                self.send(ev=protocol.RESULT, median=result.median, n=len(samples), **children)
                 return result
             elif op == protocol.SKIP:
                 # The controller wants a later call of this test: this one returns

@@ -425,16 +425,33 @@ class WorkerSide(WorkerProcess):
         bad = proof.problems(side, self.origins, told, tree, other)
         if bad:
             raise ForeignCode(proof.explain(side, f"{self.label}, {self.checkout.title}", bad))
+        self._vouch_children(children)
+
+    def _vouch_children(self, children: Any) -> None:
+        """What the other processes of this side recorded (``children``: those its tests
+        started), checked for its side: one that could not be held to the checkout, or
+        that imported the project from elsewhere, raises :class:`ForeignCode`."""
+        told = imports.ImportMap.from_json(self.imports)
+        if told is None or not isinstance(children, list):
+            return
+        side = "head" if self.checkout.sha is None else "base"
+        other = None if self.other is None else str(self.other.resolve())
+        tree = str(self.checkout.root.resolve())
         self.children = []
-        for child in children if isinstance(children, list) else ():
+        for child in children:
             if not isinstance(child, dict) or not isinstance(child.get("origins"), dict):
                 continue
             origins = {str(k): str(v) for k, v in child["origins"].items()}
             self.children.append(origins)
+            where = f"a process its tests started (pid {child.get('pid')})"
+            title = f"{self.label}, {self.checkout.title}, {where}"
+            if child.get("error"):
+                raise ForeignCode(
+                    f"refused to compare: the {side} side ({title}) could not be held to its "
+                    f"checkout as it started: {child['error']}"
+                )
             bad = proof.problems(side, origins, told, tree, other)
             if bad:
-                where = f"a process its tests started (pid {child.get('pid')})"
-                title = f"{self.label}, {self.checkout.title}, {where}"
                 raise ForeignCode(proof.explain(side, title, bad))
 
     def block(self, count: int, calls: int, cpu: int | None = None) -> Block:
@@ -469,6 +486,8 @@ class WorkerSide(WorkerProcess):
         if park:
             with contextlib.suppress(ABError):
                 self.park()
+        # The processes its call started while it was timed: proved before its blocks count.
+        self._vouch_children(reply.get("children"))
         return reply
 
     def _reply(self, limit: float, what: str) -> dict[str, Any]:
@@ -578,9 +597,16 @@ class ProcessPair:
         """Both sides' calls ended, each whatever the other did (the pair's blocks stand),
         then both parked at once."""
         sides = [s for s in (self.base, self.head) if s.current is not None and s.proc]
+        foreign: list[ForeignCode] = []
         for side in sides:
-            with contextlib.suppress(ABError):
+            try:
                 side.finish_call(park=False)
+            except ForeignCode as exc:  # its blocks do not count: said once both ended
+                foreign.append(exc)
+            except ABError:
+                pass
         for side in sides if park else ():
             with contextlib.suppress(ABError):
                 side.park()
+        if foreign:
+            raise foreign[0]
