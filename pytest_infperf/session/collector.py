@@ -64,6 +64,9 @@ class Collector:
         self.perf_tests: int | None = None
         #: How many benchmarks they make, as far as the baseline tells (:func:`.facts.family`).
         self.benchmarks: int | None = None
+        #: How many more its tests made than the run counted for them (each xdist worker's
+        #: own tests: summed).
+        self.extra = 0
         #: Their node ids (an xdist controller collects none itself: its workers say).
         self.perf_ids: set[str] = set()
 
@@ -112,6 +115,7 @@ class Collector:
             self.perf_tests = max(self.perf_tests or 0, int(data["perf_tests"]))
         if data.get("benchmarks") is not None:
             self.benchmarks = max(self.benchmarks or 0, int(data["benchmarks"]))
+        self.extra += int(data.get("extra") or 0)
         self.perf_ids.update(str(n) for n in data.get("perf_ids") or ())
         for warning in data.get("warnings", []):
             self.context.warn(warning)
@@ -120,9 +124,10 @@ class Collector:
 
     def family_record(self, run_alpha: float) -> dict[str, Any]:
         """The results document's ``family``: what the run's multiplicity counted."""
+        counted = self.benchmarks or self.perf_tests
         return {
             "perf_tests": self.perf_tests,
-            "benchmarks": self.benchmarks or self.perf_tests,
+            "benchmarks": None if counted is None else counted + self.extra,
             "run_alpha": run_alpha,
         }
 
@@ -135,6 +140,7 @@ class Collector:
             "refused": self.context.refused,
             "perf_tests": self.perf_tests,
             "benchmarks": self.benchmarks,
+            "extra": self.extra,
             "perf_ids": sorted(self.perf_ids),
         }
 

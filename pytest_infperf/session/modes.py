@@ -246,8 +246,8 @@ class Plain:
         counted = max(1, self._counted[item.nodeid])
         size = _family.of_test(self.family, len(made), counted)
         collector = item.config.stash.get(collector_key, None)
-        if collector is not None and collector.benchmarks is not None:
-            collector.benchmarks += len(made) - counted  # the JSON's family, a merge's sum
+        if collector is not None:
+            collector.extra += len(made) - counted  # the JSON's family, a merge's sum
         for result, failures in made:
             c = result.comparison
             again = None if c is None else rejudge(c, size, self.judge.policy.run_alpha)
