@@ -179,7 +179,13 @@ def test_a_base_side_that_cannot_run_a_benchmark_fails_closed(
     c = load_json(repo.path / "ab.json")["benchmarks"][0]["comparison"]
     assert c["verdict"] == "no-baseline" and c["reason"] == "base-error"
     assert "not in the base commit" not in c["note"]
-    result.stdout.fnmatch_lines([f"*test_suite.py::test_model: not compared: *{said[0]}*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_suite.py::test_model: not compared: the base side could not run it",
+            f"  why: *{said[0]}*",
+            "  fix what the base commit needs to run it, or compare with another commit",
+        ]
+    )
     assert said[1] in c["note"] and said[1] in result.stdout.str()
 
 

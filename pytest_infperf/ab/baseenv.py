@@ -434,9 +434,9 @@ def _contents(folder: Path) -> tuple[dict[str, str], str | None]:
 
 
 def _seal(work: Path, built: Sequence[str]) -> None:
-    """A built environment made read-only (to its owner too: nothing the base side runs
-    writes in it, bytecode included) and its manifest written, last: its presence says the
-    build completed."""
+    """A built environment made read-only (its folders to their owner too: nothing the base
+    side runs adds to it, bytecode included) and its manifest written, last: its presence
+    says the build completed."""
     _writable(work, False).chmod(0o700)
     held, why = _contents(work)
     if why is not None:
@@ -448,8 +448,10 @@ def _seal(work: Path, built: Sequence[str]) -> None:
 
 
 def _writable(folder: Path, writable: bool = True) -> Path:
-    """Every folder and file under ``folder`` (itself included) writable by its owner, or
-    by no one; links left as they are."""
+    """Nothing under ``folder`` (itself included) writable by other users, and its folders
+    writable by their owner or by no one (no file can be added, removed or renamed; a
+    file's own mode is left to its owner: an installer links files from its cache, which
+    they share); links left as they are."""
     paths = [folder]
     for here, dirs, files in os.walk(folder):
         paths += [Path(here, name) for name in (*dirs, *files)]
@@ -457,7 +459,9 @@ def _writable(folder: Path, writable: bool = True) -> Path:
         with contextlib.suppress(OSError):
             if not path.is_symlink():
                 mode = path.stat().st_mode & ~(stat.S_IWGRP | stat.S_IWOTH)
-                path.chmod(mode | stat.S_IWUSR if writable else mode & ~stat.S_IWUSR)
+                if path.is_dir():
+                    mode = mode | stat.S_IWUSR if writable else mode & ~stat.S_IWUSR
+                path.chmod(mode)
     return folder
 
 

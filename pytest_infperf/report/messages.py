@@ -299,9 +299,11 @@ def unjudged_failure(key: str, c: Comparison) -> str:
 def base_failure(key: str, c: Comparison) -> str:
     """The base side of an interleaved run could not run the benchmark (its test failed, or
     its file could not be collected there): nothing was compared."""
+    why, _, rest = (c.note or "the base side failed").partition("\n")
     return (
-        f"{key}: not compared: {c.note or 'the base side failed'}. Fix what the base commit "
-        "needs to run it, or compare against another commit"
+        f"{key}: not compared: the base side could not run it\n  why: {why}\n"
+        + (f"{rest}\n" if rest.strip() else "")
+        + "  fix what the base commit needs to run it, or compare with another commit"
     )
 
 

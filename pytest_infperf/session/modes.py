@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import textwrap
 from collections import Counter
 from collections.abc import Generator
 from pathlib import Path
@@ -101,7 +102,10 @@ class HeadProof:
         refusal = self._head.refusal(doing)
         if refusal is not None:
             self.context.refused = self.context.refused or refusal
-            raise BenchmarkError(refusal)
+            # Paths are never broken: a line is as long as its longest path.
+            raise BenchmarkError(
+                textwrap.fill(refusal, 110, break_long_words=False, break_on_hyphens=False)
+            )
 
 
 class Counting:
