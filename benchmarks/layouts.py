@@ -56,7 +56,7 @@ ARGS = ("tests/perf", "--perf-ab=main", "--perf-json=results/ab.json", "-p", "no
 
 def cell(folder: Path, layout: str, install: str, change: str) -> str:
     if layout == "compiled":
-        proj = compiled_project(folder)
+        proj = compiled_project(folder, change=change)
     else:
         proj = project(folder, layout, install, change=change)
     started = time.perf_counter()

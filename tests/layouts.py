@@ -324,9 +324,10 @@ PyMODINIT_FUNC PyInit__core(void) {{ return PyModule_Create(&mod); }}
 """
 
 
-def compiled_project(folder: Path, install: str = "editable") -> Project:
+def compiled_project(folder: Path, install: str = "editable", change: str = "slower") -> Project:
     """A src layout whose package is a C extension module, installed editable (built in
-    place, the ``.so`` untracked) or not; the head's loop is half as long again."""
+    place, the ``.so`` untracked) or not; the head's loop is half as long again (``change``
+    "same": the head adds a README instead)."""
     root = folder / "project"
     (root / "src" / "fastext").mkdir(parents=True)
     (root / "tests" / "perf").mkdir(parents=True)
@@ -351,8 +352,12 @@ def compiled_project(folder: Path, install: str = "editable") -> Project:
     (root / ".gitignore").write_text("__pycache__/\n*.so\nbuild/\n*.egg-info/\nresults/\n")
     init_repo(root, "base")
     git(root, "checkout", "-q", "-b", "feature")
-    (root / "src" / "fastext" / "_core.c").write_text(EXTENSION.format(n=300000))
-    git(root, "commit", "-qam", "slower")
+    if change == "slower":
+        (root / "src" / "fastext" / "_core.c").write_text(EXTENSION.format(n=300000))
+    else:
+        (root / "README.md").write_text("fastext, documented\n")
+        git(root, "add", "README.md")
+    git(root, "commit", "-qam", change)
     proj = Project(root, environment(folder / "venv"), "compiled", install)
     proj.reinstall()
     return proj
