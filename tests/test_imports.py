@@ -535,7 +535,6 @@ def test_a_stale_install_is_refused_and_nothing_is_stored(tmp_path: Path, git_en
     out = " ".join((result.stdout + result.stderr).split())  # the refusal wraps at 110
     assert result.returncode == 1, out[-3000:]
     assert "refused to measure: the head side (this process) imported the project's" in out
-    assert "error: not saving the baseline: the run imported the project from an" in out
     assert "which is not the working tree's content" in out and "2 failed" in out
     assert not list((proj.root / "baselines").rglob("*.json"))
     plain = proj.pytest("tests/perf", "--perf-json=results/plain.json", "-p", "no:cacheprovider")
@@ -770,6 +769,36 @@ def test_a_stale_install_is_refused_before_anything_is_measured(tmp_path: Path) 
     assert "stale: refused to measure: the head side (this process) imported" in out
     assert f"tinymodels from {site}/tinymodels/__init__.py" in out
     assert "which is not the working tree's content" in out and "pip install ." in out
+
+
+def test_a_save_that_met_a_stale_install_stores_nothing(
+    pytester: pytest.Pytester, git_env: None
+) -> None:
+    """One test measures before another imports the stale copy: the second fails, and the
+    save stores neither (what the run measured is not all this commit's code)."""
+    from .conftest import FAST_INI
+
+    repo = pytester.path
+    (repo / "src" / "tinymodels").mkdir(parents=True)
+    (repo / "src" / "tinymodels" / "__init__.py").write_text("DEPTH = 4\n")
+    _installed_copy(repo.parent / "site", repo, {"tinymodels/__init__.py": "DEPTH = 6\n"})
+    pytester.makeconftest(f"import sys\nsys.path.append({str(repo.parent / 'site')!r})\n")
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile(
+        test_a="def test_a(infer_bench):\n    infer_bench(lambda: None)\n",
+        test_b="def test_b(infer_bench):\n    import tinymodels\n    infer_bench(lambda: None)\n",
+    )
+    init_repo(repo)
+    result = pytester.runpytest_subprocess("--perf-save", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*refused to measure: the head side (this process) imported the project's code*",
+            "*error: not saving the baseline: the run imported the project from an installed "
+            "copy that is not the working tree's (its failed tests name it)",
+        ]
+    )
+    assert not list((repo / "baselines").rglob("*.json"))
 
 
 def test_a_nested_namespace_copy_is_found_in_the_repository(tmp_path: Path) -> None:
