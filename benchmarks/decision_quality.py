@@ -2,7 +2,7 @@
 noisy neighbour.
 
     python benchmarks/decision_quality.py [--reps 9] [--workloads 12]
-        [--mode stored|stored-off|ab] [--neighbour] [--scenarios A/A,+10%,+20%,-30%]
+        [--mode stored|stored-file|ab] [--neighbour] [--scenarios A/A,+10%,+20%,-30%]
         [--suite cpu|generation]
 
 A temporary git repository holds a perf suite of CPU workloads (Python loops, json, sort,
@@ -12,7 +12,8 @@ in ``factor.txt``. Per repetition: the baseline is saved on ``main`` with ``--pe
 that changes nothing) and pytest runs in a subprocess; verdicts are read from its JSON.
 
 Modes: ``stored`` is ``--perf-compare=main`` as users run it (undecided verdicts settled in
-the job); ``stored-off`` adds ``--perf-settle=off`` (the stored baseline alone); ``ab`` is
+the job); ``stored-file`` compares with main's stored baseline as a results file (the stored
+baseline alone: settling needs a commit); ``ab`` is
 ``--perf-ab=main``. ``--neighbour`` starts a busy loop on every core for the duration of
 each comparing run (never during the baseline save) and stops it afterwards: the noisy
 neighbour of a shared runner.
@@ -262,9 +263,15 @@ def scenario_branch(repo: Path, label: str, factor: float) -> str:
 
 MODES = {
     "stored": ["--perf-compare=main"],
-    "stored-off": ["--perf-compare=main", "--perf-settle=off"],
+    "stored-file": ["--perf-compare={file}"],
     "ab": ["--perf-ab=main"],
 }
+
+
+def stored_file(repo: Path) -> str:
+    """The repository's one stored baseline (main's), as a results file."""
+    (path,) = sorted((repo / "baselines").glob("*/*.json"))
+    return str(path)
 
 
 def _detectable_check(raw: list[dict[str, Any]], wanted: list[str]) -> None:
@@ -386,7 +393,8 @@ def main() -> None:
                     with Neighbour(args.neighbour):
                         plain_walls.append(pytest_run(repo)[2])
                 with Neighbour(args.neighbour):
-                    doc, code, took = pytest_run(repo, *MODES[args.mode])
+                    mode = [a.replace("{file}", stored_file(repo)) for a in MODES[args.mode]]
+                    doc, code, took = pytest_run(repo, *mode)
                 exits[label].append(code)
                 walls[label].append(took)
                 if doc is None:

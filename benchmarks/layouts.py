@@ -42,6 +42,11 @@ CELLS = [
     "several:wheel",
     "namespace:editable",
     "namespace:wheel",
+    "nested:editable",
+    "nested:wheel",
+    "moved:editable",
+    "child:editable",
+    "child:wheel",
     "conftest:none",
     "pythonpath:none",
     "compiled:editable",
@@ -51,7 +56,7 @@ ARGS = ("tests/perf", "--perf-ab=main", "--perf-json=results/ab.json", "-p", "no
 
 def cell(folder: Path, layout: str, install: str, change: str) -> str:
     if layout == "compiled":
-        proj = compiled_project(folder)
+        proj = compiled_project(folder, change=change)
     else:
         proj = project(folder, layout, install, change=change)
     started = time.perf_counter()
@@ -71,7 +76,12 @@ def cell(folder: Path, layout: str, install: str, change: str) -> str:
         return f"{ratio:.3f} {c.get('verdict')}" if ratio else str(c.get("verdict"))
 
     origins = ((changed.get("extra") or {}).get("ab") or {}).get("origins") or {}
-    model = {"namespace": "acme.tinymodels", "several": "tinylayers", "compiled": "fastext"}
+    model = {
+        "namespace": "acme.tinymodels",
+        "nested": "acme.vision.tinymodels",
+        "several": "tinylayers",
+        "compiled": "fastext",
+    }
     module = model.get(layout, "tinymodels")
     where = ",".join(k for k, mods in (origins.get("base") or {}).items() if module in mods)
     return (

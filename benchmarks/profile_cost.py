@@ -7,7 +7,7 @@ temporary git repository. Per repetition, in turn (the order rotates between rep
 
 - a plain run per ``--perf-profile`` mode: wall time, and the profiled passes' own seconds
   (the JSON's ``work.cost_s``, summed) as a share of the run;
-- A/A both ways, the stored pass alone (``--perf-settle=off``, drift guard on): the
+- A/A both ways, the stored pass alone (main's baseline as a results file, drift guard on): the
   baseline saved with the pass off and compared with it on (``counts``), then saved on and
   compared off. The pass runs after the timed samples; if it moved the latency of what
   follows (a model's next benchmark, the process's state), these verdicts and ratios would
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from decision_quality import git, pytest_run
+from decision_quality import git, pytest_run, stored_file
 from real_models import make_repo
 
 
@@ -69,8 +69,7 @@ def main() -> None:
                 git(repo, "commit", "-q", "--allow-empty", "-m", "A/A")
                 doc, code, took = pytest_run(
                     repo,
-                    "--perf-compare=main",
-                    "--perf-settle=off",
+                    f"--perf-compare={stored_file(repo)}",
                     "--perf-warn-only",
                     f"--perf-profile={compared}",
                     *extra,

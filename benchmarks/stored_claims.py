@@ -5,8 +5,9 @@ slower when nothing changed.
 
 Twenty benchmarks whose calls take 20 or 60 us at random (their medians cannot be pinned
 down: most comparisons cannot guard the 5% tolerance), saved on ``main`` of a temporary
-repository, then compared with identical code on a branch: ``pytest --perf-compare=main
---perf-settle=off`` (stored passes only, the drift guard at its default; ``--remeasure`` is
+repository, then compared with identical code on a branch: ``pytest --perf-compare=FILE``
+with main's stored baseline as a results file (stored passes only: settling needs a commit;
+the drift guard at its default; ``--remeasure`` is
 the expert ``remeasure``, 0 for the first pass alone). Each repetition is a fresh
 repository. Prints per repetition the verdicts, and in all: the runs that claimed a
 regression or an improvement, the verdicts that did, and those a claim was withheld from
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from decision_quality import commit_repo, git, pytest_run
+from decision_quality import commit_repo, git, pytest_run, stored_file
 
 SUITE = """
 import random, time
@@ -61,7 +62,7 @@ def one(root: Path, remeasure: int) -> list[dict[str, Any]]:
     pytest_run(repo, "--perf-save")
     git(repo, "checkout", "-q", "-B", "aa", "main")
     git(repo, "commit", "-q", "--allow-empty", "-m", "A/A")
-    doc, _, _ = pytest_run(repo, "--perf-compare=main", "--perf-settle=off", "--perf-warn-only")
+    doc, _, _ = pytest_run(repo, f"--perf-compare={stored_file(repo)}", "--perf-warn-only")
     return [b["comparison"] for b in (doc or {}).get("benchmarks") or []]
 
 
@@ -83,7 +84,7 @@ def main() -> None:
         print(f"rep {rep}/{args.reps}: {dict(said)}", file=sys.stderr, flush=True)
     total = sum(tally.values())
     print(
-        f"identical code, --perf-settle=off, remeasure={args.remeasure}; "
+        f"identical code, stored passes only, remeasure={args.remeasure}; "
         f"{args.reps} runs of 20 benchmarks"
     )
     print(f"runs that claimed a regression or an improvement: {runs_claimed} of {args.reps}")

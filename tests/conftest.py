@@ -283,6 +283,14 @@ def ab_ini(**extra: object) -> str:
 AB_INI = ab_ini()
 
 
+def stored_file(root: Path) -> str:
+    """``--perf-compare=`` the run's one stored baseline as a results file: compared with
+    it, the stored pass decides alone (settling needs a commit to check out), as tests of
+    the stored pass and what follows it want; what settling decides is tested apart."""
+    (path,) = sorted((root / "baselines").glob("*/*.json"))
+    return f"--perf-compare={path}"
+
+
 def init_repo(path: Path, message: str = "suite") -> None:
     """`git init` on main and commit everything there."""
     git(path, "init", "-q", "-b", "main")

@@ -32,6 +32,13 @@ LAYOUTS = {
     "several": ("src/tinylayers/__init__.py", "import tinymodels"),
     # a namespace package's portion (no acme/__init__.py)
     "namespace": ("src/acme/tinymodels/__init__.py", "from acme import tinymodels"),
+    # a portion two namespace packages down (no acme/ nor acme/vision/__init__.py)
+    "nested": ("src/acme/vision/tinymodels/__init__.py", "from acme.vision import tinymodels"),
+    # a src layout on main that the change moves to the root (and makes slower)
+    "moved": ("src/tinymodels/__init__.py", "import tinymodels"),
+    # a src layout whose test reads the model's depth from a process it starts, with
+    # sys.executable and an environment of its own (PATH only)
+    "child": ("src/tinymodels/__init__.py", "import tinymodels"),
     # a src layout found through a conftest.py's sys.path edit, nothing installed
     "conftest": ("src/tinymodels/__init__.py", "import tinymodels"),
     # a src layout found through pytest's ``pythonpath`` ini key, nothing installed
@@ -72,6 +79,29 @@ import torch
 
 
 def test_mlp_latency(infer_bench):
+    infer_bench(tinymodels.mlp(), (torch.randn(8, 256),))
+
+
+def test_untouched(infer_bench):
+    infer_bench(torch.nn.Linear(64, 64), (torch.randn(8, 64),))
+"""
+
+#: The ``child`` layout's test: the depth its model is built with comes from a process it
+#: starts, which imports the project as its interpreter's start-up finds it.
+CHILD_TESTS = """\
+import os
+import subprocess
+import sys
+
+import torch
+import tinymodels
+
+ASK = "import tinymodels; print(tinymodels.DEPTH)"
+
+
+def test_mlp_latency(infer_bench):
+    env = {"PATH": os.environ.get("PATH", "")}
+    tinymodels.DEPTH = int(subprocess.check_output([sys.executable, "-c", ASK], env=env))
     infer_bench(tinymodels.mlp(), (torch.randn(8, 256),))
 
 
@@ -158,7 +188,9 @@ def build_system(layout: str, install: str) -> str:
     """The project's pyproject.toml for its layout and backend."""
     packages = {"several": '"tinymodels", "tinylayers"'}.get(layout, '"tinymodels"')
     if install.startswith("hatch"):
-        where = {"flat": "tinymodels", "namespace": "src/acme"}.get(layout, "src/tinymodels")
+        where = {"flat": "tinymodels", "namespace": "src/acme", "nested": "src/acme"}.get(
+            layout, "src/tinymodels"
+        )
         wanted = [f'"{where}"'] + (['"src/tinylayers"'] if layout == "several" else [])
         exact = "dev-mode-exact = true\n" if install == "hatch-exact" else ""
         return (
@@ -167,7 +199,7 @@ def build_system(layout: str, install: str) -> str:
             f"[tool.hatch.build.targets.wheel]\npackages = [{', '.join(wanted)}]\n{exact}"
         )
     find = ""
-    if layout == "namespace":
+    if layout in ("namespace", "nested"):
         find = '[tool.setuptools.packages.find]\nwhere = ["src"]\nnamespaces = true\n'
     elif layout == "flat":
         find = f"[tool.setuptools]\npackages = [{packages}]\n"
@@ -201,7 +233,8 @@ def project(
         (root / "src" / "tinymodels" / "__init__.py").write_text(SEVERAL)
     else:
         model.write_text(MODEL.format(depth=4))
-    (root / "tests" / "perf" / "test_models.py").write_text(TESTS.format(import_line=import_line))
+    tests = CHILD_TESTS if layout == "child" else TESTS.format(import_line=import_line)
+    (root / "tests" / "perf" / "test_models.py").write_text(tests)
     ini = INI
     if layout == "conftest":
         (root / "tests" / "conftest.py").write_text(CONFTEST)
@@ -229,6 +262,10 @@ def project(
         model.write_text(text)
     else:
         (root / "README.md").write_text("tinymodels, documented\n")
+    if layout == "moved":  # the package moves to the root: git mv src/tinymodels tinymodels
+        git(root, "mv", "src/tinymodels", "tinymodels")
+        flat = '[tool.setuptools]\npackages = ["tinymodels"]\n'
+        (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + flat)
     git(root, "commit", "-qam", change)
     python = environment(root / ".venv" if venv_inside else folder / "venv")
     if dependency is not None:
@@ -287,9 +324,10 @@ PyMODINIT_FUNC PyInit__core(void) {{ return PyModule_Create(&mod); }}
 """
 
 
-def compiled_project(folder: Path, install: str = "editable") -> Project:
+def compiled_project(folder: Path, install: str = "editable", change: str = "slower") -> Project:
     """A src layout whose package is a C extension module, installed editable (built in
-    place, the ``.so`` untracked) or not; the head's loop is half as long again."""
+    place, the ``.so`` untracked) or not; the head's loop is half as long again (``change``
+    "same": the head adds a README instead)."""
     root = folder / "project"
     (root / "src" / "fastext").mkdir(parents=True)
     (root / "tests" / "perf").mkdir(parents=True)
@@ -314,8 +352,12 @@ def compiled_project(folder: Path, install: str = "editable") -> Project:
     (root / ".gitignore").write_text("__pycache__/\n*.so\nbuild/\n*.egg-info/\nresults/\n")
     init_repo(root, "base")
     git(root, "checkout", "-q", "-b", "feature")
-    (root / "src" / "fastext" / "_core.c").write_text(EXTENSION.format(n=300000))
-    git(root, "commit", "-qam", "slower")
+    if change == "slower":
+        (root / "src" / "fastext" / "_core.c").write_text(EXTENSION.format(n=300000))
+    else:
+        (root / "README.md").write_text("fastext, documented\n")
+        git(root, "add", "README.md")
+    git(root, "commit", "-qam", change)
     proj = Project(root, environment(folder / "venv"), "compiled", install)
     proj.reinstall()
     return proj

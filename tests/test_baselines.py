@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from .conftest import BUSY_HEADER, FAST_INI, expert, fast_ini, git, init_repo, load_json
+from .conftest import (
+    BUSY_HEADER,
+    FAST_INI,
+    expert,
+    fast_ini,
+    git,
+    init_repo,
+    load_json,
+    stored_file,
+)
 
 # Busy-waits are immune to the machine's speed, so verdicts here are deterministic: these
 # tests check behaviour; benchmarks/decision_quality.py checks the statistics.
@@ -100,21 +109,20 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     slow_down(repo.path)
     commit_all(repo.path, "make it slower")
 
-    # The stored baseline alone decides with --perf-settle=off.
-    result = repo.runpytest(
-        "--perf-compare=main", "--perf-settle=off", "--perf-json=cmp.json", "--junitxml=j.xml"
-    )
+    # The stored baseline alone decides where settling cannot happen: a results file.
+    result = repo.runpytest(stored_file(repo.path), "--perf-json=cmp.json", "--junitxml=j.xml")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
             "PERFORMANCE REGRESSION in test_suite.py::test_slowed: *% slower (median latency; "
             "90% interval +*% to +*%, past the 5% threshold)",
             "*median latency: now 2?? us, before 2?? us",
-            "*decided by: the stored baseline, confirmed on fresh samples",
+            "*decided by: the stored baseline, confirmed on fresh samples (not settled in this "
+            "job: --perf-compare names a results file, so there is no commit to measure)",
             f"*reproduce (interleaved on this machine, from the rootdir): pytest "
             f"test_suite.py::test_slowed --perf-ab={head[:12]}",
             "*accept it: a 'Perf-Accept: test_suite.py::test_slowed <reason>' trailer*",
-            f"*baseline: commit {head[:10]} (1 commit before the merge-base of main and HEAD)",
+            "*baseline: *",
         ]
     )
     # The untouched three pass; what each is called (unchanged, or inconclusive after a
@@ -125,7 +133,7 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     by_key = {b["key"].split("::")[1]: b for b in cmp["benchmarks"]}
     slowed = by_key["test_slowed"]["comparison"]
     assert slowed["verdict"] == "regression"
-    assert slowed["baseline_commit"] == head and slowed["baseline_distance"] == 1
+    assert slowed["baseline_commit"] == head  # its distance: the settled run's, below
     assert 1.2 < slowed["ratio"] < 1.4 and slowed["ci_low"] > 1.05
     for key in (
         "ratio",
@@ -143,7 +151,7 @@ def test_save_then_compare_from_a_branch_two_commits_later(
     passing = ("unchanged", "no-regression", "inconclusive")
     assert by_key["test_steady"]["comparison"]["verdict"] in passing
     assert by_key["test_named#second"]["comparison"]["verdict"] in passing
-    assert cmp["comparison"]["sha"] == head and cmp["comparison"]["distance"] == 1
+    assert cmp["comparison"]["sha"] == head
     props = {
         (c.get("name"), p.get("name")): p.get("value")
         for c in ET.parse(repo.path / "j.xml").getroot().iter("testcase")
@@ -220,6 +228,72 @@ def test_the_family_counts_benchmarks_not_tests(repo: pytest.Pytester) -> None:
     ]
     for nodeids, size in rows:
         assert family(Context(), nodeids) == size  # type: ignore[arg-type]
+
+
+#: A test that makes as many benchmarks as names.txt says, each x3 slower with factor.txt.
+MANY = (
+    BUSY_HEADER
+    + """
+NAMES = int((Path(__file__).parent / "names.txt").read_text())
+
+def test_one(infer_bench):
+    infer_bench(lambda: busy(100 * FACTOR))
+
+def test_many(infer_bench):
+    for i in range(NAMES):
+        infer_bench(lambda: busy(100 * FACTOR), name=f"n{i}")
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("made", "size", "counted", "family"),
+    [
+        (1, 2, 1, 2),  # as counted: the run's family
+        (3, 2, 3, 2),  # the baseline held all three
+        (3, 2, 1, 6),  # a new test's share over all three it made
+        (50, 1, 1, 50),  # one test, fifty names, nothing counted: before, a family of 1
+        (5, 10, 2, 25),  # rounded up
+        (0, 0, 0, 1),
+    ],
+)
+def test_a_tests_claims_are_held_to_its_share(
+    made: int, size: int, counted: int, family: int
+) -> None:
+    from pytest_infperf.core.family import of_test
+
+    assert of_test(size, made, counted) == family
+
+
+def test_a_test_that_makes_more_benchmarks_than_counted_holds_its_claims(
+    pytester: pytest.Pytester, git_env: None
+) -> None:
+    """The baseline holds test_many's one benchmark; now it makes three. The run counted
+    two benchmarks (test_one, test_many): before, test_many's n0 was claimed at a family of
+    2 (p 0.0025 x 2 <= 0.01) beside two more claims it did not count. Each test's claims now
+    share its part of the run's alpha: n0 is held at 2 x 3 and not claimed, test_one's
+    stands at 2; the JSON's family counts the four made."""
+    ini = fast_ini(drift_guard="off", max_rounds=6, min_time=0.0001).replace(
+        "infperf_rounds = 10", "infperf_rounds = 6"
+    )
+    pytester.makefile(".ini", pytest=ini)
+    pytester.makepyfile(test_many=MANY)
+    (pytester.path / "factor.txt").write_text("1.0")
+    (pytester.path / "names.txt").write_text("1")
+    init_repo(pytester.path)
+    pytester.runpytest("--perf-save").assert_outcomes(passed=2)
+    (pytester.path / "factor.txt").write_text("3.0")
+    (pytester.path / "names.txt").write_text("3")
+    result = pytester.runpytest(stored_file(pytester.path), "--perf-json=out.json")
+    doc = load_json(pytester.path / "out.json")
+    found = {b["key"].split("::")[1]: b["comparison"] for b in doc["benchmarks"]}
+    assert found["test_one"]["verdict"] == "regression", result.stdout.str()
+    n0 = found["test_many#n0"]
+    assert n0["verdict"] == "inconclusive" and n0["reason"] == "multiplicity", n0
+    assert n0["family_size"] == 6 and "over the run's 6 benchmarks" in n0["note"]
+    assert {found["test_many#n1"]["verdict"], found["test_many#n2"]["verdict"]} == {"no-baseline"}
+    assert doc["family"]["benchmarks"] == 4
+    result.assert_outcomes(passed=1, failed=1)  # test_one; test_many's claim was withdrawn
 
 
 def test_a_saved_baseline_says_which_failed_tests_it_lacks(repo: pytest.Pytester) -> None:
@@ -462,8 +536,9 @@ def test_another_environment_is_compared_interleaved(repo: pytest.Pytester) -> N
     assert {c["decided_by"] for c in comparisons} == {"ab"}
     slowed = next(b for b in doc["benchmarks"] if b["nodeid"].endswith("test_slowed"))
     assert slowed["comparison"]["verdict"] == "regression"
-    # Where nothing is interleaved, nothing compares: incomparable, and strict fails it.
-    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-json=out.json")
+    # Where nothing can be interleaved (a results file), nothing compares: incomparable,
+    # and strict fails it.
+    result = repo.runpytest(stored_file(repo.path), "--perf-json=out.json")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
@@ -474,7 +549,7 @@ def test_another_environment_is_compared_interleaved(repo: pytest.Pytester) -> N
     comparison = load_json(repo.path / "out.json")["benchmarks"][0]["comparison"]
     assert comparison["verdict"] == "incomparable"
     assert comparison["env_diff"]["cpu_model"][0] == "Some Other CPU @ 3.0GHz"
-    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-strict-env")
+    result = repo.runpytest(stored_file(repo.path), "--perf-strict-env")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
         [
@@ -514,7 +589,7 @@ def test_per_benchmark_environment_is_compared(repo: pytest.Pytester) -> None:
     moved = benchmarks[0]["comparison"]
     assert moved["settled_because"] == "environment-changed", moved
     result.assert_outcomes(passed=3)
-    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-json=out.json")
+    result = repo.runpytest(stored_file(repo.path), "--perf-json=out.json")
     verdicts = [b["comparison"]["verdict"] for b in load_json(repo.path / "out.json")["benchmarks"]]
     assert sorted(verdicts) == ["incomparable", "unchanged", "unchanged", "unchanged"]
 
@@ -526,10 +601,10 @@ def test_drift_guard_warns(repo: pytest.Pytester) -> None:
     # a machine four times as fast: far beyond this machine's own drift between two runs
     doc["reference"] = {k: v / 4 for k, v in doc["reference"].items()}
     path.write_text(json.dumps(doc))
-    # Settling off: every verdict rests on the stored pass, so the warning is due whatever
-    # the stored pass reads (one a loaded machine leaves undecided would be settled, and a
-    # run where all were settled rightly says nothing).
-    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-json=out.json")
+    # A results file: every verdict rests on the stored pass, so the warning is due
+    # whatever the stored pass reads (one a loaded machine leaves undecided would be
+    # settled, and a run where all were settled rightly says nothing).
+    result = repo.runpytest(stored_file(repo.path), "--perf-json=out.json")
     result.stdout.fnmatch_lines(
         [
             # (a reference part whose ratio is past x10 is not named: the other part is)
@@ -680,10 +755,9 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
 
     def slowed(**expert: object) -> dict[str, object]:
         result = repo.runpytest(
-            "--perf-compare=HEAD",
+            stored_file(repo.path),  # the stored verdict alone
             "--perf-json=out.json",
             *_expert(drift_guard="adjust", **expert),
-            "--perf-settle=off",  # the stored verdict alone
         )
         result.assert_outcomes(passed=3)
         bench = next(
@@ -703,9 +777,7 @@ def test_drift_guard_raises_the_bar(repo: pytest.Pytester) -> None:
     assert c["verdict"] == "inconclusive"
     assert "regression without the drift guard" in str(c["note"])
     # with the guard only warning, the same comparison is a regression
-    result = repo.runpytest(
-        "--perf-compare=HEAD", *_expert(drift_guard="warn"), "--perf-settle=off"
-    )
+    result = repo.runpytest(stored_file(repo.path), *_expert(drift_guard="warn"))
     result.assert_outcomes(passed=2, failed=1)
     # by default, the withheld verdict is settled in the job: measured against the
     # baseline commit's code now, the machine's state cancels and the slowdown shows

@@ -348,11 +348,11 @@ infperf_max_time = 0.02
 infperf_expert = min_time=0.01 warmup_time=0.01
 infperf_profile = off
 """
-#: What every job of the fleet passes the Action (pytest-args: no settling, so that a
-#: compare stays a stored one here; the cache would write into the checkout).
+#: What every job of the fleet passes the Action (pytest-args: the cache would write into
+#: the checkout).
 FLEET = {
     "tests": "tests/perf",
-    "pytest-args": "-p no:cacheprovider --perf-settle=off",
+    "pytest-args": "-p no:cacheprovider",
     "python": sys.executable,
     "shards": "2",
     "label": "gpu",

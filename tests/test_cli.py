@@ -125,7 +125,7 @@ def test_cli_finds_the_baseline_the_plugin_finds(pytester: pytest.Pytester, git_
     (pytester.path / "notes.txt").write_text("x")
     git(pytester.path, "add", "notes.txt")
     git(pytester.path, "commit", "-qm", "unrelated")
-    result = pytester.runpytest("--perf-compare=main", "--perf-settle=off", "--perf-json=r.json")
+    result = pytester.runpytest("--perf-compare=main", "--perf-json=r.json")
     result.stdout.fnmatch_lines([f"compared with commit {measured[:10]} (1 commit before*"])
 
     out = infperf(pytester.path, "show", "main")

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_infperf.report import comment
 
-from .conftest import BUSY_HEADER, fast_ini, git, infperf, init_repo, load_json
+from .conftest import BUSY_HEADER, fast_ini, git, infperf, init_repo, load_json, stored_file
 
 SUITE = (
     BUSY_HEADER
@@ -68,8 +68,7 @@ def test_a_trailer_accepts_the_regression_it_names(repo: pytest.Pytester, valida
     sha = slow_down(repo, "make it slower", ACCEPT)
 
     result = repo.runpytest(
-        "--perf-compare=main",
-        "--perf-settle=off",
+        stored_file(repo.path),
         "--perf-json=out.json",
         "--junitxml=j.xml",
         "--perf-markdown=r.md",
@@ -114,7 +113,7 @@ def test_a_trailer_accepts_the_regression_it_names(repo: pytest.Pytester, valida
 
     # Without the trailer in the change, the same slowdown fails.
     git(repo.path, "commit", "-q", "--amend", "-m", "make it slower")
-    result = repo.runpytest("--perf-compare=main", "--perf-settle=off")
+    result = repo.runpytest(stored_file(repo.path))
     result.assert_outcomes(passed=2, failed=1)
 
 
@@ -138,8 +137,7 @@ def test_accepted_when_settled_and_under_ab(repo: pytest.Pytester) -> None:
 def test_perf_accept_flag_for_a_manual_run(repo: pytest.Pytester) -> None:
     (repo.path / "factor.txt").write_text("1.3")  # uncommitted: a manual run
     result = repo.runpytest(
-        "--perf-compare=main",
-        "--perf-settle=off",
+        stored_file(repo.path),
         "--perf-accept=*::test_slowed known: batch size doubled",
         "--perf-accept=test_suite.py::test_nope",
         "--perf-json=out.json",
@@ -245,7 +243,7 @@ def test_require_baseline_fails_each_benchmark_without_one(repo: pytest.Pytester
     # test_other is renamed: the baseline has nothing under its new name.
     src = (repo.path / "test_suite.py").read_text().replace("test_other", "test_renamed")
     (repo.path / "test_suite.py").write_text(src)
-    result = repo.runpytest("--perf-compare=main", "--perf-settle=off")
+    result = repo.runpytest(stored_file(repo.path))
     result.assert_outcomes(passed=3)
     assert result.ret == 0  # one benchmark without a baseline is not a comparison of nothing
     result.stdout.fnmatch_lines(
@@ -255,7 +253,7 @@ def test_require_baseline_fails_each_benchmark_without_one(repo: pytest.Pytester
             "speed depends on what ran before it*"
         ]
     )
-    result = repo.runpytest("--perf-compare=main", "--perf-settle=off", "--perf-require-baseline")
+    result = repo.runpytest(stored_file(repo.path), "--perf-require-baseline")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -263,15 +261,13 @@ def test_require_baseline_fails_each_benchmark_without_one(repo: pytest.Pytester
             "benchmark to be compared*"
         ]
     )
-    result = repo.runpytest(
-        "--perf-compare=main", "--perf-settle=off", "-o", "infperf_require_baseline=yes"
-    )
+    result = repo.runpytest(stored_file(repo.path), "-o", "infperf_require_baseline=yes")
     result.assert_outcomes(passed=2, failed=1)
 
 
 def test_pull_request_comment_from_a_real_run(repo: pytest.Pytester) -> None:
     slow_down(repo, "make it slower")
-    repo.runpytest("--perf-compare=main", "--perf-settle=off", "--perf-json=bad.json")
+    repo.runpytest(stored_file(repo.path), "--perf-json=bad.json")
     out = repo.path / "gh_output"
     done = infperf(
         repo.path, "comment", "bad.json", "-o", "c.md", "--github-output", GITHUB_OUTPUT=str(out)
@@ -284,7 +280,7 @@ def test_pull_request_comment_from_a_real_run(repo: pytest.Pytester) -> None:
 
     # A change that changes nothing: the comment (if one exists) says so.
     git(repo.path, "revert", "--no-edit", "HEAD")
-    repo.runpytest("--perf-compare=main", "--perf-settle=off", "--perf-json=good.json")
+    repo.runpytest(stored_file(repo.path), "--perf-json=good.json")
     done = infperf(repo.path, "comment", "good.json")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(

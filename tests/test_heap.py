@@ -9,7 +9,7 @@ import pytest
 
 from pytest_infperf.measure import heap
 
-from .conftest import AB_INI, ab_ini, expert, git, init_repo, load_json
+from .conftest import AB_INI, ab_ini, expert, git, init_repo, load_json, stored_file
 
 GLIBC = (
     (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
@@ -119,7 +119,7 @@ def test_a_compare_against_a_baseline_on_another_heap_warns(
     pytester: pytest.Pytester, git_env: None
 ) -> None:
     pytester.makepyfile("def test_x(infer_bench):\n    infer_bench(lambda: None)\n")
-    pytester.makefile(".ini", pytest=AB_INI.replace("settle = stored-first", "settle = off"))
+    pytester.makefile(".ini", pytest=AB_INI)
     (pytester.path / ".gitignore").write_text("*.json\n__pycache__/\n")
     init_repo(pytester.path)
     # No baseline found: nothing to say about its heap.
@@ -128,13 +128,13 @@ def test_a_compare_against_a_baseline_on_another_heap_warns(
     system = ("-o", f"infperf_expert={expert(heap='system')}")
     pytester.runpytest_subprocess("--perf-save", *system).assert_outcomes(passed=1)
     # What is under test is the warning, not the verdict: a no-op's stored pass on this
-    # noisy machine once read x1.59 (settling is off here), so the verdict only warns.
-    result = pytester.runpytest_subprocess("--perf-compare=main", "--perf-warn-only")
+    # noisy machine once read x1.59 (a results file: no settling), so it only warns.
+    result = pytester.runpytest_subprocess(stored_file(pytester.path), "--perf-warn-only")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         ["*the baseline was measured on heap system and this run on heap steady*"]
     )
     assert (
         "measured on heap"
-        not in pytester.runpytest_subprocess("--perf-compare=main", *system).stdout.str()
+        not in pytester.runpytest_subprocess(stored_file(pytester.path), *system).stdout.str()
     )

@@ -211,6 +211,38 @@ def test_a_worker_refuses_a_copy_elsewhere_of_a_module_its_checkout_lacks(tmp_pa
     assert "REFUSED No module named 'tinymodels.extra'" in out
 
 
+def test_every_process_of_the_base_side_is_held_as_it_starts(tmp_path: Path) -> None:
+    """A process a base-side test starts with ``sys.executable`` and ``env={}`` (no
+    PYTHONPATH, nothing of the worker's) imports the base's package, not the one HEAD's
+    editable ``.pth`` names; it records where its modules came from, and one that imported
+    HEAD's before the hold (a ``.pth`` of its own) is named by the proof."""
+    import subprocess
+
+    from pytest_infperf.ab import interpreter
+
+    head, base, site = tmp_path / "head", tmp_path / "base", tmp_path / "site"
+    for tree, depth in ((head, 6), (base, 4)):
+        (tree / "src" / "tinymodels").mkdir(parents=True)
+        (tree / "src" / "tinymodels" / "__init__.py").write_text(f"DEPTH = {depth}\n")
+    site.mkdir()
+    (site / "tinymodels-editable.pth").write_text(f"{head / 'src'}\n")  # HEAD's install
+    told = ImportMap(str(head.resolve()), roots=("src",), names={"tinymodels": "src"})
+    made = interpreter.make(tmp_path / "py", [str(site)], told.to_json(), base)
+    ask = [made.python, "-c", "import sys, tinymodels; print(tinymodels.DEPTH, sys.executable)"]
+    done = subprocess.run(ask, env={}, capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.split() == ["4", made.python], done.stderr
+    (child,) = interpreter.recorded(made.origins, own=0)
+    mine = str((base / "src" / "tinymodels" / "__init__.py").resolve())
+    assert child["origins"] == {"tinymodels": mine} and not child["error"]
+    assert proof.problems("base", child["origins"], told, str(base.resolve())) == []
+    # something imports the project at start-up, before the hold: named, and refused
+    (site / "zz_starts.pth").write_text("import tinymodels\n")
+    subprocess.run([made.python, "-c", "pass"], env={}, check=True, cwd=tmp_path)
+    found = [c for c in interpreter.recorded(made.origins, own=0) if c["pid"] != child["pid"]]
+    (bad,) = proof.problems("base", found[0]["origins"], told, str(base.resolve()))
+    assert bad.where == "HEAD's checkout" and bad.module == "tinymodels"
+
+
 def _python(script: str) -> str:
     import subprocess
 
@@ -300,6 +332,67 @@ def test_a_spec_no_installer_reads_is_said_not_built(tmp_path: Path) -> None:
     )
 
 
+def _plant(python: Path, marker: Path) -> None:
+    """What a job that can write the cache could leave for the next: an interpreter of
+    its own, and a .pth that runs in every process over the environment (the sealed
+    folders made writable first, as the same user can)."""
+    site = next(python.parent.parent.glob("lib/python*/site-packages"))
+    for folder in (python.parent, site):
+        folder.chmod(0o755)
+    python.unlink()
+    python.write_text(f'#!/bin/sh\ntouch {marker}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    (site / "zz_planted.pth").write_text(f"import pathlib; pathlib.Path({str(marker)!r}).touch()\n")
+
+
+def test_a_cached_environment_is_verified_before_reuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached base environment is reused only as it was built (owner, mode, every file's
+    hash in its manifest): before, a planted bin/python beside the completion file ran for
+    every base worker of the next run, and a missing one stopped every run with an
+    INTERNALERROR (FileNotFoundError) until someone removed the folder."""
+    import subprocess
+
+    monkeypatch.setenv("INFPERF_CACHE_DIR", str(tmp_path / "cache"))
+    scratch = tmp_path / "run"
+    python, site = baseenv.build([], None, None, scratch)
+    folder = python.parent.parent
+    assert folder.parent == tmp_path / "cache" / "envs" and python.is_symlink()
+    manifest = folder / baseenv.MANIFEST
+    built = manifest.stat().st_mtime_ns
+    assert baseenv.build([], None, None, scratch) == (python, site)
+    assert manifest.stat().st_mtime_ns == built  # reused as it was
+    # sealed: nothing the base side runs writes in it (bytecode included)
+    assert not site.stat().st_mode & 0o222 and not folder.stat().st_mode & 0o222
+    site.chmod(0o755)  # bytecode Python could write where it may: not what was built
+    (site / "__pycache__").mkdir(exist_ok=True)
+    (site / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"")
+    assert baseenv.build([], None, None, scratch) == (python, site)
+    assert manifest.stat().st_mtime_ns == built
+    marker = tmp_path / "planted-ran"
+    _plant(python, marker)
+    again, _ = baseenv.build([], None, None, scratch)
+    assert again == python and python.is_symlink() and manifest.stat().st_mtime_ns != built
+    subprocess.run([str(again), "-c", "pass"], check=True)
+    assert not marker.exists() and not (site / "zz_planted.pth").exists()
+    # damaged: its interpreter gone beside the completion file -> built again
+    python.parent.chmod(0o755)
+    python.unlink()
+    again, _ = baseenv.build([], None, None, scratch)
+    assert again == python and python.is_symlink()
+    subprocess.run([str(again), "-c", "pass"], check=True)
+    # a cache folder another user could write in: never reused, built in the run's own
+    (tmp_path / "cache" / "envs").chmod(0o777)
+    private, _ = baseenv.build([], None, None, scratch)
+    assert private.parent.parent.parent == scratch / "envs"
+    (tmp_path / "cache" / "envs").chmod(0o755)
+    folder.chmod(0o775)  # the environment itself open to its group: built again
+    again, _ = baseenv.build([], None, None, scratch)
+    assert again == python and not folder.stat().st_mode & 0o022
+    assert not list(folder.parent.glob("*-discarded-*")) and not list(scratch.glob("*/*-b*"))
+
+
 def test_compiled_parts_are_found(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     assert not baseenv.compiled([tmp_path / "pkg"], tmp_path)
@@ -318,6 +411,14 @@ def verdicts(proj: Project, name: str = "ab.json") -> dict[str, dict]:
     return {b["nodeid"].split("::")[-1]: b for b in doc["benchmarks"]}
 
 
+#: The module each layout's model lives in (the rest: tinymodels).
+MODULES = {
+    "namespace": "acme.tinymodels",
+    "nested": "acme.vision.tinymodels",
+    "several": "tinylayers",
+}
+
+
 def check_slower_alone(proj: Project, result: object, mode: str = "ab") -> None:
     """The +50% model failed, alone; the untouched benchmark passed; each side's project
     modules came from its own checkout."""
@@ -330,7 +431,7 @@ def check_slower_alone(proj: Project, result: object, mode: str = "ab") -> None:
     assert same["comparison"]["verdict"] not in ("regression", "improvement"), same["comparison"]
     record = mlp["extra"]["ab" if mode == "ab" else "settle"]
     origins = record["origins"]
-    model = {"namespace": "acme.tinymodels", "several": "tinylayers"}.get(proj.layout, "tinymodels")
+    model = MODULES.get(proj.layout, "tinymodels")
     for side in ("base", "head"):
         where = [k for k, modules in origins[side].items() if model in modules]
         assert where and all(k.startswith("checkout:") or k.startswith("installed:") for k in where)
@@ -378,6 +479,9 @@ def test_the_layout_table_covers_every_layout() -> None:
         "src",
         "several",
         "namespace",
+        "nested",
+        "moved",
+        "child",
         "conftest",
         "pythonpath",
     }
@@ -400,6 +504,17 @@ def test_the_layout_table_covers_every_layout() -> None:
         ("several", "wheel"),
         ("namespace", "editable"),
         ("namespace", "wheel"),
+        # two namespace packages down: before, the base was refused (blamed on a .pth),
+        # and with infperf_ab_pythonpath=src the head was refused as stale
+        ("nested", "editable"),
+        ("nested", "wheel"),
+        # the package moved from src/ to the root: before, the base worker could not
+        # import it and its test read as "not in the base commit" (no-baseline, exit 0)
+        ("moved", "editable"),
+        # the test reads its depth from a process it starts (sys.executable, env={"PATH"}):
+        # before, that process imported HEAD's package on the base side (0.987)
+        ("child", "editable"),
+        ("child", "wheel"),
         ("conftest", "none"),
         ("pythonpath", "none"),
     ],
@@ -407,6 +522,27 @@ def test_the_layout_table_covers_every_layout() -> None:
 def test_every_layout_and_install(tmp_path: Path, git_env: None, layout: str, install: str) -> None:
     proj = project(tmp_path, layout, install)
     check_slower_alone(proj, proj.pytest(*AB_ARGS))
+
+
+@pytest.mark.slow
+def test_a_stale_install_is_refused_and_nothing_is_stored(tmp_path: Path, git_env: None) -> None:
+    """``pip install .`` on a branch, then ``git switch`` back without installing again:
+    the save measured the branch's code (its FLOPs) and stored it as main's baseline, exit
+    0; the interleaving modes alone caught it. Every mode that measures refuses now."""
+    proj = project(tmp_path, "src", "wheel")  # installed from feature
+    git(proj.root, "checkout", "-q", "main")
+    result = proj.pytest("tests/perf", "--perf-save", "-p", "no:cacheprovider")
+    out = " ".join((result.stdout + result.stderr).split())  # the refusal wraps at 110
+    assert result.returncode == 1, out[-3000:]
+    assert "refused to measure: the head side (this process) imported the project's" in out
+    assert "which is not the working tree's content" in out and "2 failed" in out
+    assert not list((proj.root / "baselines").rglob("*.json"))
+    plain = proj.pytest("tests/perf", "--perf-json=results/plain.json", "-p", "no:cacheprovider")
+    assert plain.returncode == 1 and "refused to measure" in plain.stdout
+    proj.reinstall()  # main's own copy: measured and stored
+    saved = proj.pytest("tests/perf", "--perf-save", "-p", "no:cacheprovider")
+    assert saved.returncode == 0, saved.stdout[-3000:]
+    assert list((proj.root / "baselines").rglob("*.json"))
 
 
 @pytest.mark.slow
@@ -589,3 +725,106 @@ def test_inits_install_step_and_the_gate_agree_on_a_src_layout(
     mlp = found["test_mlp_latency"]
     assert mlp["comparison"]["verdict"] == "regression", (list(found), result.stdout[-3000:])
     assert 1.2 < mlp["comparison"]["ratio"] < 1.8
+
+
+def _installed_copy(site: Path, repo: Path, files: dict[str, str]) -> None:
+    """A copy of the project installed from ``repo`` into ``site`` as pip leaves one: its
+    files, and a dist-info whose RECORD lists them and whose direct_url names the repo."""
+    for rel, text in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+    info = site / "tinymodels-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tinymodels\nVersion: 0.1\n")
+    (info / "direct_url.json").write_text(json.dumps({"url": repo.as_uri(), "dir_info": {}}))
+    listed = [*files, f"{info.name}/METADATA", f"{info.name}/direct_url.json"]
+    (info / "RECORD").write_text("".join(f"{rel},,\n" for rel in listed))
+
+
+def test_a_stale_install_is_refused_before_anything_is_measured(tmp_path: Path) -> None:
+    """The head process imported the project from an installed copy that is not the
+    working tree's (``pip install .`` on a branch, then ``git switch`` back): every mode
+    that measures refuses, a save first; the same copy, fresh, passes."""
+    repo, site = tmp_path / "repo", tmp_path / "site"
+    (repo / "src" / "tinymodels").mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / "src" / "tinymodels" / "__init__.py").write_text("DEPTH = 4\n")
+    _installed_copy(site, repo, {"tinymodels/__init__.py": "DEPTH = 6\n"})
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from pytest_infperf.ab import proof
+        head = proof.Head(Path({str(repo)!r}))
+        print("before:", head.refusal("measure"))
+        sys.path.append({str(site)!r})
+        import tinymodels
+        print("stale:", head.refusal("measure"))
+        Path({str(site / "tinymodels" / "__init__.py")!r}).write_text("DEPTH = 4\\n")
+        print("fresh:", proof.Head(Path({str(repo)!r})).refusal("measure"))
+        """
+    )
+    out = _python(script)
+    assert "before: None" in out and "fresh: None" in out
+    assert "stale: refused to measure: the head side (this process) imported" in out
+    assert f"tinymodels from {site}/tinymodels/__init__.py" in out
+    assert "which is not the working tree's content" in out and "pip install ." in out
+
+
+def test_a_save_that_met_a_stale_install_stores_nothing(
+    pytester: pytest.Pytester, git_env: None
+) -> None:
+    """One test measures before another imports the stale copy: the second fails, and the
+    save stores neither (what the run measured is not all this commit's code)."""
+    from .conftest import FAST_INI
+
+    repo = pytester.path
+    (repo / "src" / "tinymodels").mkdir(parents=True)
+    (repo / "src" / "tinymodels" / "__init__.py").write_text("DEPTH = 4\n")
+    _installed_copy(repo.parent / "site", repo, {"tinymodels/__init__.py": "DEPTH = 6\n"})
+    pytester.makeconftest(f"import sys\nsys.path.append({str(repo.parent / 'site')!r})\n")
+    pytester.makefile(".ini", pytest=FAST_INI)
+    pytester.makepyfile(
+        test_a="def test_a(infer_bench):\n    infer_bench(lambda: None)\n",
+        test_b="def test_b(infer_bench):\n    import tinymodels\n    infer_bench(lambda: None)\n",
+    )
+    init_repo(repo)
+    result = pytester.runpytest_subprocess("--perf-save", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*refused to measure: the head side (this process) imported the project's code*",
+            "*error: not saving the baseline: the run imported the project from an installed "
+            "copy that is not the working tree's (its failed tests name it)",
+        ]
+    )
+    assert not list((repo / "baselines").rglob("*.json"))
+
+
+def test_a_nested_namespace_copy_is_found_in_the_repository(tmp_path: Path) -> None:
+    """``acme/vision/tinymodels`` installed non-editable: the copy's portion is found two
+    namespace folders down, and again in the repository, so that the base side imports its
+    own and the head's copy is checked against the working tree (before, the base was
+    refused, blamed on a .pth, and the head refused as stale)."""
+    repo, site = tmp_path / "repo", tmp_path / "site"
+    (repo / "src" / "acme" / "vision" / "tinymodels").mkdir(parents=True)
+    (repo / "src" / "acme" / "vision" / "tinymodels" / "__init__.py").write_text("D = 4\n")
+    copy = "acme/vision/tinymodels/__init__.py"
+    _installed_copy(site, repo, {copy: "D = 4\n", "acme/vision/data.json": "{}"})
+    from importlib.metadata import PathDistribution
+
+    info = PathDistribution(site / "tinymodels-0.1.dist-info")
+    (dist,) = imports.repo_distributions(repo, [info])
+    place = str((site / "acme" / "vision" / "tinymodels").resolve())
+    assert dist.places == (("acme.vision.tinymodels", place),)
+    assert imports.locate(repo, "acme.vision.tinymodels", ()) == "src/acme/vision"
+    assert imports.portions(repo / "src" / "acme", "acme", "src/acme") == {
+        "acme.vision.tinymodels": "src/acme/vision"
+    }
+    told = ImportMap(
+        str(repo),
+        names={"acme.vision.tinymodels": "src/acme/vision"},
+        installed=(("acme.vision.tinymodels", place, "tinymodels 0.1"),),
+    )
+    found = {"acme.vision.tinymodels": f"{place}/__init__.py"}
+    assert proof.problems("head", found, told, str(repo)) == []

@@ -147,17 +147,46 @@ def test_memory_metric_from_zero_in_a_real_run(pytester: pytest.Pytester, git_en
 # --- bug 4: a base test that fails before infer_bench ----------------------------------
 
 
-def test_base_error_is_reported_as_such(pytester: pytest.Pytester, git_env: None) -> None:
-    base = "def test_model(infer_bench):\n    raise RuntimeError('broken on main')\n"
-    head = "def test_model(infer_bench):\n    infer_bench(lambda: sum(range(100)))\n"
-    repo = _ab_repo(pytester, base, head)
+HEAD_SUITE = "def test_model(infer_bench):\n    infer_bench(lambda: sum(range(100)))\n"
+
+
+@pytest.mark.parametrize(
+    ("base", "said"),
+    [
+        # the base's test fails before its call (a missing fixture fails its setup alike)
+        (
+            "def test_model(infer_bench):\n    raise RuntimeError('broken on main')\n",
+            ("the base side's test failed before this measurement", "RuntimeError: broken on main"),
+        ),
+        # the base's file cannot be imported: its error, never "not in the base commit"
+        (
+            "import not_a_module_anywhere\n\n" + HEAD_SUITE,
+            ("collecting test_suite.py failed in the merge-base", "ModuleNotFoundError"),
+        ),
+    ],
+    ids=["test-fails", "file-does-not-import"],
+)
+def test_a_base_side_that_cannot_run_a_benchmark_fails_closed(
+    pytester: pytest.Pytester, git_env: None, base: str, said: tuple[str, str]
+) -> None:
+    """Before, a base file that did not import read as "not in the base commit" and passed
+    (the worker sent the tests it collected, not its errors), and a base test's own error
+    passed as no-baseline with a warning."""
+    repo = _ab_repo(pytester, base, HEAD_SUITE)
     result = repo.runpytest_subprocess("--perf-ab=main", "--perf-json=ab.json")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)
+    assert result.ret == 1
     c = load_json(repo.path / "ab.json")["benchmarks"][0]["comparison"]
     assert c["verdict"] == "no-baseline" and c["reason"] == "base-error"
-    assert "RuntimeError: broken on main" in c["note"]
     assert "not in the base commit" not in c["note"]
-    result.stdout.fnmatch_lines(["*the base side's test failed before this measurement*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_suite.py::test_model: not compared: the base side could not run it",
+            f"  why: *{said[0]}*",
+            "  fix what the base commit needs to run it, or compare with another commit",
+        ]
+    )
+    assert said[1] in c["note"] and said[1] in result.stdout.str()
 
 
 # --- bug 5 and 6: labels that mean one thing --------------------------------------------

@@ -113,6 +113,8 @@ def test_class_marker_and_function_marker_merge(pytester: pytest.Pytester) -> No
             "*max_rounds=10 is below rounds=50*",
         ),
         ("infperf_expert = max_rounds", "*'max_rounds' is not name=value*"),
+        # removed: stored verdicts alone failed unchanged code (what to use instead is said)
+        ("infperf_settle = off", "*infperf_settle=off was removed: stored verdicts alone*"),
         ("infperf_expert = hep=system", "*unknown setting 'hep': did you mean heap?*"),
         (
             "infperf_max_rounds = 10",
@@ -140,6 +142,8 @@ def test_bad_ini_values_are_usage_errors(pytester: pytest.Pytester, ini: str, me
         ("--perf-alpha=0.5", "*--perf-alpha='0.5': must be a number in (0, 0.5)"),
         ("--perf-metric=mean", "*--perf-metric='mean': unknown metric; expected one of median*"),
         ("--perf-rounds=0", "*--perf-rounds='0': must be an integer >= 1"),
+        ("--perf-settle=off", "*--perf-settle=off was removed: stored verdicts alone failed*"),
+        ("--perf-settle=x", "*--perf-settle='x': expected one of auto, stored-first"),
     ],
 )
 def test_bad_flags_are_usage_errors(pytester: pytest.Pytester, flag: str, message: str) -> None:

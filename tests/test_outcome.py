@@ -12,7 +12,7 @@ import pytest
 
 from pytest_infperf.report import comment
 
-from .conftest import infperf, init_repo, load_json
+from .conftest import infperf, init_repo, load_json, stored_file
 
 SUITE = """
 from pathlib import Path
@@ -225,9 +225,7 @@ def test_a_work_limit_that_cannot_be_checked_says_so(
     (pytester.path / ".gitignore").write_text("baselines/\n*.json\n__pycache__/\n")
     init_repo(pytester.path)
     assert pytester.runpytest_subprocess("--perf-save").ret == 0
-    result = pytester.runpytest_subprocess(
-        "--perf-compare=HEAD", "--perf-settle=off", "--perf-json=out.json"
-    )
+    result = pytester.runpytest_subprocess(stored_file(pytester.path), "--perf-json=out.json")
     result.stdout.fnmatch_lines(
         [
             "*max_work_increase=0.1 not checked: the counts vary from call to call "

@@ -135,16 +135,16 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("cpu inconclusive settles", Facts(stored=UND), Step.SETTLE, None),
     ("cpu improvement settles", Facts(stored=IMP), Step.SETTLE, None),
     ("ttft regression settles", Facts(metric="ttft", stored=REG), Step.SETTLE, None),
-    # --- settling off, or impossible: stands, or fresh samples for what is flagged
-    ("settle off: unchanged", Facts(settle="off", stored=UNC), Step.STAND, None),
-    ("settle off: improvement", Facts(settle="off", stored=IMP), Step.REMEASURE, None),
-    ("settle off: regression", Facts(settle="off", stored=REG), Step.REMEASURE, None),
-    ("settle off: inconclusive", Facts(settle="off", stored=UND), Step.REMEASURE, None),
+    # --- settling impossible: stands, or fresh samples for what is flagged
+    ("a results file: unchanged", Facts(commit=False, stored=UNC), Step.STAND, None),
+    ("a results file: improvement", Facts(commit=False, stored=IMP), Step.REMEASURE, "file"),
     ("a results file: regression", Facts(commit=False, stored=REG), Step.REMEASURE, "file"),
+    ("a results file: inconclusive", Facts(commit=False, stored=UND), Step.REMEASURE, "file"),
     ("metric p90: improvement", Facts(metric="p90", stored=IMP), REMEASURE, "metric=p90"),
     ("metric memory: regression stands", Facts(metric="memory", stored=REG), Step.STAND, "memory"),
-    ("gpu_time: improvement stands", Facts(metric="gpu_time", settle="off", stored=IMP), STAND, ""),
-    ("remeasure=0: regression stands", Facts(settle="off", remeasure=0, stored=REG), STAND, ""),
+    ("gpu_time: improvement stands", Facts(metric="gpu_time", commit=False, stored=IMP), STAND,
+     "file"),
+    ("remeasure=0: regression stands", Facts(commit=False, remeasure=0, stored=REG), STAND, "file"),
     ("remeasure=0: undecided stands", Facts(commit=False, remeasure=0, stored=UND), STAND, "file"),
     ("worker broke: regression", Facts(unsettled=FAIL, stored=REG), Step.REMEASURE, FAIL),
     ("worker broke: improvement", Facts(unsettled=FAIL, stored=IMP), REMEASURE, FAIL),
@@ -152,7 +152,7 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("misread: unchanged re-checked", Facts(misread=True, stored=UNC), Step.RECHECK, None),
     ("misread: no-regression re-checked", Facts(misread=True, stored=NOREG), Step.RECHECK, None),
     ("misread: regression settled", Facts(misread=True, stored=REG), Step.SETTLE, None),
-    ("misread, settle off: stands", Facts(misread=True, settle="off", stored=UNC), Step.STAND, ""),
+    ("misread, a results file: stands", Facts(misread=True, commit=False, stored=UNC), STAND, None),
     ("misread, on a GPU: stands", Facts(misread=True, domain="gpu", stored=UNC), Step.STAND, None),
     # --- the budget cuts only what passes either way, never what might fail
     ("budget short: regression settled", short(stored=REG), Step.SETTLE, None),
@@ -170,7 +170,7 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("gpu +1 layer: device regression, counts grew", on_gpu(LAYER), Step.STAND, None),
     ("gpu +1 layer, latency unchanged", on_gpu(gpu(R, U, work=GREW)), Step.STAND, None),
     ("gpu +1 layer, the lock's domain name", on_gpu(LAYER, domain="gpu-all"), Step.STAND, None),
-    ("gpu +1 layer, settle off: stands", on_gpu(LAYER, settle="off"), Step.STAND, None),
+    ("gpu +1 layer, a results file: stands", on_gpu(LAYER, commit=False), Step.STAND, None),
     ("gpu +1 layer, budget short: stands", on_gpu(LAYER, budget=SHORT), Step.STAND, None),
     # a latency its stored pass left undecided stands on the device time where that passes
     # and the counts did not grow; one claimed or read slower is settled
@@ -181,7 +181,7 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("gpu: latency x2, device and work same", on_gpu(gpu(U, R, lat=X2)), SETTLE, None),
     ("gpu: latency reads slower, undecided", on_gpu(gpu(U, IN, lat=X13)), SETTLE, None),
     ("gpu: latency withheld, device and work same", on_gpu(WITHHELD), STAND, None),
-    ("gpu: latency x1.3, settle off", on_gpu(gpu(U, R), settle="off"), REMEASURE, None),
+    ("gpu: latency x1.3, a results file", on_gpu(gpu(U, R), commit=False), REMEASURE, "file"),
     ("gpu: latency undecided, worker broke", on_gpu(gpu(U), unsettled=FAIL), STAND, None),
     ("gpu: latency read slower, worker broke", on_gpu(gpu(U, IN, lat=X13), unsettled=FAIL),
      REMEASURE, FAIL),
@@ -195,7 +195,8 @@ AFTER: list[tuple[str, Facts, Step, str | None]] = [
     ("gpu: device regression, fewer counts", on_gpu(gpu(R, work=FEWER)), SETTLE, "fell"),
     ("gpu: counts moved both ways", on_gpu(gpu(R, work=MIXED)), SETTLE, "both ways"),
     ("gpu: device reg., Python calls grew", on_gpu(gpu(R, U, work=HOST_MOVED)), STAND, None),
-    ("gpu disagrees, settle off: usual rule", on_gpu(gpu(R), settle="off"), REMEASURE, None),
+    ("gpu disagrees, a results file: usual rule", on_gpu(gpu(R), commit=False), REMEASURE,
+     "file"),
     # no quiet evidence: the usual rule
     ("gpu regression, not over the family", on_gpu(LAYER_WEAK, family=200), SETTLE, None),
     ("gpu clocks moved: usual rule", on_gpu(LAYER, clocks_held=False), SETTLE, None),
@@ -302,8 +303,8 @@ HOST: list[tuple[str, Facts, Step, str | None, Reason | None, str | None]] = [
     ("ungated: latency reads slower, +1 layer", ungated(gpu_lat(R, lat=LAT_SLOWER, work=GREW)),
      STAND, "gpu_time", None, None),
     ("ungated: latency x2 regression", ungated(gpu_lat(U, R, lat=X2)), SETTLE, None, None, None),
-    ("ungated: latency x2, settle off", ungated(gpu_lat(U, R, lat=X2), settle="off"), REMEASURE,
-     None, None, None),
+    ("ungated: latency x2, a results file", ungated(gpu_lat(U, R, lat=X2), commit=False),
+     REMEASURE, None, None, "file"),
     ("ungated: device reg., same counts", ungated(gpu_lat(R)), SETTLE, None, None, "says"),
     # the host's spread speaks of times the host moves, not of memory or the device alone
     ("ungated, metric memory", ungated(gpu_lat(IN), metric="memory"), STAND, None, None,
@@ -327,8 +328,8 @@ HOST: list[tuple[str, Facts, Step, str | None, Reason | None, str | None]] = [
      None, "grew"),
     ("cpu unchanged, Python calls grew", Facts(stored=cmp(U, work=HOST_MOVED)), SETTLE, None, None,
      "grew"),
-    ("cpu unchanged, counts grew, settle off", Facts(settle="off", stored=cmp(U, work=GREW)),
-     STAND, None, WORK_GREW, None),
+    ("cpu unchanged, counts grew, metric p90", Facts(metric="p90", stored=cmp(U, work=GREW)),
+     STAND, None, WORK_GREW, "metric=p90"),
     ("cpu unchanged, counts grew, results file", Facts(commit=False, stored=cmp(U, work=GREW)),
      STAND, None, WORK_GREW, "file"),
     ("cpu unchanged, counts grew, worker broke", Facts(unsettled=FAIL, stored=cmp(U, work=GREW)),
@@ -427,7 +428,6 @@ ROUTE: list[tuple[str, Facts, Step, str]] = [
     ("after a misread: interleaved at once", Facts(misread=True), Step.INTERLEAVE, MISREAD),
     ("moved, on a GPU: stored pass", Facts(moved=True, domain="gpu"), Step.STORED, ""),
     ("moved, stored-first: stored pass", Facts(moved=True, settle="stored-first"), Step.STORED, ""),
-    ("moved, settle off: stored pass", Facts(moved=True, settle="off"), Step.STORED, ""),
     ("moved, not in the baseline: stored", Facts(moved=True, comparable=False), Step.STORED, ""),
     ("moved, a results file: stored pass", Facts(moved=True, commit=False), Step.STORED, ""),
     ("moved, metric p99: stored pass", Facts(moved=True, metric="p99"), Step.STORED, ""),
@@ -450,7 +450,6 @@ ROUTE: list[tuple[str, Facts, Step, str]] = [
      ENV),
     ("another env., stored-first", Facts(env_changed=True, settle="stored-first"), INTER, ENV),
     ("another env., budget short", Facts(env_changed=True, budget=SHORT), INTER, ENV),
-    ("another env., settle off: stored", Facts(env_changed=True, settle="off"), Step.STORED, ""),
     ("another env., a results file", Facts(env_changed=True, commit=False), Step.STORED, ""),
     ("another env., metric p90", Facts(env_changed=True, metric="p90"), Step.STORED, ""),
     ("another env., worker broken", Facts(env_changed=True, unsettled=FAIL), Step.STORED, ""),
@@ -484,7 +483,6 @@ def test_the_stored_pass_is_needed_and_why_settling_cannot_happen_is_said() -> N
         after_stored(Facts())
     file = "--perf-compare names a results file, so there is no commit to measure"
     assert cannot_settle(Facts(commit=False)) == file
-    assert cannot_settle(Facts(settle="off", commit=False)) == ""
     assert cannot_settle(Facts(metric="p90")) == (
         "metric=p90: an interleaved run judges the median latency, so the stored p90 verdict stands"
     )

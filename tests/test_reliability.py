@@ -27,7 +27,7 @@ from pytest_infperf.core.fsutil import (
 from pytest_infperf.core.results import document, dumps
 from pytest_infperf.store.baselines import BaselineFileError, BaselineStore, read_document, validate
 
-from .conftest import FAST_INI, init_repo, load_json, make_result
+from .conftest import FAST_INI, init_repo, load_json, make_result, stored_file
 
 SHA = "a" * 40
 KEY = "linux-x86-64-cpu-py3.11-0123456789"
@@ -419,7 +419,7 @@ def test_odd_test_ids_never_become_paths(pytester: pytest.Pytester, git_env: Non
     # shared machine may come out either way, so the comparison only reports, from the
     # stored pass alone (settling its inconclusive ones interleaved took 9-26 s).
     result = pytester.runpytest(
-        "--perf-compare=HEAD", "--perf-json=out.json", "--perf-warn-only", "--perf-settle=off"
+        stored_file(pytester.path), "--perf-json=out.json", "--perf-warn-only"
     )
     result.assert_outcomes(passed=6)
     names = {b["name"] for b in load_json(pytester.path / "out.json")["benchmarks"]}

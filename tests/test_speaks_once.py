@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import fast_ini, init_repo, load_json
+from .conftest import fast_ini, init_repo, load_json, stored_file
 
 #: Twenty quick benchmarks whose calls take 20 or 60 us at random: their medians cannot be
 #: pinned down, so most comparisons could not guard the 5% tolerance.
@@ -27,8 +27,8 @@ INI = fast_ini(drift_guard="off").replace("infperf_max_time = 0.05", "infperf_ma
 
 
 def _compare(repo: pytest.Pytester, *args: str) -> pytest.RunResult:
-    # --perf-settle=off: no interleaving; what the stored pass flags is measured afresh.
-    result = repo.runpytest("--perf-compare=HEAD", "--perf-settle=off", "--perf-warn-only", *args)
+    # A results file: no interleaving; what the stored pass flags is measured afresh.
+    result = repo.runpytest(stored_file(repo.path), "--perf-warn-only", *args)
     assert result.ret == 0
     return result
 
@@ -46,7 +46,7 @@ def test_a_noisy_twenty_benchmark_aa_compare_asks_for_nothing(
     noisy = [b for b in doc["benchmarks"] if (b["comparison"].get("detectable") or 0) > 0.1]
     assert len(noisy) >= 10, "the 5% tolerance should be out of reach of most of them"
     # No warning, but where the machine moved since the baseline's run: these verdicts rest
-    # on stored passes (--perf-settle=off), and then that is said, once, the same
+    # on stored passes (a results file), and then that is said, once, the same
     # in the terminal, the JSON and the Markdown.
     said = [
         line.removeprefix("warning: ") for line in out.splitlines() if line.startswith("warning:")

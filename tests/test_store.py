@@ -126,7 +126,6 @@ def test_a_comparison_against_a_compact_baseline_says_so(
             "no:randomly",
             f"--perf-compare={base}",
             "--perf-json=out.json",
-            "--perf-settle=off",
         ],
         cwd=repo,
         capture_output=True,

@@ -2,7 +2,8 @@
 real git repository with real torch, transformers and ONNX Runtime models.
 
 One repository serves the module: its baseline is saved once on ``main``; each branch is
-compared once (``--perf-settle=off``: the work diff is the subject, not the time). The
+compared once (against the stored baseline as a results file: the work diff is the subject,
+not the time). The
 FLOPs expected are counted here, independently, with ``FlopCounterMode`` on the same
 models: an oracle, not a copy of the plugin's arithmetic.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import GIT_ENV, git, init_repo, load_json
+from .conftest import GIT_ENV, git, init_repo, load_json, stored_file
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -168,7 +169,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[dict[str, 
     out = {"save": (doc, text, code)}
     for name, layers, python in (("layer", 3, False), ("python", 2, True)):
         _branch(repo, name, layers, python)
-        out[name] = _run(repo, "--perf-compare=main", "--perf-settle=off")
+        out[name] = _run(repo, stored_file(repo))
     return out
 
 

@@ -30,6 +30,7 @@ import re
 import shutil
 import signal
 import site
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -95,6 +96,8 @@ class BaseEnv:
     installed: tuple[str, ...] = ()
     #: Why the environment could not be built (None: it was, or none was needed).
     failed: str | None = None
+    #: The site folder of the environment built for the base (None: none was built).
+    site: str | None = None
 
     @property
     def unread(self) -> list[str]:
@@ -311,7 +314,7 @@ def compiled(folders: Sequence[str | Path], head: Path) -> bool:
 # --- building -----------------------------------------------------------------------------
 
 
-def _site_dirs() -> list[str]:
+def site_dirs() -> list[str]:
     """This environment's site folders, which the base's environment sees after its own
     (their ``.pth`` files processed as here)."""
     paths = sysconfig.get_paths()
@@ -332,8 +335,11 @@ def _installer(python: Path) -> list[str]:
 
 
 def _key(install: Sequence[str], sha: str | None) -> str:
-    """What the environment holds: this Python, what it has installed (a build against an
-    older torch or numpy is not reused), the base's requirements and its own build."""
+    """The name of the environment's folder: what it would hold. A hash (SHA-256, its first
+    20 hex digits) of this Python's path and version, every distribution installed here
+    (name and version: a build against an older torch or numpy is not reused), the base's
+    requirements that differ, and, for a compiled project, the base commit. Inputs anyone
+    can predict: a folder is trusted by :func:`_trusted`, never by its name."""
     held = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     what = {
         "python": sys.executable,
@@ -345,21 +351,34 @@ def _key(install: Sequence[str], sha: str | None) -> str:
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:20]
 
 
-def build(install: Sequence[str], base_tree: Path | None, sha: str | None) -> tuple[Path, Path]:
+def build(
+    install: Sequence[str], base_tree: Path | None, sha: str | None, scratch: Path | None = None
+) -> tuple[Path, Path]:
     """The base's environment with ``install`` (requirements) and, where ``base_tree`` is
-    given, the base project built from it; cached. Its Python and purelib folder. Raises
-    OSError or subprocess.CalledProcessError (with the installer's output)."""
-    folder = cache_dir() / "envs" / _key(install, sha if base_tree is not None else None)
+    given, the base project built from it; cached, and reused only as :func:`_trusted`
+    says (a damaged or altered one is built again). Where the cache folder is one another
+    user could write, built in ``scratch`` (the run's own folder) instead. Its Python and
+    purelib folder. Raises OSError or subprocess.CalledProcessError (with the installer's
+    output)."""
+    envs = cache_dir() / "envs"
+    key = _key(install, sha if base_tree is not None else None)
+    envs.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if (_open_to_others(envs) or _open_to_others(envs.parent, sticky=True)) and scratch:
+        envs = scratch / "envs"  # never a folder another user could swap or plant in
+        envs.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder = envs / key
     python = folder / "bin" / "python"
-    if python.exists() and (folder / "infperf-complete").is_file():
+    why = _trusted(folder)
+    if why is None:
         return python, _purelib(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    _prune(folder.parent)
-    work = Path(tempfile.mkdtemp(prefix=f"{folder.name}-building-", dir=folder.parent))
+    if folder.exists() or folder.is_symlink():
+        _discard(folder)
+    _prune(envs)
+    work = Path(tempfile.mkdtemp(prefix=f"{folder.name}-building-", dir=envs))
     try:
         _run([sys.executable, "-m", "venv", "--without-pip", str(work)])
         # This environment after the base's own: what the base needs differently shadows it.
-        lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in _site_dirs())
+        lines = "".join(f"import site; site.addsitedir({d!r})\n" for d in site_dirs())
         (_purelib(work) / "_infperf_head_env.pth").write_text(lines)
         tool = _installer(work / "bin" / "python")
         if install:
@@ -370,26 +389,153 @@ def build(install: Sequence[str], base_tree: Path | None, sha: str | None) -> tu
                 _run([*project[:-1], "--no-build-isolation", str(base_tree)])
             except subprocess.CalledProcessError:
                 _run(project)  # the backend the project's own spec names
-        (work / "infperf-complete").write_text("\n".join([*install, sha or ""]))
+        _seal(work, [*install, sha or ""])
         try:
             work.rename(folder)
         except OSError:
-            if not (folder / "infperf-complete").is_file():
+            if _trusted(folder) is not None:
                 raise
-            shutil.rmtree(work, ignore_errors=True)  # another run built it first
+            _remove(work)  # another run built it first
     except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(work)
         raise
     return python, _purelib(folder)
+
+
+#: The file beside a built environment's folders: what it was built from, and the hash of
+#: every file it holds (SHA-256; a link: where it points), written last.
+MANIFEST = "infperf-complete"
+#: Python writes these where it imports from; they are not what was built.
+_BYTECODE = "__pycache__"
+
+
+def _contents(folder: Path) -> tuple[dict[str, str], str | None]:
+    """Every file and link under ``folder`` and its hash (bytecode folders left out), or
+    why the folder cannot be trusted: an entry another user owns, or one writable by
+    anyone but its owner."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    out: dict[str, str] = {}
+    for here, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != _BYTECODE]
+        for name in [*dirs, *files]:
+            path = Path(here, name)
+            st = path.lstat()
+            if uid is not None and st.st_uid != uid:
+                return out, f"{path} belongs to another user"
+            link = stat.S_ISLNK(st.st_mode)
+            if not link and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return out, f"{path} is writable by other users"
+            rel = path.relative_to(folder).as_posix()
+            if link:
+                out[rel] = f"link:{path.readlink()}"
+            elif stat.S_ISREG(st.st_mode) and rel != MANIFEST:
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out, None
+
+
+def _seal(work: Path, built: Sequence[str]) -> None:
+    """A built environment made read-only (its folders to their owner too: nothing the base
+    side runs adds to it, bytecode included) and its manifest written, last: its presence
+    says the build completed."""
+    _writable(work, False).chmod(0o700)
+    held, why = _contents(work)
+    if why is not None:
+        raise OSError(f"the base's environment cannot be sealed: {why}")
+    manifest = {"built": list(built), "files": held}
+    (work / MANIFEST).write_text(json.dumps(manifest, sort_keys=True))
+    (work / MANIFEST).chmod(0o400)
+    work.chmod(0o500)
+
+
+def _writable(folder: Path, writable: bool = True) -> Path:
+    """Nothing under ``folder`` (itself included) writable by other users, and its folders
+    writable by their owner or by no one (no file can be added, removed or renamed; a
+    file's own mode is left to its owner: an installer links files from its cache, which
+    they share); links left as they are."""
+    paths = [folder]
+    for here, dirs, files in os.walk(folder):
+        paths += [Path(here, name) for name in (*dirs, *files)]
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if not path.is_symlink():
+                mode = path.stat().st_mode & ~(stat.S_IWGRP | stat.S_IWOTH)
+                if path.is_dir():
+                    mode = mode | stat.S_IWUSR if writable else mode & ~stat.S_IWUSR
+                path.chmod(mode)
+    return folder
+
+
+def _remove(folder: Path) -> None:
+    """A sealed (read-only) environment or a build's leftover, removed."""
+    if folder.is_symlink():
+        folder.unlink()
+        return
+    if folder.exists():
+        shutil.rmtree(_writable(folder), ignore_errors=True)
+
+
+def _trusted(folder: Path) -> str | None:
+    """Why a cached environment cannot be reused (None: it can): not a folder this user
+    owns, closed to other users, whose files are exactly those its manifest lists with
+    the hashes it lists (a planted interpreter, a file removed or added, a build killed
+    before its manifest was written)."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return "not built"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{folder} is not a folder"
+    if _open_to_others(folder):
+        return f"{folder} is open to other users"
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+        listed = dict(manifest["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "no manifest (damaged, or built by an older version)"
+    try:
+        found, why = _contents(folder)
+    except OSError as exc:
+        return str(exc)
+    if why is not None:
+        return why
+    if found != listed:
+        changed = sorted(set(found) ^ set(listed) | {k for k in found if found[k] != listed.get(k)})
+        return f"its files are not what was built ({', '.join(changed[:3])})"
+    return None
+
+
+def _open_to_others(folder: Path, sticky: bool = False) -> bool:
+    """Whether another user owns ``folder`` or could write in it (add, remove or swap its
+    entries); ``sticky``: a folder only root may own, such as /tmp, whose sticky bit
+    keeps others from moving what they do not own, is not."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return True
+    uid = os.getuid() if hasattr(os, "getuid") else st.st_uid
+    if sticky and st.st_uid in (uid, 0) and st.st_mode & stat.S_ISVTX:
+        return False
+    return st.st_uid != uid or bool(st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _discard(folder: Path) -> None:
+    """A cached environment that cannot be trusted, out of the way at once (renamed, so
+    that no run finds it again), then removed."""
+    aside = folder.with_name(f"{folder.name}-discarded-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        folder.rename(aside)
+    except OSError:
+        aside = folder
+    _remove(aside)
 
 
 def _prune(envs: Path) -> None:
     """Remove the leftovers of builds a killed run left behind."""
     with contextlib.suppress(OSError):
-        for leftover in envs.glob("*-building-*"):
+        for leftover in [*envs.glob("*-building-*"), *envs.glob("*-discarded-*")]:
             with contextlib.suppress(OSError):
-                if time.time() - leftover.stat().st_mtime > STALE_BUILD_S:
-                    shutil.rmtree(leftover, ignore_errors=True)
+                if time.time() - leftover.lstat().st_mtime > STALE_BUILD_S:
+                    _remove(leftover)
 
 
 def _purelib(folder: Path) -> Path:
@@ -415,9 +561,17 @@ def _run(cmd: list[str]) -> None:
         raise subprocess.CalledProcessError(proc.returncode, cmd, " ".join(tail))
 
 
-def prepare(base_tree: Path, head_tree: Path, sha: str, folders: Sequence[str | Path]) -> BaseEnv:
+def prepare(
+    base_tree: Path,
+    head_tree: Path,
+    sha: str,
+    folders: Sequence[str | Path],
+    scratch: Path | None = None,
+) -> BaseEnv:
     """The environment the base worker runs in, built where the base needs one
-    (``folders``: where the project's modules lie, looked through for compiled ones)."""
+    (``folders``: where the project's modules lie, looked through for compiled ones;
+    ``scratch``: the run's own folder, where it is built when the cache folder is open to
+    other users)."""
     found = tuple(changes(base_tree, head_tree))
     is_compiled = compiled(folders, head_tree)
     own = frozenset(
@@ -430,7 +584,7 @@ def prepare(base_tree: Path, head_tree: Path, sha: str, folders: Sequence[str | 
     if not install and not is_compiled:
         return BaseEnv(sys.executable, changes=found)
     try:
-        python, site_dir = build(install, base_tree if is_compiled else None, sha)
+        python, site_dir = build(install, base_tree if is_compiled else None, sha, scratch)
     except subprocess.CalledProcessError as exc:
         tool = "uv" if Path(str(exc.cmd[0])).name == "uv" else "pip"
         why = f"{tool} failed: {exc.output or f'exit code {exc.returncode}'}"
@@ -438,4 +592,5 @@ def prepare(base_tree: Path, head_tree: Path, sha: str, folders: Sequence[str | 
     except (OSError, subprocess.TimeoutExpired) as exc:
         return BaseEnv(sys.executable, None, found, is_compiled, failed=str(exc))
     done = tuple(install) + (("its own build of the project",) if is_compiled else ())
-    return BaseEnv(str(python), str(site_dir) if is_compiled else None, found, is_compiled, done)
+    built = str(site_dir) if is_compiled else None
+    return BaseEnv(str(python), built, found, is_compiled, done, site=str(site_dir))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..core.record import PairedRecord
 from ..measure import numa
 from ..measure import tenancy as _tenancy
-from . import baseenv, imports, proof, sigterm
+from . import baseenv, imports, interpreter, proof, sigterm
 from .checkout import Checkout, Selection
 from .workers import ABError, ForeignCode, ProcessPair, WorkerSide
 
@@ -60,6 +60,8 @@ class ABController:
         #: they are told of the project there.
         self.env: baseenv.BaseEnv | None = None
         self.base_imports = self.head_imports = selection.imports
+        #: The interpreter the base side's processes run (None: not set up; said then).
+        self.interpreter: interpreter.Interpreter | None = None
         self.pairs: list[ProcessPair] = []
         #: What process pairs collect: :meth:`collected` narrows it to the perf tests' files.
         self.pair_selection = selection
@@ -103,12 +105,27 @@ class ABController:
             self.toplevel,
             self.base_sha,
             [f for f in folders if Path(f).is_dir()],
+            self.tmp,
         )
         if self.env.note and self.warn is not None:
             self.warn(self.env.note)
         if self.env.built_site is not None:
             told = dataclasses.replace(self.imports, built=self.env.built_site)
             self.base_imports = told.to_json()
+        # Every process of the base side runs an interpreter held to the base's checkout as
+        # it starts: the worker, and what its tests start with sys.executable.
+        sites = [self.env.site] if self.env.site else baseenv.site_dirs()
+        try:
+            self.interpreter = interpreter.make(
+                self.tmp / "base-python", sites, self.base_imports, self.checkout.root
+            )
+        except (OSError, ValueError) as exc:
+            self.interpreter = None
+            if self.warn is not None:
+                self.warn(
+                    "the processes the base side's tests start may import HEAD's code: its "
+                    f"own interpreter could not be set up ({exc})"
+                )
         if self.env.compiled and self.imports.installed:
             # Installed non-editable: the working tree holds the extension's sources only,
             # so head workers import the installed copy, as this process does (the head's
@@ -127,6 +144,9 @@ class ABController:
         if self.env is not None:
             side.python = self.env.python
             side.imports = self.base_imports
+        if self.interpreter is not None:
+            side.python = self.interpreter.python
+            side.interpreter = self.interpreter
         return side
 
     def base_tests(self) -> set[str]:
@@ -223,14 +243,16 @@ class ABController:
         has none."""
         used = self.pairs[: pairs - 1]
         heads = [here, *(p.head.origins or {} for p in used)]
-        bases = [side.origins for side in (self.base, *(p.base for p in used))]
+        sides = (self.base, *(p.base for p in used))
+        bases = [side.origins for side in sides]
+        children = [c for side in sides for c in side.children]
         top, tree = str(self.toplevel), str(self.checkout.root)
         out = {"head": proof.summary(heads, self.imports, {"checkout": top, "base checkout": tree})}
         base_trees = {"checkout": tree, "HEAD's checkout": top}
         if self.env is not None and self.env.built_site:  # a compiled project's own build
             base_trees["build"] = self.env.built_site
         if all(found is not None for found in bases):
-            told = [b for b in bases if b is not None]
+            told = [*(b for b in bases if b is not None), *children]
             out["base"] = proof.summary(told, self.imports, base_trees)
         return out
 

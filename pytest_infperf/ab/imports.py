@@ -15,8 +15,10 @@ site-packages, a ``PYTHONPATH``. Nothing here asks the user for a setting:
   the head's checkout mapped into the worker's own, the roots put first, editable finders
   that resolve the project to the head's checkout removed, and :class:`CheckoutFinder`
   first on ``sys.meta_path``: a project module comes from this checkout or not at all;
-- :mod:`~pytest_infperf.ab.proof`: where each project module a process imported came from,
-  and what is wrong with that for its side.
+- :class:`Origins`: where each project module a process imported came from, which
+  :mod:`~pytest_infperf.ab.proof` judges for its side;
+- :func:`startup`: every process of the base side held as its interpreter starts (the base
+  side's own environment runs it: :mod:`~pytest_infperf.ab.interpreter`).
 
 A worker of the head's working tree is held the same way, so that both workers of a
 process pair import alike.
@@ -24,6 +26,7 @@ process pair import alike.
 
 from __future__ import annotations
 
+import atexit
 import configparser
 import contextlib
 import dataclasses
@@ -313,17 +316,22 @@ def _places(
     file, and for a namespace package (a folder without its own ``__init__.py``) each of
     its portions (``acme.models``)."""
     files = [f.parts for f in dist.files or () if f.parts and f.parts[0] != ".."]
-    packages = {parts[0] for parts in files if parts[1:] == ("__init__.py",)}
+    inits = {parts[:-1] for parts in files if parts[-1] == "__init__.py"}
     wanted = set()
     for parts in files:
         first = parts[0].split(".")[0] if len(parts) == 1 else parts[0]  # a module's file
         if first not in names:
             continue
-        if len(parts) == 1 or first in packages:
+        if len(parts) == 1:
             wanted.add((first, parts[0]))
-        else:
-            leaf = parts[1].split(".")[0] if len(parts) == 2 else parts[1]
-            wanted.add((f"{first}.{leaf}", f"{first}/{parts[1]}"))
+            continue
+        # Down through namespace folders (no __init__.py: acme/, acme/vision/) to the first
+        # regular package, or to a module that lies right in a namespace folder.
+        depth = next((d for d in range(1, len(parts)) if parts[:d] in inits), len(parts))
+        if "__pycache__" in parts[:depth] or (depth == len(parts) and not _module(parts[-1])):
+            continue  # a namespace folder's data or bytecode, not a module
+        leaf = (*parts[: depth - 1], parts[depth - 1].split(".")[0])
+        wanted.add((".".join(leaf), "/".join(parts[:depth])))
     site_root = Path(str(dist.locate_file("")))
     out = []
     for name, rel in sorted(wanted):
@@ -331,6 +339,11 @@ def _places(
         if place is not None and place.exists() and name.replace(".", "").isidentifier():
             out.append((name, str(place)))
     return tuple(out)
+
+
+def _module(file: str) -> bool:
+    """Whether a file name is a Python module's (source or extension)."""
+    return file.endswith(".py") or file.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
 def editable_mappings() -> dict[str, str]:
@@ -367,6 +380,25 @@ def scan(folder: Path) -> list[str]:
             elif entry.is_dir() and name.isidentifier() and _is_file(entry.path, "__init__.py"):
                 out.append(name)
     return sorted(n for n in out if n not in _NEVER and not n.startswith(_HOOK_PREFIXES))
+
+
+def portions(folder: Path, prefix: str, rel: str, depth: int = _DEPTH) -> dict[str, str]:
+    """The importable names in a namespace package's ``folder`` (``prefix`` its dotted
+    name, ``rel`` the folder relative to the repository), each with the folder that holds
+    it: its modules and regular packages, and those of the namespace folders below it
+    (``acme/vision/models``: ``acme.vision.models`` in ``src/acme/vision``)."""
+    out = {f"{prefix}.{sub}": rel for sub in scan(folder)}
+    if depth <= 1:
+        return out
+    try:
+        subs = sorted(e.name for e in os.scandir(folder) if e.is_dir())
+    except OSError:
+        return out
+    for sub in subs:
+        inner = folder / sub
+        if sub.isidentifier() and sub not in SKIP_DIRS and not _is_file(inner, "__init__.py"):
+            out.update(portions(inner, f"{prefix}.{sub}", f"{rel}/{sub}".lstrip("/"), depth - 1))
+    return out
 
 
 def locate(toplevel: Path, name: str, roots: Sequence[str]) -> str | None:
@@ -470,7 +502,7 @@ def discover(
                 real = _resolve(loc) or Path(loc)
                 rel = inside(real, top)
                 if rel is not None and not in_env(real, env):
-                    names.update({f"{name}.{sub}": rel for sub in scan(real)})
+                    names.update(portions(real, name, rel))
             continue
         # The file, resolved: setuptools' strict editable mode links each file from a tree
         # under build/, and the package's folder there is not a link.
@@ -490,6 +522,50 @@ def discover(
     return ImportMap(str(top), tuple(roots), names, tuple(installed), tuple(extra), env=env)
 
 
+class Origins:
+    """Where the project's modules in this process came from, kept up to date cheaply: a
+    module is looked at once (``sys.modules`` grows; torch alone brings thousands)."""
+
+    def __init__(self, imports: ImportMap, tree: Path) -> None:
+        self.imports = imports
+        self.tree = str(tree.resolve())
+        # Environment folders (a .venv inside the repository): third-party code, unless an
+        # installed copy of the project lies there.
+        self.env = imports.env_dirs()
+        self.trees = (imports.toplevel, self.tree)
+        copies = [p for _, p, _ in imports.installed]
+        self.copies = (*copies, imports.built) if imports.built else tuple(copies)
+        self._seen: dict[str, tuple[int, str | None]] = {}
+
+    def read(self) -> dict[str, str]:
+        """Each project module (by name, or by a file in either checkout or an installed
+        copy) and the file it came from ("" where it has none)."""
+        out: dict[str, str] = {}
+        for name, module in list(sys.modules.items()):
+            key = id(module)
+            seen = self._seen.get(name)
+            if seen is None or seen[0] != key:
+                seen = (key, self._place(name, module))
+                self._seen[name] = seen
+            if seen[1] is not None:
+                out[name] = seen[1]
+        return out
+
+    def _place(self, name: str, module: ModuleType) -> str | None:
+        file = file_of(module)
+        claimed = self.imports.claimed(name) is not None
+        if file is None:
+            return "" if claimed else None
+        real = os.path.realpath(file)
+        if any(inside(real, p) is not None for p in self.copies):
+            return real
+        if in_env(real, self.env):
+            return None
+        if claimed or any(inside(real, t) is not None for t in self.trees):
+            return real
+        return None
+
+
 # --- a worker held to its checkout --------------------------------------------------------
 
 
@@ -503,6 +579,7 @@ class CheckoutFinder(importlib.abc.MetaPathFinder):
         self.tree = tree
         self.imports = imports
         self._here: dict[str, bool] = {}
+        self._homes: dict[str, str | None] = {}
 
     def _ours(self, entry: str) -> bool:
         known = self._here.get(entry)
@@ -516,6 +593,14 @@ class CheckoutFinder(importlib.abc.MetaPathFinder):
         if Path(entry).is_absolute():  # "" and relative entries follow the working folder
             self._here[entry] = ours
         return ours
+
+    def _moved(self, name: str) -> str | None:
+        """Where this checkout keeps the project's ``name`` when not where HEAD does (None:
+        it does not hold it)."""
+        if name not in self._homes:
+            home = locate(self.tree, name, self.imports.roots)
+            self._homes[name] = None if home == self.imports.names[name] else home
+        return self._homes[name]
 
     def _forbidden(self, origin: str | None) -> bool:
         """Whether a copy found elsewhere is the project's own code: HEAD's checkout, or a
@@ -548,6 +633,10 @@ class CheckoutFinder(importlib.abc.MetaPathFinder):
             if fullname == claimed:  # a namespace package's portion: its folder here too
                 search.append(str(self.tree / self.imports.names[claimed]))
         spec = importlib.machinery.PathFinder.find_spec(fullname, list(dict.fromkeys(search)))
+        if spec is None and fullname == claimed and (moved := self._moved(claimed)) is not None:
+            # Not where HEAD keeps it: the layout moved between the commits (src/ to the
+            # root, or back), and this checkout keeps it there.
+            spec = importlib.machinery.PathFinder.find_spec(fullname, [str(self.tree / moved)])
         if spec is not None:
             return spec
         elsewhere = importlib.machinery.PathFinder.find_spec(
@@ -600,3 +689,78 @@ def hold(imports: ImportMap, tree: Path) -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not _points_to(f, top)]
     sys.meta_path.insert(0, CheckoutFinder(tree, imports))
     importlib.invalidate_caches()
+
+
+def held() -> bool:
+    """Whether this process is held to a checkout already (at its interpreter's start-up,
+    by :func:`startup`)."""
+    return any(type(f).__name__ == CheckoutFinder.__name__ for f in sys.meta_path)
+
+
+#: Beside this module's copy in the base side's own environment (``ab/interpreter.py``):
+#: what :func:`startup` holds the process to.
+STARTUP_FILE = "_infperf_hold.json"
+
+
+def startup() -> None:
+    """Run by a ``.pth`` file of the base side's own environment as every process of the
+    base side starts, the worker and whatever its tests start (``subprocess`` with
+    ``sys.executable``, ``env={}`` or not): hold it to the base's checkout before anything
+    of the project is imported, and record, now and at its exit, where its project modules
+    came from (a module imported before this ran, by an earlier ``.pth``, is named then).
+    A copy of this module (standard library only) is what runs: importing the package here
+    would import HEAD's."""
+    try:
+        told = json.loads(Path(__file__).with_name(STARTUP_FILE).read_text())
+        imports = ImportMap._parse(str(told["imports"]))
+        tree, record = Path(str(told["tree"])), Path(str(told["origins"]))
+    except (OSError, ValueError, KeyError):
+        return  # not this run's environment any more: nothing to hold it to
+    if imports is None:
+        return
+    origins = Origins(imports, tree)
+    failed: list[str] = []
+
+    def write() -> None:
+        found = {"pid": os.getpid(), "origins": origins.read(), "error": "; ".join(failed)}
+        with contextlib.suppress(OSError):
+            here = record / f"{os.getpid()}.json"
+            part = here.with_suffix(".part")
+            part.write_text(json.dumps(found))
+            os.replace(part, here)
+
+    atexit.register(write)
+    try:
+        hold(imports, tree)
+    except Exception as exc:  # said, and refused by the proof: never a process left loose
+        failed.append(f"{type(exc).__name__}: {exc}")
+    write()
+
+
+def top_names(toplevel: Path) -> frozenset[str]:
+    """The top-level names the repository at ``toplevel`` holds at its root or under
+    ``src/``: its packages, modules and namespace packages' folders."""
+    held: set[str] = set()
+    for folder in (toplevel, toplevel / "src"):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                name = entry.name.removesuffix(".py")
+                if name.isidentifier() and name not in _NEVER and name not in SKIP_DIRS:
+                    held.add(name)
+    return frozenset(held)
+
+
+def shadowed(toplevel: Path, names: frozenset[str]) -> bool:
+    """Whether this process imported, from outside the repository at ``toplevel``, one of
+    the top-level ``names`` it holds (:func:`top_names`): an installed copy of the
+    project, stale or foreign, which only then is worth proving (:func:`discover` reads
+    every installed distribution)."""
+    top = str(toplevel)
+    for name in names & set(sys.modules):
+        module = sys.modules[name]
+        spec = getattr(module, "__spec__", None)
+        places = [file_of(module), *(getattr(spec, "submodule_search_locations", None) or ())]
+        for place in places:  # a namespace package: any of its folders
+            if place and inside(os.path.realpath(place), top) is None:
+                return True
+    return False

@@ -582,7 +582,7 @@ def _both_ready(
     this process warms the head's, as a worker pair's two sides do (neither is timed): one
     model preparation less to wait for per benchmark."""
     if not controller.base.request(call.nodeid):
-        return BaseCall("missing")
+        return controller.base.absent(call.nodeid)
     target = max(call.opts.min_sample_time, protocol.SAMPLE_TIME_S)
     if warm_per_call_s is None:
         warm = call.warm(target)

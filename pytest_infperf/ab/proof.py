@@ -1,64 +1,20 @@
-"""The proof of which code a side ran: where each of the project's modules a process
-imported came from (:class:`Origins`, read in every worker at every call and in the head
-process), what is wrong with that for its side (:func:`problems`: the base's from HEAD's
-checkout or a copy of the project installed; the head's from a copy that is not the working
-tree's content), the refusal that says so (:func:`explain`), and the JSON's record of it
-(:func:`summary`). What each side imports is :mod:`~pytest_infperf.ab.imports`'s."""
+"""The proof of which code a side ran: what is wrong with where each of the project's
+modules a process imported came from (:class:`~.imports.Origins`, read in every worker at
+every call, in the processes its tests start and in the head process) for its side
+(:func:`problems`: the base's from HEAD's checkout or a copy of the project installed; the
+head's from a copy that is not the working tree's content), the refusal that says so
+(:func:`explain`), and the JSON's record of it (:func:`summary`). What each side imports is
+:mod:`~pytest_infperf.ab.imports`'s."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from types import ModuleType
 
-from .imports import ImportMap, file_of, in_env, inside
+from .imports import ImportMap, Origins, discover, in_env, inside, shadowed, top_names
 
-
-class Origins:
-    """Where the project's modules in this process came from, kept up to date cheaply: a
-    module is looked at once (``sys.modules`` grows; torch alone brings thousands)."""
-
-    def __init__(self, imports: ImportMap, tree: Path) -> None:
-        self.imports = imports
-        self.tree = str(tree.resolve())
-        # Environment folders (a .venv inside the repository): third-party code, unless an
-        # installed copy of the project lies there.
-        self.env = imports.env_dirs()
-        self.trees = (imports.toplevel, self.tree)
-        copies = [p for _, p, _ in imports.installed]
-        self.copies = (*copies, imports.built) if imports.built else tuple(copies)
-        self._seen: dict[str, tuple[int, str | None]] = {}
-
-    def read(self) -> dict[str, str]:
-        """Each project module (by name, or by a file in either checkout or an installed
-        copy) and the file it came from ("" where it has none)."""
-        out: dict[str, str] = {}
-        for name, module in list(sys.modules.items()):
-            key = id(module)
-            seen = self._seen.get(name)
-            if seen is None or seen[0] != key:
-                seen = (key, self._place(name, module))
-                self._seen[name] = seen
-            if seen[1] is not None:
-                out[name] = seen[1]
-        return out
-
-    def _place(self, name: str, module: ModuleType) -> str | None:
-        file = file_of(module)
-        claimed = self.imports.claimed(name) is not None
-        if file is None:
-            return "" if claimed else None
-        real = os.path.realpath(file)
-        if any(inside(real, p) is not None for p in self.copies):
-            return real
-        if in_env(real, self.env):
-            return None
-        if claimed or any(inside(real, t) is not None for t in self.trees):
-            return real
-        return None
+__all__ = ["Head", "Origins", "Problem", "explain", "problems", "summary"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +65,8 @@ def problems(
         elif copy is not None and path.endswith(".py"):
             home = _counterpart(path, copy, imports)
             mine = None if home is None else Path(top) / home
+            if mine is not None and not mine.exists() and not mine.is_symlink():
+                continue  # a file its build made (a version file): no source to hold it to
             if mine is None or not _same_file(Path(path), mine):
                 where = f"the installed copy ({copy[2]}), which is not the working tree's content"
                 out.append(Problem(module, path, where, None if mine is None else str(mine)))
@@ -138,8 +96,35 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def explain(side: str, title: str, found: Sequence[Problem]) -> str:
-    """The error for a side whose modules came from the wrong place."""
+class Head:
+    """The head process's own proof, asked at every measurement of every mode that
+    measures (a save first): its project modules are the working tree's, not a stale or
+    foreign installed copy's. What it imports of the repository is found once such a copy
+    is imported at all (:func:`~.imports.shadowed`)."""
+
+    def __init__(self, toplevel: Path) -> None:
+        self.toplevel = toplevel.resolve()
+        self._names = top_names(self.toplevel)
+        self._imports: ImportMap | None = None
+        self._origins: Origins | None = None
+
+    def refusal(self, doing: str) -> str | None:
+        """Why this process must not measure (``doing``: what it would, "measure" or
+        "compare"), or None."""
+        if self._imports is None:
+            if not shadowed(self.toplevel, self._names):
+                return None
+            self._imports = discover(self.toplevel)
+            self._origins = Origins(self._imports, self.toplevel)
+        assert self._origins is not None
+        top = str(self.toplevel)
+        bad = problems("head", self._origins.read(), self._imports, top)
+        return explain("head", "this process", bad, doing) if bad else None
+
+
+def explain(side: str, title: str, found: Sequence[Problem], doing: str = "compare") -> str:
+    """The error for a side whose modules came from the wrong place (``doing``: what it
+    was refused, "compare" or "measure")."""
     shown = []
     for p in found[:3]:
         expected = f"; its own is {p.expected}" if p.expected else ""
@@ -157,7 +142,7 @@ def explain(side: str, title: str, found: Sequence[Problem]) -> str:
             "report the layout to pytest-infperf"
         )
     return (
-        f"refused to compare: the head side ({title}) imported the project's code from "
+        f"refused to {doing}: the head side ({title}) imported the project's code from "
         f"somewhere other than the working tree: {listed}. It would not have measured HEAD's "
         "code: reinstall the project (pip install .), or install it editable "
         "(pip install -e .), then run again"

@@ -11,13 +11,17 @@ worker answers with ``ev``s:
 - inside a ready call: ``block`` (``n`` samples of ``calls`` calls, timed on CPU ``cpu``
   when it is not None) -> ``samples`` (``values``, seconds per call, and
   ``metrics``, what the sampler recorded per sample besides: a generation's TTFT, TPOT...);
-  ``finish`` -> ``result``; ``skip`` (return unmeasured: the controller wants a later call
-  of the same test); ``end`` (let the test finish, measuring nothing more); ``profile``
-  (the profiled pass of the warm call, in ``mode``: counts or full) -> ``profiled``
+  ``finish`` -> ``result`` (with ``children``, below); ``skip`` (return unmeasured: the
+  controller wants a later call of the same test); ``end`` (let the test finish, measuring
+  nothing more); ``profile`` (the profiled pass of the warm call, in ``mode``: counts or
+  full) -> ``profiled``
   (``work``: the :class:`~pytest_infperf.core.results.WorkProfile` as JSON, or None), asked
   only of a worker whose ``collected`` listed ``"profile"`` in its ``features`` (a base
   checkout's older worker does not know it); every ``ready`` carries ``origins``, where
-  the project's modules in the worker came from (absent from an older worker's);
+  the project's modules in the worker came from (absent from an older worker's), and
+  ``children``, those of the processes its tests started (each a dict like ``origins``);
+- ``collected`` lists the perf tests' ``nodeids`` and the collection's ``errors`` (node id
+  and the error's tail: a file of the checkout that could not be collected);
 - ``quit`` ends the worker; ``error`` reports a crash of the worker itself.
 """
 
@@ -52,6 +56,10 @@ IMPORTS_ENV = "INFPERF_AB_IMPORTS"
 #: Environment variable carrying the folder the worker works in: where the controller's
 #: pytest was invoked, mapped into the worker's checkout.
 CWD_ENV = "INFPERF_AB_CWD"
+#: Environment variable carrying the folder where the base side's processes record where
+#: their project modules came from (:mod:`~pytest_infperf.ab.interpreter`): the worker
+#: sends what its tests' processes recorded with each ``ready`` (``children``).
+CHILDREN_ENV = "INFPERF_AB_CHILDREN"
 
 # controller -> worker
 RUN = "run"
@@ -90,6 +98,9 @@ class Ready(TypedDict):
     #: file; :class:`~pytest_infperf.ab.proof.Origins`), None where it was not told what
     #: the project is.
     origins: dict[str, str] | None
+    #: The same for the other processes of this side (those its tests started): each
+    #: ``{"pid": ..., "origins": {module: file}}``.
+    children: list[dict[str, Any]]
 
 
 class Done(TypedDict):

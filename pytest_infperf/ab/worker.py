@@ -38,7 +38,7 @@ from ..measure import heap, profile
 from ..measure.call import BenchCall, from_warm
 from ..measure.mode import mode_key
 from ..measure.timing import take_block
-from . import imports, proof, protocol
+from . import imports, interpreter, proof, protocol
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -63,8 +63,11 @@ class ABWorkerPlugin:
         options: Sequence[Sequence[str]] = (),
         layer: dict[str, Any] | None = None,
         origins: proof.Origins | None = None,
+        children: str = "",
     ) -> None:
         self.conn = conn
+        #: Where the processes its tests start record their modules' origins ("": none).
+        self.children = children
         #: Where the project's modules came from, told with every ``ready``.
         self.origins = origins
         #: The controller's run-wide benchmark options, which this side times with.
@@ -76,6 +79,8 @@ class ABWorkerPlugin:
         #: checkout does not define (left out: pytest would stop at them).
         self.options = [tuple(option) for option in options]
         self.dropped: list[str] = []
+        #: The collection errors of this checkout: (node id, the error's tail).
+        self.errors: list[tuple[str, str]] = []
 
     def send(self, **message: Any) -> None:
         self.conn.send(message)
@@ -106,6 +111,13 @@ class ABWorkerPlugin:
                 self.dropped.append(flag)
         return result
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # A file of this checkout that cannot be collected (an import error, a layout
+        # pytest-infperf could not follow) is the base side's error, never a test the base
+        # commit lacks: the controller fails its tests with it.
+        if report.failed:
+            self.errors.append((report.nodeid, str(report.longrepr)[-2000:]))
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             if "infer_bench" in getattr(item, "fixturenames", ()):
@@ -115,6 +127,7 @@ class ABWorkerPlugin:
             nodeids=sorted(self.items),
             dropped=self.dropped,
             features=list(protocol.FEATURES),
+            errors=self.errors,
         )
 
     @pytest.hookimpl(tryfirst=True)
@@ -150,6 +163,13 @@ class ABWorkerPlugin:
                 "longrepr": str(report.longrepr)[-2000:] if report.failed else "",
             }
 
+    def _children(self) -> dict[str, Any]:
+        """What the other processes of this side recorded (:mod:`.interpreter`), for a
+        ``ready`` or ``result``."""
+        if not self.children:
+            return {"children": []}
+        return {"children": interpreter.recorded(self.children, os.getpid())}
+
     def measure(self, call: BenchCall) -> BenchmarkResult:
         """Inside the test's ``infer_bench`` call: warm up, report ready, then time blocks
         on demand until told to finish (returns the result) or to skip."""
@@ -167,6 +187,7 @@ class ABWorkerPlugin:
             block=warm.block,
             per_call_s=warm.per_call_s,
             origins=None if self.origins is None else self.origins.read(),
+            children=self._children()["children"],
         )
         self.conn.send(ready)
         samples: list[float] = []
@@ -197,7 +218,8 @@ class ABWorkerPlugin:
                 self.send(ev=protocol.PROFILED, work=None if work is None else work.to_json())
             elif op == protocol.FINISH:
                 result = call.result(from_warm(samples, warm))
-                self.send(ev=protocol.RESULT, median=result.median, n=len(samples))
+                children = self._children()
+                self.send(ev=protocol.RESULT, median=result.median, n=len(samples), **children)
                 return result
             elif op == protocol.SKIP:
                 # The controller wants a later call of this test: this one returns
@@ -237,14 +259,15 @@ def main(argv: list[str] | None = None) -> int:
         if told is None:  # a controller that does not say what the project is
             extra = [str(tree / p) for p in pythonpath.split(os.pathsep) if p]
             sys.path[:0] = [*extra, str(tree)]
-        else:
+        elif not imports.held():  # not by its interpreter's start-up already
             imports.hold(told, tree)
         # Where pytest was invoked, in this checkout (a test may open paths relative to
         # it); the rootdir where that folder is not in this checkout.
         os.chdir(os.environ.pop(protocol.CWD_ENV, "") or rootdir)
         layer = served_layer(os.environ.pop(protocol.LAYER_ENV, ""))
         origins = None if told is None else proof.Origins(told, tree)
-        plugin = ABWorkerPlugin(conn, options, layer, origins)
+        children = os.environ.pop(protocol.CHILDREN_ENV, "")
+        plugin = ABWorkerPlugin(conn, options, layer, origins, children)
         # No xdist: this process serves one measurement at a time, in its own session.
         options = ["--rootdir", rootdir, "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
         options.append("--no-header")

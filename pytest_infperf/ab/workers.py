@@ -26,6 +26,7 @@ from ..measure.numa import Binding
 from ..measure.profile import calls_for
 from . import imports, proof, protocol
 from .checkout import Checkout, Selection
+from .interpreter import Interpreter
 from .lifecycle import IN_TEST, Event, IllegalTransition, Stage, advance
 from .procs import kill_group, socket_path
 
@@ -92,6 +93,8 @@ class WorkerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.conn: Any = None
         self.nodeids: set[str] = set()
+        #: The checkout's collection errors: (node id, the error's tail).
+        self.errors: list[tuple[str, str]] = []
         self.features: frozenset[str] = frozenset()  # what it serves (protocol.FEATURES)
         self.per_call_s = 0.0  # the ready call's, at its warmup: how long a block takes
         #: The test it serves (None at IDLE and STOPPED).
@@ -118,6 +121,11 @@ class WorkerProcess:
         #: The GPU's NUMA node this worker starts bound to (None: none).
         self.numa: Binding | None = None
         self.imports = selection.imports
+        #: A base worker: the interpreter every process of its side runs, held to its
+        #: checkout as it starts (None: this process's own, a head worker's).
+        self.interpreter: Interpreter | None = None
+        #: What the other processes of its side recorded at its last READY.
+        self.children: list[dict[str, str]] = []
 
     def launch(self) -> bool:
         """Start the process if it is not running, without waiting for it: a process pair's
@@ -170,6 +178,9 @@ class WorkerProcess:
         rootdir = self.checkout.map(self.selection.rootdir)
         here = self.checkout.map(self.selection.invocation_dir or self.selection.rootdir)
         env[protocol.CWD_ENV] = str(here if here.is_dir() else rootdir)
+        if self.interpreter is not None:
+            env = self.interpreter.environ(env)
+            env[protocol.CHILDREN_ENV] = self.interpreter.origins
         cmd = [
             self.python,
             "-m",
@@ -338,6 +349,7 @@ class WorkerSide(WorkerProcess):
                 )
             self._on(Event.COLLECTED)
             self.nodeids = set(first["nodeids"])
+            self.errors = [(str(n), str(e)) for n, e in first.get("errors") or ()]
             self.features = frozenset(first.get("features") or ())
             dropped = ", ".join(str(flag) for flag in first.get("dropped") or ())
             if dropped and self.notice is not None:
@@ -346,6 +358,16 @@ class WorkerSide(WorkerProcess):
     def tests(self) -> set[str]:
         self.ensure()
         return set(self.nodeids)
+
+    def absent(self, nodeid: str) -> BaseCall:
+        """Why this side does not collect ``nodeid``: its file (or a folder above it) could
+        not be collected in this checkout (``failed``, with that error), or the checkout
+        has no such test (``missing``)."""
+        for where, error in self.errors:
+            if not where or nodeid.startswith((f"{where}::", f"{where.rstrip('/')}/")):
+                what = f"collecting {where or 'the session'} failed in the {self.checkout.title}"
+                return BaseCall("failed", error=f"{what}: {error.strip()}")
+        return BaseCall("missing")
 
     def request(self, nodeid: str) -> bool:
         """Ask for ``nodeid`` to run up to its calls (False: this side has no such test).
@@ -377,7 +399,7 @@ class WorkerSide(WorkerProcess):
                 if message.get("name") == name:
                     self.per_call_s = float(message.get("per_call_s") or 0.0)
                     self._on(Event.READY)
-                    self._vouch(message.get("origins"))
+                    self._vouch(message.get("origins"), message.get("children"))
                     return BaseCall("ready", dict(message.get("env") or {}), int(message["block"]))
                 self._send(op=protocol.SKIP)  # a call the other side does not make
                 self._on(Event.SKIP)
@@ -388,8 +410,9 @@ class WorkerSide(WorkerProcess):
                     return BaseCall("failed", error=str(message.get("longrepr") or "").strip())
                 return BaseCall("missing")
 
-    def _vouch(self, found: Any) -> None:
-        """Where the worker's project modules came from, checked for its side: raises
+    def _vouch(self, found: Any, children: Any = None) -> None:
+        """Where the worker's project modules came from, and those of the processes of its
+        side (``children``: what its tests started), checked for its side: raises
         :class:`ForeignCode` (the worker left at its call, which the caller ends)."""
         told = imports.ImportMap.from_json(self.imports)
         if told is None or not isinstance(found, dict):
@@ -407,6 +430,34 @@ class WorkerSide(WorkerProcess):
         bad = proof.problems(side, self.origins, told, tree, other)
         if bad:
             raise ForeignCode(proof.explain(side, f"{self.label}, {self.checkout.title}", bad))
+        self._vouch_children(children)
+
+    def _vouch_children(self, children: Any) -> None:
+        """What the other processes of this side recorded (``children``: those its tests
+        started), checked for its side: one that could not be held to the checkout, or
+        that imported the project from elsewhere, raises :class:`ForeignCode`."""
+        told = imports.ImportMap.from_json(self.imports)
+        if told is None or not isinstance(children, list):
+            return
+        side = "head" if self.checkout.sha is None else "base"
+        other = None if self.other is None else str(self.other.resolve())
+        tree = str(self.checkout.root.resolve())
+        self.children = []
+        for child in children:
+            if not isinstance(child, dict) or not isinstance(child.get("origins"), dict):
+                continue
+            origins = {str(k): str(v) for k, v in child["origins"].items()}
+            self.children.append(origins)
+            where = f"a process its tests started (pid {child.get('pid')})"
+            title = f"{self.label}, {self.checkout.title}, {where}"
+            if child.get("error"):
+                raise ForeignCode(
+                    f"refused to compare: the {side} side ({title}) could not be held to its "
+                    f"checkout as it started: {child['error']}"
+                )
+            bad = proof.problems(side, origins, told, tree, other)
+            if bad:
+                raise ForeignCode(proof.explain(side, title, bad))
 
     def block(self, count: int, calls: int, cpu: int | None = None) -> Block:
         self._send(op=protocol.BLOCK, n=count, calls=calls, cpu=cpu)
@@ -440,6 +491,8 @@ class WorkerSide(WorkerProcess):
         if park:
             with contextlib.suppress(ABError):
                 self.park()
+        # The processes its call started while it was timed: proved before its blocks count.
+        self._vouch_children(reply.get("children"))
         return reply
 
     def _reply(self, limit: float, what: str) -> dict[str, Any]:
@@ -549,9 +602,16 @@ class ProcessPair:
         """Both sides' calls ended, each whatever the other did (the pair's blocks stand),
         then both parked at once."""
         sides = [s for s in (self.base, self.head) if s.current is not None and s.proc]
+        foreign: list[ForeignCode] = []
         for side in sides:
-            with contextlib.suppress(ABError):
+            try:
                 side.finish_call(park=False)
+            except ForeignCode as exc:  # its blocks do not count: said once both ended
+                foreign.append(exc)
+            except ABError:
+                pass
         for side in sides if park else ():
             with contextlib.suppress(ABError):
                 side.park()
+        if foreign:
+            raise foreign[0]

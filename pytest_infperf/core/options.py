@@ -438,11 +438,25 @@ DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in _SPECS}
 
 # --- the session's settings ----------------------------------------------------------------
 #: What --perf-settle / infperf_settle accept.
-SETTLE_CHOICES = ("auto", "stored-first", "off")
+SETTLE_CHOICES = ("auto", "stored-first")
 #: What infperf_expert's heap accepts (measure/heap.py).
 HEAP_CHOICES = ("steady", "system")
 #: What infperf_expert's gpu_throttle accepts.
 GPU_THROTTLE_CHOICES = ("exclude", "keep", "fail")
+
+
+def _settle(name: str, value: Any) -> str:
+    """``off`` (stored verdicts only) is gone: a stored baseline alone failed unchanged
+    code where the machine's speed moved between runs, and no statistic on this run's
+    samples can tell that from a change."""
+    if _is_str(value) and value.strip().lower() == "off":
+        raise OptionError(
+            f"{name}=off was removed: stored verdicts alone failed unchanged code where the\n"
+            "machine's speed moved since the baseline's run. Use auto (the default) or\n"
+            "stored-first: both settle what a stored pass cannot decide by interleaving with\n"
+            "the baseline's commit in this job; --perf-ab=REF interleaves every benchmark"
+        )
+    return str(choice(*SETTLE_CHOICES)(name, value))
 
 
 def as_text(name: str, value: Any) -> str:
@@ -566,14 +580,13 @@ SESSION: tuple[Spec, ...] = (
     _session(
         "settle",
         "auto",
-        choice(*SETTLE_CHOICES),
+        _settle,
         "what a stored baseline cannot decide is settled in this job by interleaving with the"
         " baseline commit's code. auto: and every benchmark is interleaved at once when the "
         "machine moved since the baseline's run, or after a settling showed the stored pass "
-        "misread it; stored-first: always the stored pass first; off: stored verdicts only",
+        "misread it; stored-first: always the stored pass first",
         flag="MODE",
         ini=True,
-        choices=SETTLE_CHOICES,
     ),
     _session(
         "budget",

@@ -88,7 +88,7 @@ class Facts:
 
     #: Where it runs: "cpu", or a GPU ("gpu"; the timing lock's "gpu-<devices>" reads alike).
     domain: str = "cpu"
-    #: ``--perf-settle``: auto, stored-first or off.
+    #: ``--perf-settle``: auto or stored-first.
     settle: str = "auto"
     #: The baseline is a commit that can be checked out (not a results file).
     commit: bool = True
@@ -160,10 +160,7 @@ class Decision:
 
 
 def cannot_settle(f: Facts) -> str | None:
-    """Why settling cannot happen for this benchmark ("" where it is switched off), or
-    None where it can."""
-    if f.settle == "off":
-        return ""
+    """Why settling cannot happen for this benchmark, or None where it can."""
     if not f.commit:
         return "--perf-compare names a results file, so there is no commit to measure"
     if f.metric not in SETTLEABLE:

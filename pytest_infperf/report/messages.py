@@ -301,6 +301,17 @@ def unjudged_failure(key: str, c: Comparison) -> str:
     )
 
 
+def base_failure(key: str, c: Comparison) -> str:
+    """The base side of an interleaved run could not run the benchmark (its test failed, or
+    its file could not be collected there): nothing was compared."""
+    why, _, rest = (c.note or "the base side failed").partition("\n")
+    return (
+        f"{key}: not compared: the base side could not run it\n  why: {why}\n"
+        + (f"{rest}\n" if rest.strip() else "")
+        + "  fix what the base commit needs to run it, or compare with another commit"
+    )
+
+
 def gpu_failure(key: str, c: Comparison) -> str:
     """A GPU benchmark that ran throttled or shared, under ``infperf_expert gpu_throttle=fail``."""
     return f"{key}: {c.note or 'the GPU ran throttled or shared'}"
@@ -318,14 +329,13 @@ def accepted_line(key: str, c: Comparison) -> str:
 
 def warnings_of(c: Comparison) -> list[str]:
     """What a verdict that does not fail its test still says, where it changes what a
-    reader should do: more work with a time that did not fail, the base side's error, a
-    GPU that ran throttled or shared. An undecided verdict, and what a comparison could
-    have caught, are the table's to show, not said again."""
+    reader should do: more work with a time that did not fail, a GPU that ran throttled or
+    shared (the base side's error fails its test: :func:`base_failure`). An undecided
+    verdict, and what a comparison could have caught, are the table's to show, not said
+    again."""
     out: list[str] = []
     if (more := more_work_warning(c)) is not None:
         out.append(more)
-    if c.reason is Reason.BASE_ERROR and c.note:
-        out.append(c.note)
     if c.reason is Reason.GPU_THROTTLED and c.note:
         out.append(c.note)
     elif (aside := gpu_set_aside(c)) is not None:

@@ -160,6 +160,12 @@ class ArtifactWriter(RunOutcome):
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             context.warn("not saving the baseline: the run was interrupted")
             return None
+        if context.refused is not None:  # what it measured is not this commit's code
+            self.ending.errors.append(
+                "not saving the baseline: the run imported the project from an installed copy "
+                "that is not the working tree's (its failed tests name it)"
+            )
+            return int(pytest.ExitCode.TESTS_FAILED)
         assert context.commit is not None and context.env_key and self.environment is not None
         selection.untracked(context, self.collector.results, context.commit.short)
         store = BaselineStore(self.settings.baselines, self.settings.max_baseline_bytes)

@@ -8,7 +8,7 @@ and fails a test whose results carried failures once the test body has finished.
 from __future__ import annotations
 
 import sys
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +64,9 @@ class Collector:
         self.perf_tests: int | None = None
         #: How many benchmarks they make, as far as the baseline tells (:func:`.facts.family`).
         self.benchmarks: int | None = None
+        #: How many more its tests made than the run counted for them (each xdist worker's
+        #: own tests: summed).
+        self.extra = 0
         #: Their node ids (an xdist controller collects none itself: its workers say).
         self.perf_ids: set[str] = set()
 
@@ -76,6 +79,32 @@ class Collector:
         self.results.append(result)
         item.user_properties.extend(junit_properties(result))
 
+    def properties(self, result: BenchmarkResult) -> list[tuple[str, object]]:
+        """The JUnit properties a result gave its test (as :meth:`add` gave them)."""
+        return junit_properties(result) if result.samples else []
+
+    def regated(
+        self,
+        item: pytest.Item,
+        result: BenchmarkResult,
+        props: list[tuple[str, object]],
+        was: Sequence[str],
+        now: Sequence[str],
+    ) -> None:
+        """A result judged again at its test's end (its verdict held to what its test
+        made): the failures and JUnit properties it gave its test, replaced."""
+        held: list[str] = item.stash.get(failures_key, [])
+        stashed = list(held)
+        for failure in was:
+            if failure in stashed:
+                stashed.remove(failure)
+        item.stash[failures_key] = [*stashed, *now]
+        kept = list(item.user_properties)
+        for prop in props:
+            if prop in kept:
+                kept.remove(prop)
+        item.user_properties[:] = [*kept, *self.properties(result)]
+
     def absorb(self, data: dict[str, Any]) -> None:
         """Controller: take in one xdist worker's results."""
         from ..core.results import BenchmarkResult
@@ -86,15 +115,19 @@ class Collector:
             self.perf_tests = max(self.perf_tests or 0, int(data["perf_tests"]))
         if data.get("benchmarks") is not None:
             self.benchmarks = max(self.benchmarks or 0, int(data["benchmarks"]))
+        self.extra += int(data.get("extra") or 0)
         self.perf_ids.update(str(n) for n in data.get("perf_ids") or ())
         for warning in data.get("warnings", []):
             self.context.warn(warning)
+        if data.get("refused") and not self.context.refused:
+            self.context.refused = str(data["refused"])
 
     def family_record(self, run_alpha: float) -> dict[str, Any]:
         """The results document's ``family``: what the run's multiplicity counted."""
+        counted = self.benchmarks or self.perf_tests
         return {
             "perf_tests": self.perf_tests,
-            "benchmarks": self.benchmarks or self.perf_tests,
+            "benchmarks": None if counted is None else counted + self.extra,
             "run_alpha": run_alpha,
         }
 
@@ -104,8 +137,10 @@ class Collector:
             "worker": worker,
             "results": [r.to_json() for r in self.results],
             "warnings": self.context.warnings,
+            "refused": self.context.refused,
             "perf_tests": self.perf_tests,
             "benchmarks": self.benchmarks,
+            "extra": self.extra,
             "perf_ids": sorted(self.perf_ids),
         }
 

@@ -55,6 +55,9 @@ class RunContext:
     removed: list[str] = dataclasses.field(default_factory=list)
     #: Regressions this change accepts: Perf-Accept trailers and --perf-accept.
     accept: list[AcceptRule] = dataclasses.field(default_factory=list)
+    #: Why this run measured code that is not the working tree's (a stale or foreign
+    #: installed copy of the project): its tests failed, and it stores nothing.
+    refused: str | None = None
 
     @property
     def compares(self) -> bool:
@@ -173,7 +176,7 @@ class RunContext:
         assert source is not None
         moved = environment.describe_diff(source.env_diff)
         said = f"the baseline ({source.describe()}) was measured in another environment ({moved})"
-        if s.settle != "off" and source.origin == "commit" and source.sha and not s.ab:
+        if source.origin == "commit" and source.sha and not s.ab:
             return f"{said}: both commits are measured here instead, interleaved"
         return f"{said}: verdicts are 'incomparable'" + (
             " and fail (--perf-strict-env)" if s.strict_env else ""

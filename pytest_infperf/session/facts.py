@@ -128,9 +128,15 @@ def family(context: RunContext, nodeids: Iterable[str]) -> int:
     """How many claims the run's perf tests make, the family its multiplicity is controlled
     over: a test counts as many benchmarks as the baseline holds of it (one that calls
     ``infer_bench`` several times with ``name=`` makes several claims), one where it holds
-    none (a new test, or no baseline: then its calls are not known before it runs)."""
-    held = Counter(str(e.get("nodeid")) for e in baseline_entries(context).values())
+    none (a new test, or no baseline: then its calls are not known before it runs, and one
+    that makes more is held at its end: :func:`~pytest_infperf.core.family.of_test`)."""
+    held = counted(context)
     return sum(max(1, held[nodeid]) for nodeid in nodeids)
+
+
+def counted(context: RunContext) -> Counter[str]:
+    """How many benchmarks the baseline holds of each test (node id)."""
+    return Counter(str(e.get("nodeid")) for e in baseline_entries(context).values())
 
 
 def _stored_of(context: RunContext, sha: str | None) -> dict[str, dict[str, Any]]:

@@ -3,9 +3,10 @@
 The judge returns verdicts; the gate says which of a result's facts fail its test (a
 regression no ``Perf-Accept`` covers, a blown ``max_median_ms`` budget, a baseline from
 another environment under ``--perf-strict-env``, an uncompared benchmark under
-``--perf-require-baseline``) and which deserve a warning. :meth:`Gate.consequences` is a
-pure function of the result; :meth:`Gate.apply` records them on it (a new comparison
-record, never an edited one) and returns the failures, which the mode raises.
+``--perf-require-baseline``, a benchmark the base side could not run) and which deserve a
+warning. :meth:`Gate.consequences` is a pure function of the result; :meth:`Gate.apply`
+records them on it (a new comparison record, never an edited one) and returns the
+failures, which the mode raises.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ class Gate:
             failures.append(messages.unjudged_failure(result.key, c))
         if c.reason is Reason.GPU_THROTTLED and self.policy.gpu_throttle == "fail":
             failures.append(messages.gpu_failure(result.key, c))
+        if c.reason is Reason.BASE_ERROR:
+            # The base side could not run it (its test failed, its file could not be
+            # collected or imported): nothing was compared, and a pass would say otherwise.
+            failures.append(messages.base_failure(result.key, c))
         if c.verdict is Verdict.REGRESSION:
             # The record keeps the plain words; the statistics are its fields.
             c = dataclasses.replace(

@@ -19,6 +19,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import textwrap
+from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +42,7 @@ from .context import RunContext
 from .facts import (
     base_call_reason,
     comparable,
+    counted,
     env_reason,
     family,
     session_facts,
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
     from ..ab.checkout import Selection
     from ..ab.controller import ABController
     from ..ab.interleave import PairedRun
+    from ..ab.proof import Head
     from ..ab.workers import BaseCall
     from ..core.results import BenchmarkResult, Comparison, Origin
     from ..judge.judge import Judge
@@ -70,13 +75,50 @@ class Disabled:
         return call.disabled_result()
 
 
+class HeadProof:
+    """The head process's proof, asked before every measurement of every mode that
+    measures (:class:`~pytest_infperf.ab.proof.Head`): a project module imported from a
+    stale or foreign installed copy fails the test, and the run stores nothing."""
+
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+
+    @functools.cached_property
+    def _head(self) -> Head:
+        from ..ab.proof import Head
+
+        rootdir = self.context.settings.rootdir
+        top = self.context.toplevel or next(
+            (p for p in (rootdir, *rootdir.parents) if (p / ".git").exists()), rootdir
+        )
+        return Head(top)
+
+    def prove(self) -> None:
+        __tracebackhide__ = True
+        from ..measure.call import BenchmarkError
+
+        doing = "compare" if self.context.compares else "measure"
+        refusal = self._head.refusal(doing)
+        if refusal is not None:
+            self.context.refused = self.context.refused or refusal
+            # Paths are never broken: a line is as long as its longest path.
+            raise BenchmarkError(
+                textwrap.fill(refusal, 110, break_long_words=False, break_on_hyphens=False)
+            )
+
+
 class Counting:
     """``--perf-count``: no timing; each model called once and its work counted (the
     profiled pass), for ``infperf bisect``'s search on the counts before any timing."""
 
     name = "count"
 
+    def __init__(self, context: RunContext) -> None:
+        self.proof = HeadProof(context)
+
     def measure(self, call: BenchCall) -> BenchmarkResult:
+        __tracebackhide__ = True
+        self.proof.prove()
         return call.counted()
 
 
@@ -96,6 +138,11 @@ class Plain:
         #: The files of the perf tests, in collection order: what interleaving's process
         #: pairs collect (``ABController.collected``).
         self.perf_files: list[str] = []
+        self.proof = HeadProof(context)
+        #: How many benchmarks the run counted for each test (the baseline's; one where it
+        #: holds none), and what each test has made so far, with its failures.
+        self._counted: Counter[str] = Counter()
+        self._made: dict[str, list[tuple[BenchmarkResult, list[str]]]] = {}
         #: --perf-budget, from the session's start (None: none, or nothing to compare).
         source = context.source
         self.budget, why = Budget.of(
@@ -115,6 +162,7 @@ class Plain:
         # A shard of a split run judges over the whole run's benchmarks, as the unsplit
         # run does: its own tests', and those pytest-split left to the other shards.
         self.family = max(1, family(self.context, [i.nodeid for i in perf] + self._other_shards))
+        self._counted = counted(self.context)
         self.perf_files = [str(item.path) for item in perf]
         if self.budget is not None:
             # Under xdist each worker collects every test and measures its share of them.
@@ -152,6 +200,7 @@ class Plain:
         __tracebackhide__ = True
         from ..measure.call import gpu_clocks, gpu_state, record_gpu_state, timing_lock
 
+        self.proof.prove()
         domain = call.domain
         with timing_lock(domain, self.context.warn):
             before = gpu_state(call.prepared) if domain != "cpu" else None
@@ -167,12 +216,56 @@ class Plain:
                 if probe is not None:  # the drift guard's GPU reference, beside the CPU's
                     result.reference = _references(result.reference, result.extra)
             result.comparison = self.compare(call, result)
-        for failure in self.gate.apply(result):
-            call.fail(failure)
+        self.gated(call, result)
         return result
 
     def compare(self, call: BenchCall, result: BenchmarkResult) -> Comparison | None:
         return None
+
+    def gated(self, call: BenchCall, result: BenchmarkResult) -> None:
+        """What ``result``'s verdict means for its test (the gate), kept with the test's
+        other benchmarks until its end (:meth:`pytest_runtest_call_held`)."""
+        failures = self.gate.apply(result)
+        for failure in failures:
+            call.fail(failure)
+        self._made.setdefault(call.nodeid, []).append((result, failures))
+
+    @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_runtest_call")
+    def pytest_runtest_call_held(self, item: pytest.Item) -> Generator[None, object, object]:
+        """Once a test's body ran, before its failures are raised (the collector's wrapper,
+        outside this one): a test that made more benchmarks than the run counted for it
+        holds each of its claims to its share of the run's alpha spread over all it made
+        (:func:`~pytest_infperf.core.family.of_test`), and is gated again where one lost
+        its claim."""
+        try:
+            return (yield)
+        finally:
+            made = self._made.pop(item.nodeid, [])
+            if len(made) > max(1, self._counted[item.nodeid]):
+                self._hold(item, made)
+
+    def _hold(self, item: pytest.Item, made: list[tuple[BenchmarkResult, list[str]]]) -> None:
+        from ..core import family as _family
+        from ..judge.merged import rejudge
+        from .collector import collector_key
+
+        counted = max(1, self._counted[item.nodeid])
+        size = _family.of_test(self.family, len(made), counted)
+        collector = item.config.stash.get(collector_key, None)
+        if collector is not None:
+            collector.extra += len(made) - counted  # the JSON's family, a merge's sum
+        for result, failures in made:
+            c = result.comparison
+            again = None if c is None else rejudge(c, size, self.judge.policy.run_alpha)
+            if again is None or again == c:
+                continue
+            before = list(result.warnings)
+            props = None if collector is None else collector.properties(result)
+            result.comparison = again
+            now = self.gate.apply(result)
+            result.warnings[:] = list(dict.fromkeys([*before, *result.warnings]))
+            if collector is not None and props is not None:
+                collector.regated(item, result, props, failures, now)
 
 
 def _references(reference: dict[str, Any] | None, extra: ResultExtra) -> dict[str, Any]:
@@ -275,6 +368,7 @@ class Stored(Plain):
 
     def measure(self, call: BenchCall) -> BenchmarkResult:
         __tracebackhide__ = True
+        self.proof.prove()
         if self.budget is not None:
             self.budget.measured.add(call.nodeid)
         d = policy.route(self._facts(call))
@@ -288,8 +382,7 @@ class Stored(Plain):
             with timing_lock("cpu", self.context.warn):
                 result = self._interleave_at_once(call, d)
             if not isinstance(result, str):
-                for failure in self.gate.apply(result):
-                    call.fail(failure)
+                self.gated(call, result)
                 return result
             # Why it could not be interleaved is a fact of its stored pass: settling it
             # would meet the same (a base test that fails would run a second time).
@@ -601,10 +694,10 @@ class ABHead(Plain):
         __tracebackhide__ = True
         from ..measure.call import timing_lock
 
+        self.proof.prove()
         with timing_lock("cpu", self.context.warn):
             result = self._interleaved(call)
-        for failure in self.gate.apply(result):
-            call.fail(failure)
+        self.gated(call, result)
         return result
 
     def _interleaved(self, call: BenchCall) -> BenchmarkResult:
@@ -676,7 +769,7 @@ def choose(config: pytest.Config, context: RunContext) -> Mode:
     if s.disable:
         return Disabled()
     if s.count:
-        return Counting()
+        return Counting(context)
     if s.ab:
         return _ab_head(config, context)
     if context.source is not None:
