@@ -233,7 +233,9 @@ def test_compared_nothing_names_the_nearest_environment(repo: pytest.Pytester) -
     target.write_text(json.dumps(doc))
     path.unlink()
     path.parent.rmdir()
-    result = repo.runpytest("--perf-compare=main")
+    # A results file of another environment: nothing can be interleaved, nothing compares
+    # (a commit's baseline is compared interleaved instead: tests/test_baselines.py).
+    result = repo.runpytest(stored_file(repo.path))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAILED: this comparison compared nothing: *cpu_model*"])
     assert "Some Other CPU" in result.stdout.str()

@@ -22,7 +22,7 @@ def test_the_cpu_a_setting_names() -> None:
         assert cpus.resolve(str(min(CPUS))) == min(CPUS)
         with pytest.raises(ValueError, match=r"may run on CPUs .* only"):
             cpus.resolve(str(max(CPUS) + 1000))
-    assert cpus._ranges(frozenset({0, 1, 2, 3, 6, 8, 9})) == "0-3,6,8-9"
+    assert cpus.ranges(frozenset({0, 1, 2, 3, 6, 8, 9})) == "0-3,6,8-9"
 
 
 @pytest.mark.skipif(not LINUX, reason="CPU affinity is Linux's (os.sched_setaffinity)")
