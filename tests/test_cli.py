@@ -209,9 +209,14 @@ def test_compare_of_runs_without_a_reference_claims_no_change(repo: Path) -> Non
                     "flops": flops,
                 }
         (repo / f"{name}-work.json").write_text(json.dumps(doc))
-    out = infperf(repo, "compare", "old-work.json", "new-work.json")
+    out = infperf(repo, "compare", "old-work.json", "new-work.json", "--markdown", "work.md")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "1 regression(s): test_suite.py::test_slowed" in out.stdout
+    # Said as what decided it: the work counts of two CPU runs, never a GPU's device time.
+    assert "by work counts" in out.stdout and "device time" not in out.stdout, out.stdout
+    assert "decided by: the exact work counts of one call, which grew" in out.stdout
+    markdown = (repo / "work.md").read_text()
+    assert "by work counts" in markdown and "device time" not in markdown
 
 
 def test_compare_says_once_what_a_noisy_run_could_not_see(repo: Path) -> None:
