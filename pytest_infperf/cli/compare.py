@@ -21,32 +21,29 @@ def say_summary(doc: dict[str, Any], who: str) -> None:
         )
 
 
-def run(args: argparse.Namespace) -> int:
-    """B against A (A is the baseline), judged by the plugin's own judge."""
+def judged(
+    base: dict[str, Any], head: dict[str, Any], opts: Any, name: str
+) -> tuple[list[Any], dict[str, list[str]], dict[str, Any], str | None]:
+    """``head``'s benchmarks judged against ``base`` (named ``name``) by the plugin's own
+    judge and gate, as `infperf compare` and `infperf report --compare` say them: the
+    results with their comparisons, each failing one's failures, how the environments
+    differ, and the baseline's commit."""
     from ..core.names import CompareMode
-    from ..core.options import BenchOptions
-    from ..core.results import Origin, Verdict
+    from ..core.results import Origin
     from ..judge import work
     from ..judge.device import work_of
     from ..judge.judge import Judge, held_over
     from ..judge.rules import Policy
     from ..measure import environment
-    from ..report.markdown import render
-    from ..report.notices import undetectable
-    from ..report.text import generation_lines, summary_lines, work_lines
     from ..session.gate import Gate
 
-    base, head = _docs.load(args.a, args), _docs.load(args.b, args)
-    say_summary(base, f"baseline {args.a}: ")
-    say_summary(head, f"{args.b}: ")
     base_entries = {r.key: r.to_json() for r in _docs.results(base)}
     env_diff = environment.diff(
         head["environment"].get("hard", {}), base["environment"].get("hard", {})
     )
     results = _docs.results(head)
-    opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
     base_commit = (base.get("commit") or {}).get("sha")
-    origin = Origin(CompareMode.STORED, base_commit, None, f"{args.a} ({str(base_commit)[:10]})")
+    origin = Origin(CompareMode.STORED, base_commit, None, f"{name} ({str(base_commit)[:10]})")
     # No re-measuring here (stored documents only): each claim is held over the compared
     # benchmarks as one pass (Bonferroni), as the plugin holds a fresh pass. The drift guard
     # reads the two runs' own probes: how the machine moved between them, not since. A run
@@ -61,6 +58,22 @@ def run(args: argparse.Namespace) -> int:
         r.comparison = work.attach(c, r.work, None if entry is None else work_of(entry))
         if failures := gate.apply(r):
             failed[r.key] = failures
+    return results, failed, env_diff, base_commit
+
+
+def run(args: argparse.Namespace) -> int:
+    """B against A (A is the baseline), judged by the plugin's own judge."""
+    from ..core.options import BenchOptions
+    from ..core.results import Verdict
+    from ..report.markdown import render
+    from ..report.notices import undetectable
+    from ..report.text import generation_lines, summary_lines, work_lines
+
+    base, head = _docs.load(args.a, args), _docs.load(args.b, args)
+    say_summary(base, f"baseline {args.a}: ")
+    say_summary(head, f"{args.b}: ")
+    opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
+    results, failed, env_diff, base_commit = judged(base, head, opts, args.a)
     for line in summary_lines(results) + generation_lines(results) + work_lines(results):
         print(line)
     if env_diff:

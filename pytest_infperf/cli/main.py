@@ -114,9 +114,20 @@ def _report(args: argparse.Namespace) -> int:
     from ..report.html import build
     from ..store.history import changes, choose_env, first_parent_history, iter_series
 
+    if args.compare and not args.results:
+        raise CLIError(
+            f"--compare {args.compare}: give --results FILE too, the run (a --perf-json file) "
+            f"to judge against {args.compare}"
+        )
     results = _docs.load(args.results, args) if args.results else None
     baseline = _docs.load(args.compare, args) if args.compare else None
-    shown = None
+    shown, now = None, "now"
+    if results is not None and baseline is not None:
+        # Judged against what --compare names, by infperf compare's own judge: the run's
+        # own verdicts were against another baseline (or none), and would be drawn beside
+        # this one's samples under its commit.
+        results, shown = _judged_against(args, results, baseline)
+        print(f"note: {shown}", file=sys.stderr)
     if results is None and baseline is None:
         # Nothing named: HEAD's nearest baseline (as --perf-compare=HEAD would find it).
         try:
@@ -126,6 +137,8 @@ def _report(args: argparse.Namespace) -> int:
         else:
             shown = _nearest_note(args, results)
             print(f"note: {shown}", file=sys.stderr)
+            # A stored baseline shown on its own: its commit's figures, not now.
+            now = f"commit {str((results.get('commit') or {}).get('sha') or '?')[:10]}"
     history: Any = {}  # a dict, or a stream of series from the index
     store = _docs.store(args)
     env = choose_env(
@@ -140,7 +153,13 @@ def _report(args: argparse.Namespace) -> int:
         history = (changes(s) for s in iter_series(store, env, shas, args.k))
     png = Path(args.png) if args.png else None
     text, figures = build(
-        results, baseline, history, png, along=_docs.branch_name(args.ref, args), shown=shown
+        results,
+        baseline,
+        history,
+        png,
+        along=_docs.branch_name(args.ref, args),
+        shown=shown,
+        now=now,
     )
     if args.html:
         Path(args.html).write_text(text, encoding="utf-8")
@@ -148,6 +167,23 @@ def _report(args: argparse.Namespace) -> int:
     if args.png:
         print(f"wrote {figures} PNG(s) to {args.png}" if figures else "no figures to write yet")
     return 0
+
+
+def _judged_against(
+    args: argparse.Namespace, results: dict[str, Any], baseline: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """``results`` with each benchmark judged against ``baseline`` as ``infperf compare``
+    judges it, and what the page shows, said under its heading."""
+    from ..core.options import BenchOptions
+
+    judged, _, _, sha = _compare_cmd.judged(baseline, results, BenchOptions(), args.compare)
+    doc = {**results, "benchmarks": [r.to_json() for r in judged]}
+    where = f" (commit {sha[:10]})" if sha else ""
+    shown = (
+        f"{args.results} judged against {args.compare}{where} as infperf compare judges "
+        "them; the run's own verdicts are not shown"
+    )
+    return doc, shown
 
 
 def _nearest_note(args: argparse.Namespace, results: dict[str, Any]) -> str:
