@@ -53,6 +53,7 @@ from ..core.options import (
     integer,
     optional,
 )
+from ..report.fmt import fit
 
 #: What a job of the Action writes, relative to the workspace.
 SHARD_DIR = Path("perf-shard")
@@ -351,7 +352,7 @@ def measure(env: Mapping[str, str], root: Path) -> int:
         )
     gh = GitHub(env)
     gh.output(mode="save" if the_plan.save else "compare", compared_to=the_plan.ref or "")
-    print(f"infperf action: {the_plan.why}", flush=True)
+    print(fit(f"infperf action: {the_plan.why}"), flush=True)
     if not the_plan.save:
         from ..store import data_branch
 
@@ -363,7 +364,7 @@ def measure(env: Mapping[str, str], root: Path) -> int:
     (SHARD_DIR / "status.txt").write_text("started\n")  # a crash below leaves no success
     gh.output(shard_artifact=inputs.artifact, status=SHARD_DIR / "status.txt")
     command = pytest_command(inputs, the_plan, sys.executable)
-    print("infperf action: " + shlex.join(command), flush=True)
+    print(fit("infperf action: " + shlex.join(command)), flush=True)
     status = subprocess.run(command, cwd=root, check=False).returncode
     # No test in this shard's group is no failure (a split may leave one empty); a whole
     # run that collected nothing is.
@@ -547,7 +548,7 @@ def push_baselines(env: Mapping[str, str], root: Path) -> int:
         )
     folders = sorted(SHARDS_DIR.glob("perf-shard-*/baselines"))
     if not folders:
-        print(f"infperf action: no shard sent baselines (nothing in {SHARDS_DIR}/*/baselines)")
+        print(fit(f"infperf action: no shard sent baselines (nothing in {SHARDS_DIR}/*/baselines)"))
     for folder in folders:
         data_branch.push(root, root / folder, "origin", inputs.baselines_branch)
     return 0

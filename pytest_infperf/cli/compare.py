@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from ..report.fmt import fit
 from . import documents as _docs
 
 
@@ -15,9 +16,11 @@ def say_summary(doc: dict[str, Any], who: str) -> None:
     compact = sum(1 for e in doc["benchmarks"] if e.get("compact"))
     if compact:
         print(
-            f"{who}working from a summary: {compact} of {len(doc['benchmarks'])} benchmarks "
-            f"keep quantiles of their raw samples, not the samples (compacted "
-            f"{str(doc.get('compacted') or 'by infperf prune --keep-raw')[:19]})"
+            fit(
+                f"{who}working from a summary: {compact} of {len(doc['benchmarks'])} benchmarks "
+                f"keep quantiles of their raw samples, not the samples (compacted "
+                f"{str(doc.get('compacted') or 'by infperf prune --keep-raw')[:19]})"
+            )
         )
 
 
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     for line in summary_lines(results) + generation_lines(results) + work_lines(results):
         print(line)
     if env_diff:
-        print("environments differ: " + ", ".join(sorted(env_diff)))
+        print(fit("environments differ: " + ", ".join(sorted(env_diff))))
     blind = undetectable(results)
     if args.markdown:
         source = {"ref": args.a, "origin": "file", "path": args.a}
@@ -86,15 +89,15 @@ def run(args: argparse.Namespace) -> int:
         )
     _say_withheld(results, base_commit)
     if blind:
-        print(blind)
+        print(fit(blind))
     for failures in failed.values():
         print("\n".join(failures))
     regressions = [r for r in results if r.verdict is Verdict.REGRESSION]
     if regressions:
-        print(f"{len(regressions)} regression(s): " + ", ".join(r.key for r in regressions))
+        print(fit(f"{len(regressions)} regression(s): " + ", ".join(r.key for r in regressions)))
     more = sorted(set(failed) - {r.key for r in regressions})
     if more:
-        print(f"{len(more)} failed on their work (max_work_increase): " + ", ".join(more))
+        print(fit(f"{len(more)} failed on their work (max_work_increase): " + ", ".join(more)))
     return 1 if failed or not _whole(args, head, results) else 0
 
 
@@ -107,16 +110,20 @@ def _say_withheld(results: list[Any], base_commit: str | None) -> None:
     if not held:
         return
     names = ", ".join(r.key for r in held)
-    print(f"{len(held)} verdict(s) withheld, cannot tell (inconclusive): {names}")
+    print(fit(f"{len(held)} verdict(s) withheld, cannot tell (inconclusive): {names}"))
     print(
-        "  the machine's speed is unknown or moved between the two runs: a change of the "
-        "code, or its absence, cannot be told from it (grown work counts can, and are said)"
+        fit(
+            "  the machine's speed is unknown or moved between the two runs: a change of the "
+            "code, or its absence, cannot be told from it (grown work counts can, and are said)"
+        )
     )
     if base_commit:
         nodes = shlex.join(dict.fromkeys(r.nodeid for r in held))
         print(
-            "to settle them here, in a checkout of the second run's code, both commits "
-            f"measured interleaved: pytest {nodes} --perf-ab={base_commit[:12]}"
+            fit(
+                "to settle them here, in a checkout of the second run's code, both commits "
+                f"measured interleaved: pytest {nodes} --perf-ab={base_commit[:12]}"
+            )
         )
     else:
         print("to settle them: measure both versions interleaved (pytest ... --perf-ab=REF)")
@@ -129,9 +136,9 @@ def _whole(args: argparse.Namespace, head: dict[str, Any], results: list[Any]) -
 
     why = incomplete(head)
     if why is not None and why != UNMARKED:  # a baseline (no `run` record) is whole
-        print(f"FAILED: {args.b} is from a run that did not complete ({why})")
+        print(fit(f"FAILED: {args.b} is from a run that did not complete ({why})"))
         return False
     if compared_nothing(results):
-        print(f"FAILED: compared nothing: {args.a} has none of the benchmarks of {args.b}")
+        print(fit(f"FAILED: compared nothing: {args.a} has none of the benchmarks of {args.b}"))
         return False
     return True

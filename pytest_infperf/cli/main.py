@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.options import BASELINES_BRANCH, SPECS, option_type
 from ..measure.backends import BackendError
+from ..report.fmt import fit
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
 from . import action, bisect, ci, scaffold, steps
@@ -106,7 +107,7 @@ def _history(args: argparse.Namespace) -> int:
             if command:
                 print(f"    find it: {command}")
     for problem in problems:
-        print(f"warning: skipped {problem}", file=sys.stderr)
+        print(fit(f"warning: skipped {problem}"), file=sys.stderr)
     return 0
 
 
@@ -127,16 +128,18 @@ def _report(args: argparse.Namespace) -> int:
         # own verdicts were against another baseline (or none), and would be drawn beside
         # this one's samples under its commit.
         results, shown = _judged_against(args, results, baseline)
-        print(f"note: {shown}", file=sys.stderr)
+        print(fit(f"note: {shown}"), file=sys.stderr)
     if results is None and baseline is None:
         # Nothing named: HEAD's nearest baseline (as --perf-compare=HEAD would find it).
         try:
             results = _docs.load("HEAD", args)
         except (CLIError, GitError, BaselineFileError) as exc:
-            print(f"note: no baseline near HEAD to show ({exc}); history only", file=sys.stderr)
+            print(
+                fit(f"note: no baseline near HEAD to show ({exc}); history only"), file=sys.stderr
+            )
         else:
             shown = _nearest_note(args, results)
-            print(f"note: {shown}", file=sys.stderr)
+            print(fit(f"note: {shown}"), file=sys.stderr)
             # A stored baseline shown on its own: its commit's figures, not now.
             now = f"commit {str((results.get('commit') or {}).get('sha') or '?')[:10]}"
     history: Any = {}  # a dict, or a stream of series from the index
@@ -148,7 +151,7 @@ def _report(args: argparse.Namespace) -> int:
         try:
             shas = first_parent_history(_docs.root(args), args.ref, args.depth)
         except GitError as exc:
-            print(f"warning: no history ({exc})", file=sys.stderr)
+            print(fit(f"warning: no history ({exc})"), file=sys.stderr)
             shas = []
         history = (changes(s) for s in iter_series(store, env, shas, args.k))
     png = Path(args.png) if args.png else None
@@ -251,7 +254,7 @@ def _prune(args: argparse.Namespace) -> int:
             try:
                 gain = store.compact(key, sha)
             except BaselineFileError as exc:
-                print(f"skipped {exc}", file=sys.stderr)
+                print(fit(f"skipped {exc}"), file=sys.stderr)
                 continue
             if gain:
                 compacted += 1
@@ -264,7 +267,7 @@ def _prune(args: argparse.Namespace) -> int:
         what += (
             f"; {compacted} {done}, raw samples kept for the newest {args.keep_raw} per environment"
         )
-    print(what)
+    print(fit(what))
     return 0
 
 
@@ -560,16 +563,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         action.ActionError,
         scaffold.InitError,
     ) as exc:
-        print(f"infperf: error: {exc}", file=sys.stderr)
+        print(fit(f"infperf: error: {exc}"), file=sys.stderr)
         return 2
     except BackendError as exc:  # an optional dependency (matplotlib) is missing
-        print(f"infperf: error: {exc}", file=sys.stderr)
+        print(fit(f"infperf: error: {exc}"), file=sys.stderr)
         return 2
     except MemoryError:
         print(
-            f"infperf: error: {args.command} ran out of memory. Nothing stored was changed "
-            "by the part that failed (every write is atomic); compact old baselines "
-            "(infperf prune --keep-raw 50) or give the job more memory",
+            fit(
+                f"infperf: error: {args.command} ran out of memory. Nothing stored was "
+                "changed by the part that failed (every write is atomic); compact old "
+                "baselines (infperf prune --keep-raw 50) or give the job more memory"
+            ),
             file=sys.stderr,
         )
         return 2

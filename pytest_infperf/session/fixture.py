@@ -109,7 +109,10 @@ class InferBench:
 
     def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
         __tracebackhide__ = True
-        return self._run(model, inputs, kwargs, None)
+        try:
+            return self._run(model, inputs, kwargs, None)
+        except (BackendError, BenchmarkError, _options.OptionError) as exc:
+            raise _printed(exc) from None
 
     def generate(
         self,
@@ -129,7 +132,10 @@ class InferBench:
         ``cache_implementation="static"``); other options are infer_bench's."""
         __tracebackhide__ = True
         spec = (max_new_tokens, generate_kwargs)
-        return self._run(model, inputs, kwargs, spec)
+        try:
+            return self._run(model, inputs, kwargs, spec)
+        except (BackendError, BenchmarkError, _options.OptionError) as exc:
+            raise _printed(exc) from None
 
     def _run(
         self,
@@ -190,6 +196,17 @@ class InferBench:
         self._collector.add(self._item, result, call.failures)
         self.results.append(result)
         return result
+
+
+def _printed(exc: Exception) -> Exception:
+    """``exc`` with its message fitted to the terminal as pytest prints it: each line after
+    ``E   ``, the first after the exception's name too (a refusal ran to 540 columns)."""
+    from ..report.fmt import columns, fit
+
+    kind = type(exc)
+    name = f"{kind.__module__}.{kind.__qualname__}: "
+    exc.args = (fit(str(exc), width=columns() - 4, first=len(name)),)
+    return exc.with_traceback(None)
 
 
 def _raise_explained(exc: RuntimeError) -> None:
