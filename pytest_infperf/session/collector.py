@@ -89,6 +89,8 @@ class Collector:
         self.perf_ids.update(str(n) for n in data.get("perf_ids") or ())
         for warning in data.get("warnings", []):
             self.context.warn(warning)
+        for note in data.get("notes", []):
+            self.context.note(note)
 
     def family_record(self, run_alpha: float) -> dict[str, Any]:
         """The results document's ``family``: what the run's multiplicity counted."""
@@ -104,6 +106,7 @@ class Collector:
             "worker": worker,
             "results": [r.to_json() for r in self.results],
             "warnings": self.context.warnings,
+            "notes": self.context.notes,
             "perf_tests": self.perf_tests,
             "benchmarks": self.benchmarks,
             "perf_ids": sorted(self.perf_ids),

@@ -524,6 +524,7 @@ def _open_controller(
             title="baseline commit",
             warn=context.warn,
             pin_cpu=context.settings.pin_cpu,
+            info=context.note,
         )
         controller.setup()  # closes itself when it fails
         try:
@@ -681,6 +682,7 @@ def _ab_head(config: pytest.Config, context: RunContext) -> ABHead:
         selection(config, s),
         warn=context.warn,
         pin_cpu=s.pin_cpu,
+        info=context.note,
     )
     try:
         controller.setup()

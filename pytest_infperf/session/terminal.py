@@ -141,6 +141,8 @@ class TerminalReport:
                 tr.write_line(line)
             for line in settle_summary(results, verbose=verbose) + accepted_lines(results):
                 tr.write_line(fit(line))
+            for note in self.context.notes:
+                tr.write_line(fit(f"infperf: {note}"))
         # The same warnings as the JSON's and the Markdown report's (report/notices.py).
         # The run's warnings as its files say them, then any said after they were written
         # (a fixture's teardown after -x or an interrupt).
