@@ -16,12 +16,14 @@ import pytest
 from ..core import options as _options
 from ..measure.backends import (
     BackendError,
+    NoDevice,
     device_error,
     is_ort_session,
     out_of_memory,
     prepare,
     prepare_generation,
     release_cuda_memory,
+    takes_device,
 )
 from ..measure.call import BenchCall, BenchmarkError
 
@@ -67,13 +69,23 @@ class InferBench:
         return f"<InferBench {self._item.nodeid} measurements={len(self.results)}>"
 
     def _options(
-        self, kwargs: dict[str, Any], where: str, generation: bool, model: Any = None
+        self,
+        kwargs: dict[str, Any],
+        where: str,
+        generation: bool,
+        model: Any = None,
+        inputs: Any = None,
     ) -> _options.BenchOptions:
         defaults = dict(self._defaults)
         marker = _options.marker_layer(self._item)
         call = _options.parse_layer(kwargs, where)
         if is_ort_session(model):
             self._keep_session_settings(defaults, marker, call)
+        run_wide = "device" not in marker and "device" not in call
+        if run_wide and not generation and not takes_device(model, inputs):
+            # The run's device (--perf-device, infperf_device) moves torch models; a plain
+            # callable or an ONNX Runtime model runs where the test put it.
+            defaults.pop("device", None)
         session_metric = defaults.get("metric", "median")
         explicit = "metric" in marker or "metric" in call
         if not explicit and not _options.metric_applies(session_metric, generation):
@@ -106,6 +118,25 @@ class InferBench:
             f"{', '.join(named)} does not reach an InferenceSession a test built: {how} "
             "where the test makes it"
         )
+
+    def _no_device(self, exc: NoDevice, kwargs: Mapping[str, Any]) -> None:
+        """The device asked for is not on this machine (cuda on a CPU runner): the test is
+        skipped, saying why and where the device was asked for, and the run says it once
+        (a run whose every benchmark skips measured nothing, and a gate fails it)."""
+        __tracebackhide__ = True
+        marker = _options.marker_layer(self._item)
+        where = (
+            "this call's device="
+            if "device" in kwargs
+            else "the test's infperf marker"
+            if "device" in marker
+            else "the run's --perf-device or infperf_device"
+        )
+        self._collector.context.warn(
+            f"benchmarks skipped: {exc}, asked by {where}: a GPU runner measures them, and "
+            "without it they run on the CPU"
+        )
+        pytest.skip(f"infperf: {exc}, asked by {where}: skipped here")
 
     def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
         __tracebackhide__ = True
@@ -156,7 +187,7 @@ class InferBench:
                 "its own name= (the unnamed one is the test's benchmark)"
             )
         try:
-            opts = self._options(kwargs, where, generation is not None, model)
+            opts = self._options(kwargs, where, generation is not None, model, inputs)
         except _options.OptionError as exc:
             raise _options.OptionError(str(exc)) from None  # the user's line, not ours
         self._names.add(name)
@@ -165,6 +196,8 @@ class InferBench:
                 prepared = prepare(model, inputs, opts)
             else:
                 prepared = prepare_generation(model, inputs, *generation, opts)
+        except NoDevice as exc:
+            self._no_device(exc, kwargs)
         except BackendError as exc:
             raise exc.with_traceback(None) from None  # point at the user's call
         except RuntimeError as exc:
