@@ -272,6 +272,11 @@ COMMAND = re.compile(
 )
 
 
+#: What a command printed whole never holds (built by shlex, its words are quoted), and a
+#: sentence that names one does: the rest of such a line wraps as prose.
+PROSE_MARKS = re.compile(r"[,;] | \(|\) | [<>|] ")
+
+
 def columns() -> int:
     """The width printed lines fit: the terminal's (``COLUMNS``, else the terminal's own),
     :data:`TERMINAL_WIDTH` where there is none (a CI log, a pipe), at least 60."""
@@ -295,7 +300,7 @@ def fit(text: str, indent: str = "  ", width: int | None = None, first: int = 0)
             continue
         lead = line[: len(line) - len(line.lstrip())]
         command = COMMAND.match(line)
-        if command is not None:
+        if command is not None and not PROSE_MARKS.search(command["command"]):
             head = command["head"]
             lines = _fill(head, room, lead + indent) if len(head) > room else [head]
             out += [*lines, *_continued(command["command"], lead + indent, width)]
