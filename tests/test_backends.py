@@ -135,18 +135,20 @@ def test_one_setting_says_the_device_of_the_run(ourtester: pytest.Pytester) -> N
         result = ourtester.runpytest(*how, "-rs", "--perf-json=out.json")
         result.assert_outcomes(passed=1, skipped=3)
         out = result.stdout.str()
+        assert "infperf: no NVIDIA GPU for device='cuda' (--perf-device)" in out
+        assert "infperf: no NVIDIA GPU for device='cuda' (the call)" in out
         assert "device='cuda', but this machine has no NVIDIA GPU (torch " in out
-        assert "asked by the run's --perf-device or infperf_device: skipped here" in out
-        assert "asked by this call's device=: skipped here" in out
+        assert "asked by the run's --perf-device or infperf_device: a GPU runner" in out
         # Said once in the run's summary, as its warnings are (the JSON keeps it).
         warned = [w for w in load_json(ourtester.path / "out.json")["warnings"] if "NVIDIA" in w]
         assert len(warned) == 2 and all(w.startswith("benchmarks skipped: ") for w in warned)
         assert "warning: benchmarks skipped: device='cuda'" in out
-    # A gate whose every benchmark skipped measured nothing, and fails.
+    # A gate whose every benchmark skipped measured nothing, and fails, saying why.
     init_repo(ourtester.path)
     nothing = ourtester.runpytest("--perf-device=cuda", "--perf-save", "-k", "mlp or asked")
     assert nothing.ret == pytest.ExitCode.TESTS_FAILED
     assert "measured no benchmark" in nothing.stdout.str()
+    assert "warning: benchmarks skipped: device='cuda'" in nothing.stdout.str()
 
 
 def test_cuda_torch_cannot_use_on_a_gpu_machine_is_an_error(

@@ -125,18 +125,19 @@ class InferBench:
         (a run whose every benchmark skips measured nothing, and a gate fails it)."""
         __tracebackhide__ = True
         marker = _options.marker_layer(self._item)
-        where = (
-            "this call's device="
+        where, short = (
+            ("this call's device=", "the call")
             if "device" in kwargs
-            else "the test's infperf marker"
+            else ("the test's infperf marker", "the marker")
             if "device" in marker
-            else "the run's --perf-device or infperf_device"
+            else ("the run's --perf-device or infperf_device", "--perf-device")
         )
         self._collector.context.warn(
             f"benchmarks skipped: {exc}, asked by {where}: a GPU runner measures them, and "
             "without it they run on the CPU"
         )
-        pytest.skip(f"infperf: {exc}, asked by {where}: skipped here")
+        # Short: pytest prints it after the test's path (-rs); the run's warning says more.
+        pytest.skip(f"infperf: no NVIDIA GPU for device={exc.device!r} ({short})")
 
     def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
         __tracebackhide__ = True

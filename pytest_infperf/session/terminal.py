@@ -164,6 +164,10 @@ class TerminalReport:
 
         ending = self.artifacts.ending
         nothing = ending.measured_nothing
+        # What the run said though it measured nothing (every benchmark skipped for want of
+        # a GPU): warnings, as a run that measured says them.
+        for warning in dict.fromkeys([*ending.warnings, *self.context.warnings]):
+            tr.write_line(fit(f"warning: {warning}"), yellow=True)
         if not nothing or ending.shard or ending.exitstatus == 5:
             return
         if self.context.settings.warn_only:

@@ -32,6 +32,11 @@ class NoDevice(BackendError):
     is on a CPU runner. A GPU torch cannot use is an error instead (a broken driver, a CPU
     build of torch on a GPU runner): skipping it would pass a gate that measured nothing."""
 
+    def __init__(self, message: str, device: str) -> None:
+        super().__init__(message)
+        #: The device asked for (``cuda``, ``cuda:1``).
+        self.device = device
+
 
 class MissingBackendError(BackendError):
     """An optional framework (torch, onnxruntime, transformers) is not installed."""

@@ -285,7 +285,8 @@ def cuda_missing(torch: Any, device: Any, asked: bool) -> None:
     it; a :class:`BackendError` where a GPU is here but torch cannot use it."""
     build = f"torch {torch.__version__}" + ("" if torch.version.cuda else ", a CPU build")
     if asked and not gpu.nvidia_present():
-        raise NoDevice(f"device={str(device)!r}, but this machine has no NVIDIA GPU ({build})")
+        message = f"device={str(device)!r}, but this machine has no NVIDIA GPU ({build})"
+        raise NoDevice(message, str(device))
     raise BackendError(
         f"the model is set to run on {device}, but torch.cuda.is_available() is False "
         f"({build}): check the NVIDIA driver and that torch was built with CUDA"
