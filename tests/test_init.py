@@ -473,15 +473,10 @@ def _step(perf: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 def test_the_workflow_pins_caches_and_measures_on_the_gpu(tmp_path: Path) -> None:
-    """A GPU runner's workflow installs what the project's constraints file pins (the pin
-    holds: the install step, run as written against a local index, installs the pinned
-    version where a newer one is offered), keeps the environment between runs in a cache
-    keyed on the runner, its Python and the pins, and measures every torch model on the
-    GPU by one setting; it passes actionlint."""
-    from .layouts import dependency_wheels
-
-    wheels = tmp_path / "wheels"
-    dependency_wheels(wheels)
+    """A GPU runner's workflow installs what the project's constraints file pins (that the
+    pin holds, run as written: the next test, slow), keeps the environment between runs
+    in a cache keyed on the runner, its Python and the pins, and measures every torch model
+    on the GPU by one setting; it passes actionlint."""
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "model.py").write_text("import torch\nimport fastdep\n")
@@ -510,8 +505,25 @@ def test_the_workflow_pins_caches_and_measures_on_the_gpu(tmp_path: Path) -> Non
     assert steps.index("actions/cache@v4") < steps.index(_step(perf, "pip install")["name"])
     measure = _action_inputs(perf["jobs"]["perf"]["steps"])
     assert measure["pytest-args"] == "--perf-device=cuda"
-    # The install step as written (but torch, offline: a local index offers fastdep 1.0 and
-    # 2.0): the constraints file decides.
+
+
+@pytest.mark.slow
+def test_the_written_install_step_holds_the_pin(tmp_path: Path) -> None:
+    """The install step init writes, run as written (but torch, and offline: a local index
+    offers fastdep 1.0 and 2.0): the project's constraints file decides the version."""
+    from .layouts import dependency_wheels
+
+    wheels = tmp_path / "wheels"
+    dependency_wheels(wheels)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "model.py").write_text("import torch\nimport fastdep\n")
+    (repo / "requirements.txt").write_text("fastdep\n")
+    (repo / "constraints.txt").write_text("fastdep==1.0\n")
+    init_repo(repo)
+    assert infperf(repo, "init", "--runner", "self-hosted,gpu").returncode == 0
+    perf = yaml.safe_load((repo / ".github" / "workflows" / "perf.yml").read_text())
+    install = _step(perf, "pip install")["run"]
     written = install.replace(" torch", "") + f" --no-index --find-links {wheels}"
     done = subprocess.run(
         ["bash", "-c", written], cwd=repo, capture_output=True, text=True, check=False

@@ -27,6 +27,7 @@ import json
 import keyword
 import os
 import re
+import shlex
 import subprocess
 import textwrap
 from collections import Counter
@@ -752,7 +753,8 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
     gpu = _gpu_labels(labels)
     install = _install(root, found, cpu=not gpu)
     pinned = pins(root)
-    with_ = {"tests": _literal(tests.as_posix()), "python": ".venv/bin/python"}
+    # The Action splits `tests` as a shell does: a folder's name with a space stays whole.
+    with_ = {"tests": _literal(shlex.quote(tests.as_posix())), "python": ".venv/bin/python"}
     torch = "torch" in install.split()
     if gpu and torch:  # one setting: every torch model of the run on the runner's GPU
         with_["pytest-args"] = _literal("--perf-device=cuda")
@@ -835,7 +837,7 @@ def run(args: argparse.Namespace) -> int:
         path.write_text(text, encoding="utf-8", newline="")  # its line endings as they were
     from ..report.fmt import fit
 
-    tests = tests_folder(args, perf_tests(root)).as_posix()
+    tests = shlex.quote(tests_folder(args, perf_tests(root)).as_posix())
     print("infperf init: wrote\n" + "\n".join(lines))
     if _git(root, "ls-files", "baselines"):
         where = (
