@@ -585,7 +585,7 @@ def test_inits_install_step_and_the_gate_agree_on_a_src_layout(
     assert out.returncode == 0, out.stderr
     perf = yaml.safe_load((root / ".github" / "workflows" / "perf.yml").read_text())
     install = next(s["run"] for s in perf["jobs"]["perf"]["steps"] if "pip install" in str(s))
-    assert ".venv/bin/pip install" in install and install.endswith(" -e . torch")
+    assert ".venv/bin/python -m pip install" in install and install.endswith(" -e . torch")
     test = root / "tests" / "perf" / "test_infperf.py"
     text = test.read_text()
     assert "from tinymodels.models import MLP" in text
