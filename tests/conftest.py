@@ -61,6 +61,17 @@ def pytest_configure(config: pytest.Config) -> None:
         _own_cache_dir()  # test_store corrupts the indexes in its cache folder
 
 
+@pytest.hookimpl(trylast=True, specname="pytest_configure")
+def pytest_configure_wide(config: pytest.Config) -> None:
+    """What the plugin and the CLI print wraps to the terminal's width (report/fmt.fit),
+    120 where none is known: the runs the tests start, which read whole lines of what they
+    print, get a terminal too wide to wrap them, and this session's own output keeps its
+    terminal's width. tests/test_columns.py runs pytest without it and checks that every
+    line fits; tests/test_golden.py sets 120."""
+    config.get_terminal_writer().fullwidth = shutil.get_terminal_size().columns
+    os.environ["COLUMNS"] = "1000"
+
+
 pytest_plugins = ["pytester"]
 
 

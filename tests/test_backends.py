@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import FAST_INI, glob_escape, load_json
+from pytest_infperf.measure import gpu as _gpu
+
+from .conftest import FAST_INI, glob_escape, init_repo, load_json
 
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
@@ -92,20 +94,86 @@ def test_torch_wrong_shape_fails_with_torch_error(ourtester: pytest.Pytester) ->
     assert "pytest_infperf/measure/timing.py" not in result.stdout.str()
 
 
-def test_torch_cuda_model_without_cuda_is_clear(ourtester: pytest.Pytester) -> None:
+#: A suite as the README's quick start writes it, a plain callable and a generation beside
+#: the torch model: none of them names a device.
+DEVICE_SUITE = """
+import torch
+from pytest_infperf import hf
+
+def test_mlp(infer_bench):
+    r = infer_bench(torch.nn.Sequential(torch.nn.Linear(64, 64)), (torch.randn(8, 64),))
+    print("device:", r.backend_info["device"])
+
+def test_preprocessing(infer_bench):
+    infer_bench(lambda: sorted(range(1000)))
+
+def test_generation(infer_bench):
+    model = hf.build_causal_lm("tiny-llama", num_hidden_layers=1)
+    r = infer_bench.generate(model, hf.prompt(model, 1, 8), max_new_tokens=2, rounds=2)
+    print("device:", r.backend_info["device"])
+
+def test_asked_here(infer_bench):
+    infer_bench(torch.nn.Linear(4, 2), (torch.randn(1, 4),), device="cuda")
+"""
+
+
+def test_one_setting_says_the_device_of_the_run(ourtester: pytest.Pytester) -> None:
+    """--perf-device (ini infperf_device) moves every torch model and generate()'s model
+    and prompt, no test edited; a plain callable runs as it is. cuda on a machine without
+    an NVIDIA GPU skips those benchmarks, saying why and where cuda was asked for; the
+    others are measured."""
+    from pytest_infperf.measure import gpu
+
+    pytest.importorskip("transformers")
+    if gpu.nvidia_present():
+        pytest.skip("this machine has an NVIDIA GPU")
+    ourtester.makepyfile(test_device=DEVICE_SUITE)
+    cpu = ourtester.runpytest("--perf-device=cpu", "-s", "-k", "not asked_here")
+    cpu.assert_outcomes(passed=3)
+    assert cpu.stdout.str().count("device: cpu") == 2
+    for how in (["--perf-device=cuda"], ["-o", "infperf_device=cuda"]):
+        result = ourtester.runpytest(*how, "-rs", "--perf-json=out.json")
+        result.assert_outcomes(passed=1, skipped=3)
+        out = result.stdout.str()
+        assert "infperf: no NVIDIA GPU for device='cuda' (--perf-device)" in out
+        assert "infperf: no NVIDIA GPU for device='cuda' (the call)" in out
+        assert "device='cuda', but this machine has no NVIDIA GPU (torch " in out
+        assert "asked by the run's --perf-device or infperf_device: a GPU runner" in out
+        # Said once in the run's summary, as its warnings are (the JSON keeps it).
+        warned = [w for w in load_json(ourtester.path / "out.json")["warnings"] if "NVIDIA" in w]
+        assert len(warned) == 2 and all(w.startswith("benchmarks skipped: ") for w in warned)
+        assert "warning: benchmarks skipped: device='cuda'" in out
+    # A gate whose every benchmark skipped measured nothing, and fails, saying why.
+    init_repo(ourtester.path)
+    nothing = ourtester.runpytest("--perf-device=cuda", "--perf-save", "-k", "mlp or asked")
+    assert nothing.ret == pytest.ExitCode.TESTS_FAILED
+    assert "measured no benchmark" in nothing.stdout.str()
+    assert "warning: benchmarks skipped: device='cuda'" in nothing.stdout.str()
+
+
+def test_cuda_torch_cannot_use_on_a_gpu_machine_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the machine has an NVIDIA GPU that torch cannot use (a CPU build of torch on a
+    GPU runner, a broken driver), cuda is an error, never a skip: a gate whose benchmarks
+    all skipped would have measured nothing it meant to."""
+    from pytest_infperf.measure import gpu
+    from pytest_infperf.measure.backends import BackendError, NoDevice
+    from pytest_infperf.measure.backends.torch import cuda_missing
+
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    ourtester.makepyfile(
-        """
-        import pytest, torch
-        from pytest_infperf import BackendError
-
-        def test_a(infer_bench):
-            with pytest.raises(BackendError, match="torch.cuda.is_available.. is False"):
-                infer_bench(torch.nn.Linear(4, 2), (torch.randn(1, 4),), device="cuda")
-        """
-    )
-    ourtester.runpytest().assert_outcomes(passed=1)
+    monkeypatch.setattr(gpu, "nvidia_present", lambda: True)
+    with pytest.raises(BackendError, match=r"torch.cuda.is_available\(\) is False") as info:
+        cuda_missing(torch, torch.device("cuda"), asked=True)
+    assert not isinstance(info.value, NoDevice)
+    monkeypatch.setattr(gpu, "nvidia_present", lambda: False)
+    with pytest.raises(NoDevice, match="no NVIDIA GPU"):
+        cuda_missing(torch, torch.device("cuda"), asked=True)
+    # A model put on the GPU by the test itself is no option of ours: an error, said.
+    with pytest.raises(BackendError, match="check the NVIDIA driver") as info:
+        cuda_missing(torch, torch.device("cuda"), asked=False)
+    assert not isinstance(info.value, NoDevice)
 
 
 @pytest.mark.parametrize(
@@ -117,11 +185,15 @@ def test_torch_cuda_model_without_cuda_is_clear(ourtester: pytest.Pytester) -> N
             "or 'cuda:N' (the N-th visible GPU)*",
         ),
         ("cuda:x", "device='cuda:x' is not a torch device: expected 'cpu', 'cuda'*"),
-        (
+        # Where this machine has no NVIDIA GPU it is skipped, saying so (above).
+        pytest.param(
             "cuda:99",
             "the model is set to run on cuda:99, but this process sees * GPU(s)*"
             if torch.cuda.is_available()
             else "the model is set to run on cuda:99, but torch.cuda.is_available() is False*",
+            marks=pytest.mark.skipif(
+                not _gpu.nvidia_present(), reason="no NVIDIA GPU here: skipped, not an error"
+            ),
         ),
     ],
     ids=["unknown-type", "bad-index", "absent-gpu"],

@@ -209,9 +209,14 @@ def test_compare_of_runs_without_a_reference_claims_no_change(repo: Path) -> Non
                     "flops": flops,
                 }
         (repo / f"{name}-work.json").write_text(json.dumps(doc))
-    out = infperf(repo, "compare", "old-work.json", "new-work.json")
+    out = infperf(repo, "compare", "old-work.json", "new-work.json", "--markdown", "work.md")
     assert out.returncode == 1, out.stdout + out.stderr
     assert "1 regression(s): test_suite.py::test_slowed" in out.stdout
+    # Said as what decided it: the work counts of two CPU runs, never a GPU's device time.
+    assert "by work counts" in out.stdout and "device time" not in out.stdout, out.stdout
+    assert "decided by: the exact work counts of one call, which grew" in out.stdout
+    markdown = (repo / "work.md").read_text()
+    assert "by work counts" in markdown and "device time" not in markdown
 
 
 def test_compare_says_once_what_a_noisy_run_could_not_see(repo: Path) -> None:
@@ -280,6 +285,18 @@ def test_report_html_and_png(repo: Path) -> None:
     # The table shows the figures each verdict was computed from, and who decided it.
     assert "<th>now</th><th>baseline</th><th>ratio [CI]</th>" in text
     assert "<th>by</th>" in text
+    # new.json is a saving run's (no verdicts of its own): each benchmark is judged against
+    # what --compare names, as `infperf compare new.json old.json` judges it, and the
+    # baseline's violin names that commit.
+    old = json.loads((repo / "old.json").read_text())["commit"]["sha"]
+    assert "judged against old.json (commit " in out.stderr and old[:10] in out.stderr
+    (slowed,) = re.findall(r"<tr><td>test_suite.py::test_slowed</td>.*?</tr>", text)
+    assert "<td class='regression'>regression</td><td>stored</td>" in slowed
+    assert re.search(r"</td><td>1\.\d+ \[1\.\d+, 1\.\d+\]</td>", slowed), slowed
+    assert "<title>baseline: median " in text and f", commit {old[:10]}" in text
+    # --compare with nothing to judge against it: refused, not a page without verdicts.
+    out = infperf(repo, "report", "--compare", "old.json")
+    assert out.returncode == 2 and "give --results FILE too" in out.stderr
     pngs = sorted((repo / "figs").glob("*.png"))
     assert len(pngs) >= 7 + 1  # one distribution per benchmark, one sweep, history
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)

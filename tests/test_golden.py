@@ -108,9 +108,10 @@ def _runs() -> dict[str, list[BenchmarkResult]]:
 def _terminal(results: list[BenchmarkResult]) -> str:
     """The terminal summary as session/terminal.py writes it at default verbosity."""
     lines = [f"infperf: {notices.summary(results)}", f"compared with {SOURCE}"]
-    lines += text.summary_lines(results) + text.settle_summary(results, verbose=False)
-    lines += notices.accepted_lines(results)
-    lines += [f"warning: {w}" for w in notices.run_warnings(results, None)]
+    lines += text.summary_lines(results)
+    lines += [fmt.fit(x) for x in text.settle_summary(results, verbose=False)]
+    lines += [fmt.fit(x) for x in notices.accepted_lines(results)]
+    lines += [fmt.fit(f"warning: {w}") for w in notices.run_warnings(results, None)]
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@ whole table of layouts x install modes)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -626,11 +627,20 @@ def test_a_dependency_change_is_measured_in_the_bases_own_environment(
     monkeypatch.setenv("UV_FIND_LINKS", str(wheels))
     result = proj.pytest(*AB_ARGS, "-k", "dependency")
     out = result.stdout + result.stderr
-    assert "the base side ran in an environment built from the base commit: fastdep==1.0" in out
+    # An info line with its cost and each side's version, not a warning.
+    said = re.search(
+        r"^infperf: the base side ran in its commit's own environment \(built in \d+\.\d s\): "
+        r"fastdep 1\.0 \(HEAD 2\.0\)$",
+        out,
+        re.M,
+    )
+    assert said and "warning: the base side" not in out, out[-3000:]
     c = verdicts(proj)["test_dependency"]["comparison"]
     assert c["verdict"] == "regression" and c["ratio"] > 1.3, out[-3000:]
     env = verdicts(proj)["test_dependency"]["extra"]["ab"]["base_environment"]
     assert env["installed"] == ["fastdep==1.0"] and env["failed"] is None
+    assert env["versions"] == {"fastdep": {"head": "2.0", "base": "1.0"}} and env["seconds"] > 0
+    assert not any("fastdep" in w for w in load_json(proj.root / "results" / "ab.json")["warnings"])
     # offline: said in the terminal, the JSON and the Markdown a PR comment shows
     monkeypatch.setenv("INFPERF_CACHE_DIR", str(tmp_path / "cache2"))
     monkeypatch.delenv("PIP_FIND_LINKS")
@@ -641,6 +651,9 @@ def test_a_dependency_change_is_measured_in_the_bases_own_environment(
     assert said in out and "fastdep==1.0" in out
     doc = load_json(proj.root / "results" / "ab.json")
     assert any(w.startswith(said) for w in doc["warnings"])
+    env = verdicts(proj)["test_dependency"]["extra"]["ab"]["base_environment"]
+    asked = {"head": "2.0", "base": "2.0", "asked": "fastdep==1.0"}
+    assert env["versions"] == {"fastdep": asked} and env["seconds"] is None
     markdown = (proj.root / "results" / "ab.md").read_text()
     assert "> **Not the base's own environment:** the base's code ran under HEAD's" in markdown
 
@@ -657,7 +670,8 @@ def test_a_compiled_project_is_built_for_the_base(
     proj = compiled_project(tmp_path, install)
     result = proj.pytest(*AB_ARGS)
     out = result.stdout + result.stderr
-    assert "the base side ran in an environment built from the base commit: its own build" in out
+    said = "infperf: the base side ran in its commit's own environment (built in "
+    assert said in out and "s): its own build of the project" in out, out[-3000:]
     found = verdicts(proj)
     c = found["test_extension"]["comparison"]
     assert c["verdict"] == "regression" and 1.3 < c["ratio"] < 1.8, out[-3000:]
@@ -707,7 +721,7 @@ def test_inits_install_step_and_the_gate_agree_on_a_src_layout(
     assert out.returncode == 0, out.stderr
     perf = yaml.safe_load((root / ".github" / "workflows" / "perf.yml").read_text())
     install = next(s["run"] for s in perf["jobs"]["perf"]["steps"] if "pip install" in str(s))
-    assert ".venv/bin/pip install" in install and install.endswith(" -e . torch")
+    assert ".venv/bin/python -m pip install" in install and install.endswith(" -e . torch")
     test = root / "tests" / "perf" / "test_infperf.py"
     text = test.read_text()
     assert "from tinymodels.models import MLP" in text

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,9 +82,10 @@ def test_from_one_test_to_a_green_pull_request_gate(tmp_path: Path) -> None:
     before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
     again = infperf(repo, "init")
     assert again.returncode == 2 and again.stdout == ""
+    # (The test it wrote measures now: a second run would write no template beside it.)
     assert again.stderr.startswith(
-        "infperf: error: tests/perf/test_infperf.py, .github/workflows/perf.yml, "
-        ".github/workflows/perf-comment.yml exist: infperf init never overwrites a file"
+        "infperf: error: .github/workflows/perf.yml, .github/workflows/perf-comment.yml "
+        "exist: infperf init never overwrites a file"
     )
     after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
     assert after == before
@@ -279,11 +281,24 @@ def test_committed_baselines_stay_committed(tmp_path: Path) -> None:
     out = infperf(committed, "init")
     assert out.returncode == 0, out.stderr
     assert not (committed / ".gitignore").exists() and ".gitignore" not in out.stdout
+    # What it says is what the workflow does with them: read beside the branch's, the new
+    # ones stored on the branch.
+    said = " ".join(out.stdout.split())
+    assert (
+        "baselines/ is committed here: pull requests are compared with those and with the "
+        + ("infperf-baselines branch, where the run on the default branch stores")
+        in said
+    )
+    assert "saves the first baselines on the infperf-baselines" not in said
     fresh.mkdir()
     (fresh / "README.md").write_text("x\n")
     init_repo(fresh)
-    assert infperf(fresh, "init").returncode == 0
+    out = infperf(fresh, "init")
+    assert out.returncode == 0
     assert "baselines/" in (fresh / ".gitignore").read_text()
+    said = " ".join(out.stdout.split())
+    assert "saves the first baselines on the infperf-baselines branch" in said
+    assert "is committed here" not in said
 
 
 def test_init_refuses_what_it_cannot_do(tmp_path: Path) -> None:
@@ -421,7 +436,7 @@ def test_the_workflow_installs_what_the_code_imports(tmp_path: Path) -> None:
         s["run"] for s in perf["jobs"]["perf"]["steps"] if "pip install" in s.get("run", "")
     ]
     cpu = "--extra-index-url https://download.pytorch.org/whl/cpu"
-    assert install.endswith(f".venv/bin/pip install {cpu} torch torchvision")
+    assert install.endswith(f".venv/bin/python -m pip install {cpu} torch torchvision")
     # A runner whose labels name a GPU takes PyPI's (CUDA) torch.
     found = scaffold.find_models(tmp_path)
     rows = [
@@ -437,7 +452,8 @@ def test_the_workflow_installs_what_the_code_imports(tmp_path: Path) -> None:
     for labels, gpu in rows:
         assert scaffold._gpu_labels(labels) is gpu, labels
     assert (
-        scaffold._install(tmp_path, found, cpu=False) == ".venv/bin/pip install torch torchvision"
+        scaffold._install(tmp_path, found, cpu=False)
+        == ".venv/bin/python -m pip install torch torchvision"
     )
     # No --runner: a runner every repository has, said in the workflow and the summary (a
     # self-hosted label with no such runner queued the job for ever, without a word).
@@ -449,3 +465,126 @@ def test_the_workflow_installs_what_the_code_imports(tmp_path: Path) -> None:
     )
     assert "a hosted CPU runner: no --runner given" in out.stdout
     assert "infperf init --runner self-hosted,gpu" in out.stdout
+
+
+def _step(perf: dict[str, Any], text: str) -> dict[str, Any]:
+    (step,) = [s for s in perf["jobs"]["perf"]["steps"] if text in str(s)]
+    return dict(step)
+
+
+def test_the_workflow_pins_caches_and_measures_on_the_gpu(tmp_path: Path) -> None:
+    """A GPU runner's workflow installs what the project's constraints file pins (that the
+    pin holds, run as written: the next test, slow), keeps the environment between runs
+    in a cache keyed on the runner, its Python and the pins, and measures every torch model
+    on the GPU by one setting; it passes actionlint."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "model.py").write_text("import torch\nimport fastdep\n")
+    (repo / "requirements.txt").write_text("fastdep\n")  # pinned by the constraints file
+    (repo / "constraints.txt").write_text("fastdep==1.0\n")
+    init_repo(repo)
+    out = infperf(repo, "init", "--runner", "self-hosted,gpu")
+    assert out.returncode == 0, out.stderr
+    assert "on its GPU (--perf-device=cuda)" in out.stdout
+    assert "cached between runs and pinned by constraints.txt" in out.stdout
+    workflow = repo / ".github" / "workflows" / "perf.yml"
+    _lint([workflow, repo / ".github" / "workflows" / "perf-comment.yml"])
+    perf = yaml.safe_load(workflow.read_text())
+    install = _step(perf, "pip install")["run"]
+    assert install == (
+        "python3 -m venv .venv && .venv/bin/python -m pip install -c constraints.txt "
+        "-r requirements.txt torch"
+    )
+    cache = _step(perf, "actions/cache")
+    assert cache["uses"] == "actions/cache@v4" and cache["with"]["path"] == ".venv"
+    key = "perf-venv-self-hosted-gpu-${{ runner.os }}-${{ runner.arch }}-py"
+    assert cache["with"]["key"].startswith(key)
+    assert "hashFiles('constraints.txt', 'requirements.txt')" in cache["with"]["key"]
+    assert cache["with"]["restore-keys"].startswith(key)
+    steps = [s.get("uses") or s.get("name") for s in perf["jobs"]["perf"]["steps"]]
+    assert steps.index("actions/cache@v4") < steps.index(_step(perf, "pip install")["name"])
+    measure = _action_inputs(perf["jobs"]["perf"]["steps"])
+    assert measure["pytest-args"] == "--perf-device=cuda"
+
+
+@pytest.mark.slow
+def test_the_written_install_step_holds_the_pin(tmp_path: Path) -> None:
+    """The install step init writes, run as written (but torch, and offline: a local index
+    offers fastdep 1.0 and 2.0): the project's constraints file decides the version."""
+    from .layouts import dependency_wheels
+
+    wheels = tmp_path / "wheels"
+    dependency_wheels(wheels)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "model.py").write_text("import torch\nimport fastdep\n")
+    (repo / "requirements.txt").write_text("fastdep\n")
+    (repo / "constraints.txt").write_text("fastdep==1.0\n")
+    init_repo(repo)
+    assert infperf(repo, "init", "--runner", "self-hosted,gpu").returncode == 0
+    perf = yaml.safe_load((repo / ".github" / "workflows" / "perf.yml").read_text())
+    install = _step(perf, "pip install")["run"]
+    written = install.replace(" torch", "") + f" --no-index --find-links {wheels}"
+    done = subprocess.run(
+        ["bash", "-c", written], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    version = subprocess.run(
+        [
+            str(repo / ".venv" / "bin" / "python"),
+            "-c",
+            "import fastdep, importlib.metadata as m; print(m.version('fastdep'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert version.stdout.strip() == "1.0", version.stderr
+
+
+def test_what_pins_the_install_or_how_to(tmp_path: Path) -> None:
+    """A lock pip does not read, or nothing at all: the workflow and the summary say how to
+    pin the install; a requirements file whose every line is pinned pins it."""
+    rows = [
+        ({"uv.lock": "version = 1\n"}, "uv.lock pins your dependencies but pip does not read it"),
+        ({"poetry.lock": "# lock\n"}, "poetry export --without-hashes -o constraints.txt"),
+        ({}, "nothing pins what the workflow installs"),
+        ({"requirements.txt": "torch==2.13.0\nnumpy==2.1.0  # ok\n"}, None),
+    ]
+    for n, (files, said) in enumerate(rows):
+        repo = tmp_path / str(n)
+        repo.mkdir()
+        (repo / "model.py").write_text("import torch\n")
+        for name, text in files.items():
+            (repo / name).write_text(text)
+        init_repo(repo)
+        out = infperf(repo, "init")
+        assert out.returncode == 0, out.stderr
+        text = (repo / ".github" / "workflows" / "perf.yml").read_text()
+        flat = " ".join(text.replace("#", " ").split())
+        if said is None:
+            assert "pinned by requirements.txt (every requirement ==)" in out.stdout
+            assert "# pinned by requirements.txt" in text
+        else:
+            assert said in " ".join(out.stdout.split()) and said in flat, out.stdout
+
+
+def test_a_repository_that_measures_already_gets_no_template(tmp_path: Path) -> None:
+    """Perf tests of its own (in tests/benchmarks): no stand-in is written beside them, the
+    workflow runs their folder, and the summary says so."""
+    (tmp_path / "tests" / "benchmarks").mkdir(parents=True)
+    (tmp_path / "tests" / "benchmarks" / "test_speed.py").write_text(
+        "def test_sort(infer_bench):\n    infer_bench(lambda: sorted(range(100)))\n"
+    )
+    init_repo(tmp_path)
+    out = infperf(tmp_path, "init")
+    assert out.returncode == 0, out.stderr
+    assert not (tmp_path / "tests" / "perf").exists()
+    assert "test_infperf.py" not in out.stdout
+    assert (
+        "(no template benchmark: tests/benchmarks/test_speed.py measures with infer_bench "
+        "already; the workflow runs tests/benchmarks)"
+    ) in out.stdout
+    assert "  pytest tests/benchmarks --perf-save " in out.stdout
+    perf = yaml.safe_load((tmp_path / ".github" / "workflows" / "perf.yml").read_text())
+    assert _action_inputs(perf["jobs"]["perf"]["steps"])["tests"] == "tests/benchmarks"

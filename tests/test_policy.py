@@ -795,7 +795,7 @@ RECORDS = Path(__file__).parent / "data" / "gpu-h200"
 def recorded(name: str) -> dict[str, tuple[Facts, Comparison]]:
     """Each benchmark of a recorded run against the recorded baseline, as ``infperf compare``
     judges it: the facts the policy decided on, and the verdict that stands."""
-    from pytest_infperf.cli.compare import judged
+    from pytest_infperf.cli.compare import facts_of
     from pytest_infperf.core.options import BenchOptions
     from pytest_infperf.core.results import BenchmarkResult, Origin
     from pytest_infperf.judge.judge import Judge
@@ -812,7 +812,7 @@ def recorded(name: str) -> dict[str, tuple[Facts, Comparison]]:
     out = {}
     for r in results:
         origin = Origin(CompareMode.STORED, "0f2f6ea0b6")
-        facts = judged(judge, r, entries.get(r.key), BenchOptions(), origin, {})
+        facts = facts_of(judge, r, entries.get(r.key), BenchOptions(), origin, {})
         assert facts.stored is not None
         final = judge.stands(facts.stored, after_stored(facts))
         judge.learn_stored(facts.stored, final)

@@ -98,6 +98,12 @@ class BaseEnv:
     failed: str | None = None
     #: The site folder of the environment built for the base (None: none was built).
     site: str | None = None
+    #: Seconds the build took (None: none was needed or it failed; 0: an earlier run's).
+    seconds: float | None = None
+    #: Each requirement the base's spec pins differently: the version each side imported
+    #: (``base`` is HEAD's where the base's environment could not be built) and, where
+    #: the base's could not be installed, what its spec asked for.
+    versions: tuple[tuple[str, str | None, str | None, str], ...] = ()
 
     @property
     def unread(self) -> list[str]:
@@ -115,16 +121,33 @@ class BaseEnv:
                 what = "the project has compiled parts" + (f", and {what}" if what else "")
             return f"{HEAD_ENVIRONMENT}: {what}; its own could not be built ({self.failed})"
         unread = self.unread
-        if self.installed:
+        if self.installed and unread:
             built = ", ".join(self.installed[:6])
-            more = f" ({', '.join(unread)} differs and was not read)" if unread else ""
-            return f"the base side ran in an environment built from the base commit: {built}{more}"
-        if unread:
+            return (
+                f"the base side ran in an environment built from the base commit: {built} "
+                f"({', '.join(unread)} differs and was not read)"
+            )
+        if unread and not self.installed:
             return (
                 f"{HEAD_ENVIRONMENT}: {', '.join(unread)} differs from HEAD's, and no installer "
                 "here reads its dependencies"
             )
         return None
+
+    @property
+    def info(self) -> str | None:
+        """The line that says the base's own environment was built, what it holds and what
+        it cost (None: none was built, or :attr:`note` says what went wrong)."""
+        if not self.installed or self.note is not None:
+            return None
+        held = [
+            f"{name} {base} (HEAD {head})" if head != base else f"{name} {base}"
+            for name, head, base, _ in self.versions
+        ]
+        held += [i for i in self.installed if i.startswith("its own build")]
+        took = "an earlier run's, reused" if not self.seconds else f"built in {self.seconds:.1f} s"
+        built = ", ".join(held[:6] or self.installed[:6])
+        return f"the base side ran in its commit's own environment ({took}): {built}"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -134,7 +157,12 @@ class BaseEnv:
             "installed": list(self.installed),
             "failed": self.failed,
             "changes": [dataclasses.asdict(c) for c in self.changes],
-            "note": self.note,
+            "seconds": None if self.seconds is None else round(self.seconds, 3),
+            "versions": {
+                name: {"head": head, "base": base, **({"asked": asked} if asked else {})}
+                for name, head, base, asked in self.versions
+            },
+            "note": self.note or self.info,
         }
 
 
@@ -353,13 +381,13 @@ def _key(install: Sequence[str], sha: str | None) -> str:
 
 def build(
     install: Sequence[str], base_tree: Path | None, sha: str | None, scratch: Path | None = None
-) -> tuple[Path, Path]:
+) -> tuple[Path, Path, bool]:
     """The base's environment with ``install`` (requirements) and, where ``base_tree`` is
     given, the base project built from it; cached, and reused only as :func:`_trusted`
     says (a damaged or altered one is built again). Where the cache folder is one another
-    user could write, built in ``scratch`` (the run's own folder) instead. Its Python and
-    purelib folder. Raises OSError or subprocess.CalledProcessError (with the installer's
-    output)."""
+    user could write, built in ``scratch`` (the run's own folder) instead. Its Python, its
+    purelib folder, and whether an earlier run's was reused. Raises OSError or
+    subprocess.CalledProcessError (with the installer's output)."""
     envs = cache_dir() / "envs"
     key = _key(install, sha if base_tree is not None else None)
     envs.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -370,7 +398,7 @@ def build(
     python = folder / "bin" / "python"
     why = _trusted(folder)
     if why is None:
-        return python, _purelib(folder)
+        return python, _purelib(folder), True
     if folder.exists() or folder.is_symlink():
         _discard(folder)
     _prune(envs)
@@ -399,7 +427,7 @@ def build(
     except BaseException:
         _remove(work)
         raise
-    return python, _purelib(folder)
+    return python, _purelib(folder), False
 
 
 #: The file beside a built environment's folders: what it was built from, and the hash of
@@ -583,14 +611,58 @@ def prepare(
         return BaseEnv(sys.executable, None, found, is_compiled, failed=why)
     if not install and not is_compiled:
         return BaseEnv(sys.executable, changes=found)
+    started = time.monotonic()
     try:
-        python, site_dir = build(install, base_tree if is_compiled else None, sha, scratch)
+        python, site_dir, reused = build(install, base_tree if is_compiled else None, sha, scratch)
     except subprocess.CalledProcessError as exc:
         tool = "uv" if Path(str(exc.cmd[0])).name == "uv" else "pip"
         why = f"{tool} failed: {exc.output or f'exit code {exc.returncode}'}"
-        return BaseEnv(sys.executable, None, found, is_compiled, failed=why)
+        versions = sides(install, None)
+        return BaseEnv(sys.executable, None, found, is_compiled, failed=why, versions=versions)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return BaseEnv(sys.executable, None, found, is_compiled, failed=str(exc))
+        versions = sides(install, None)
+        return BaseEnv(sys.executable, None, found, is_compiled, failed=str(exc), versions=versions)
+    seconds = 0.0 if reused else time.monotonic() - started
     done = tuple(install) + (("its own build of the project",) if is_compiled else ())
     built = str(site_dir) if is_compiled else None
-    return BaseEnv(str(python), built, found, is_compiled, done, site=str(site_dir))
+    versions = sides(install, site_dir)
+    return BaseEnv(
+        str(python),
+        built,
+        found,
+        is_compiled,
+        done,
+        seconds=seconds,
+        versions=versions,
+        site=str(site_dir),
+    )
+
+
+def sides(
+    install: Sequence[str], site_dir: Path | None
+) -> tuple[tuple[str, str | None, str | None, str], ...]:
+    """Each requirement installed for the base (name, HEAD's version, the base's, what
+    the base's spec asked for): the base's read from its environment's site folder
+    (``site_dir``; None: it could not be built, so the base imported HEAD's)."""
+    from packaging.requirements import InvalidRequirement, Requirement  # noqa: PLC0415
+
+    out = []
+    for text in install:
+        try:
+            name = Requirement(text).name
+        except InvalidRequirement:
+            continue
+        head = _version(name, None)
+        base = head if site_dir is None else _version(name, site_dir)
+        out.append((name, head, base, text if site_dir is None else ""))
+    return tuple(out)
+
+
+def _version(name: str, site_dir: Path | None) -> str | None:
+    """The version of ``name`` installed here (``site_dir``: in that folder only)."""
+    if site_dir is None:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return importlib.metadata.version(name)
+        return None
+    found = importlib.metadata.distributions(name=name, path=[str(site_dir)])
+    return next((d.version for d in found), None)

@@ -38,11 +38,14 @@ class ABController:
         title: str = "merge-base",
         warn: Callable[[str], None] | None = None,
         pin_cpu: int | None = None,
+        info: Callable[[str], None] | None = None,
     ) -> None:
         self.base_sha = base_sha
         #: The CPU interleaved blocks are timed on (expert ``pin``), where they can be.
         self.pin_cpu = pin_cpu
         self.warn = warn
+        #: Where a line that is no warning goes (the base's own environment, built).
+        self.info = info
         self._noticed: set[str] = set()
         self.toplevel = toplevel
         #: What this process imports of the repository: every worker imports the project
@@ -109,6 +112,8 @@ class ABController:
         )
         if self.env.note and self.warn is not None:
             self.warn(self.env.note)
+        elif self.env.info and self.info is not None:
+            self.info(self.env.info)
         if self.env.built_site is not None:
             told = dataclasses.replace(self.imports, built=self.env.built_site)
             self.base_imports = told.to_json()

@@ -40,7 +40,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.options import (
     BASELINES_BRANCH,
@@ -53,6 +53,10 @@ from ..core.options import (
     integer,
     optional,
 )
+from ..report.fmt import fit
+
+if TYPE_CHECKING:
+    from ..store.data_branch import Token
 
 #: What a job of the Action writes, relative to the workspace.
 SHARD_DIR = Path("perf-shard")
@@ -299,6 +303,22 @@ def _check_checkout(root: Path) -> None:
         )
 
 
+#: The job's token (``github.token``), which action.yml gives the steps that fetch or push
+#: the baselines branch: a checkout with ``persist-credentials: false`` keeps none, and a
+#: private repository's branch needs one.
+TOKEN_ENV = "INFPERF_GIT_TOKEN"
+
+
+def _token(env: Mapping[str, str]) -> Token | None:
+    """The job's token for git, for ``$GITHUB_SERVER_URL`` (None: none given)."""
+    from ..store.data_branch import Token
+
+    value = env.get(TOKEN_ENV, "").strip()
+    if not value:
+        return None
+    return Token(value, env.get("GITHUB_SERVER_URL") or "https://github.com")
+
+
 def _outcome(folder: Path, passed: bool, why: list[str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / OUTCOME
@@ -343,6 +363,7 @@ def measure(env: Mapping[str, str], root: Path) -> int:
     """The ``measure`` role (see the module's docstring)."""
     inputs = Inputs.from_env(env)
     the_plan = plan(inputs, env)
+    token = _token(env)
     _check_checkout(root)
     if inputs.shard is not None and importlib.util.find_spec("pytest_split") is None:
         raise ActionError(
@@ -351,20 +372,24 @@ def measure(env: Mapping[str, str], root: Path) -> int:
         )
     gh = GitHub(env)
     gh.output(mode="save" if the_plan.save else "compare", compared_to=the_plan.ref or "")
-    print(f"infperf action: {the_plan.why}", flush=True)
+    print(fit(f"infperf action: {the_plan.why}"), flush=True)
     if not the_plan.save:
         from ..store import data_branch
 
         assert the_plan.ref is not None
         only = _recent(root, ["HEAD", the_plan.ref])
-        data_branch.pull(root, root / "baselines", "origin", inputs.baselines_branch, only=only)
+        data_branch.pull(
+            root, root / "baselines", "origin", inputs.baselines_branch, only=only, token=token
+        )
     shutil.rmtree(SHARD_DIR, ignore_errors=True)
     SHARD_DIR.mkdir(parents=True)
     (SHARD_DIR / "status.txt").write_text("started\n")  # a crash below leaves no success
     gh.output(shard_artifact=inputs.artifact, status=SHARD_DIR / "status.txt")
     command = pytest_command(inputs, the_plan, sys.executable)
-    print("infperf action: " + shlex.join(command), flush=True)
-    status = subprocess.run(command, cwd=root, check=False).returncode
+    print(fit("infperf action: " + shlex.join(command)), flush=True)
+    # The token is git's, for the fetch above: not the environment of the run's code.
+    child = {k: v for k, v in env.items() if k != TOKEN_ENV}
+    status = subprocess.run(command, cwd=root, env=child, check=False).returncode
     # No test in this shard's group is no failure (a split may leave one empty); a whole
     # run that collected nothing is.
     ok = status == 0 or (status == 5 and not inputs.whole_run)
@@ -547,9 +572,10 @@ def push_baselines(env: Mapping[str, str], root: Path) -> int:
         )
     folders = sorted(SHARDS_DIR.glob("perf-shard-*/baselines"))
     if not folders:
-        print(f"infperf action: no shard sent baselines (nothing in {SHARDS_DIR}/*/baselines)")
+        print(fit(f"infperf action: no shard sent baselines (nothing in {SHARDS_DIR}/*/baselines)"))
+    token = _token(env)
     for folder in folders:
-        data_branch.push(root, root / folder, "origin", inputs.baselines_branch)
+        data_branch.push(root, root / folder, "origin", inputs.baselines_branch, token=token)
     return 0
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import shlex
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from typing import Any
 
 from ..core.fsutil import atomic_write_text
 from ..core.results import WorkDiff, WorkProfile
+from ..report.fmt import fit
 from .steps import Bench, BisectError, Commit, GitFailed, Interrupts, Step, git
 
 #: Exit codes: the commit was named; BAD does not regress against GOOD or the step could not
@@ -393,10 +393,12 @@ def run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) -> 
         return _run(args, series)
     except GitFailed as exc:
         print(
-            f"infperf: error: git failed during the bisect (exit {GIT_FAILED}): {exc}. "
-            "The temporary worktree is removed and your checkout was never touched; check "
-            "the repository (`git status`, `git worktree list`, free disk space) and run "
-            "again",
+            fit(
+                f"infperf: error: git failed during the bisect (exit {GIT_FAILED}): {exc}. "
+                "The temporary worktree is removed and your checkout was never touched; "
+                "check the repository (`git status`, `git worktree list`, free disk space) "
+                "and run again"
+            ),
             file=sys.stderr,
         )
         return GIT_FAILED
@@ -415,7 +417,10 @@ def _run(args: argparse.Namespace, series: Callable[[list[str]], Any] | None) ->
     except ValueError:
         subdir = Path()
     selection = [*args.nodeids, *(["-k", args.k] if args.k else [])]
-    say = functools.partial(print, flush=True)
+
+    def say(text: str) -> None:
+        print(fit(text), flush=True)
+
     say(_header(commits, selection))
     hinter = (lambda tracked: hints_from_store(commits, tracked, series)) if series else None
     interrupts = Interrupts()

@@ -48,6 +48,7 @@ def _merge(args: argparse.Namespace) -> int:
     run; nothing is written unless every shard reads and they merge."""
     from ..core.fsutil import atomic_write_text
     from ..core.results import dumps
+    from ..report.fmt import fit
 
     doc, text = merged(args.shards, args.expect)
     atomic_write_text(Path(args.output), dumps(doc))
@@ -57,7 +58,7 @@ def _merge(args: argparse.Namespace) -> int:
     print(f"merged {len(args.shards)} shards, {n} benchmark{'s' * (n != 1)}, into {args.output}")
     failed = failures(doc)
     for line in failed:
-        print(line)
+        print(fit(line))
     # The run's one verdict, as one unsplit run's exit status would have said it.
     return 1 if args.fail_on_regression and failed else 0
 

@@ -46,7 +46,9 @@ def load(spec: str, args: argparse.Namespace) -> dict[str, Any]:
     except CompareError as exc:
         raise CLIError(str(exc)) from None
     if note:
-        print(note, file=sys.stderr)
+        from ..report.fmt import fit
+
+        print(fit(note), file=sys.stderr)
     return doc
 
 

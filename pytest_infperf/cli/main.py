@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.options import BASELINES_BRANCH, SPECS, option_type
 from ..measure.backends import BackendError
+from ..report.fmt import fit
 from ..store.baselines import BaselineFileError, BaselineStore
 from ..store.git import GitError
 from . import action, bisect, ci, scaffold, steps
@@ -106,7 +107,7 @@ def _history(args: argparse.Namespace) -> int:
             if command:
                 print(f"    find it: {command}")
     for problem in problems:
-        print(f"warning: skipped {problem}", file=sys.stderr)
+        print(fit(f"warning: skipped {problem}"), file=sys.stderr)
     return 0
 
 
@@ -114,18 +115,33 @@ def _report(args: argparse.Namespace) -> int:
     from ..report.html import build
     from ..store.history import changes, choose_env, first_parent_history, iter_series
 
+    if args.compare and not args.results:
+        raise CLIError(
+            f"--compare {args.compare}: give --results FILE too, the run (a --perf-json file) "
+            f"to judge against {args.compare}"
+        )
     results = _docs.load(args.results, args) if args.results else None
     baseline = _docs.load(args.compare, args) if args.compare else None
-    shown = None
+    shown, now = None, "now"
+    if results is not None and baseline is not None:
+        # Judged against what --compare names, by infperf compare's own judge: the run's
+        # own verdicts were against another baseline (or none), and would be drawn beside
+        # this one's samples under its commit.
+        results, shown = _judged_against(args, results, baseline)
+        print(fit(f"note: {shown}"), file=sys.stderr)
     if results is None and baseline is None:
         # Nothing named: HEAD's nearest baseline (as --perf-compare=HEAD would find it).
         try:
             results = _docs.load("HEAD", args)
         except (CLIError, GitError, BaselineFileError) as exc:
-            print(f"note: no baseline near HEAD to show ({exc}); history only", file=sys.stderr)
+            print(
+                fit(f"note: no baseline near HEAD to show ({exc}); history only"), file=sys.stderr
+            )
         else:
             shown = _nearest_note(args, results)
-            print(f"note: {shown}", file=sys.stderr)
+            print(fit(f"note: {shown}"), file=sys.stderr)
+            # A stored baseline shown on its own: its commit's figures, not now.
+            now = f"commit {str((results.get('commit') or {}).get('sha') or '?')[:10]}"
     history: Any = {}  # a dict, or a stream of series from the index
     store = _docs.store(args)
     env = choose_env(
@@ -135,12 +151,18 @@ def _report(args: argparse.Namespace) -> int:
         try:
             shas = first_parent_history(_docs.root(args), args.ref, args.depth)
         except GitError as exc:
-            print(f"warning: no history ({exc})", file=sys.stderr)
+            print(fit(f"warning: no history ({exc})"), file=sys.stderr)
             shas = []
         history = (changes(s) for s in iter_series(store, env, shas, args.k))
     png = Path(args.png) if args.png else None
     text, figures = build(
-        results, baseline, history, png, along=_docs.branch_name(args.ref, args), shown=shown
+        results,
+        baseline,
+        history,
+        png,
+        along=_docs.branch_name(args.ref, args),
+        shown=shown,
+        now=now,
     )
     if args.html:
         Path(args.html).write_text(text, encoding="utf-8")
@@ -148,6 +170,23 @@ def _report(args: argparse.Namespace) -> int:
     if args.png:
         print(f"wrote {figures} PNG(s) to {args.png}" if figures else "no figures to write yet")
     return 0
+
+
+def _judged_against(
+    args: argparse.Namespace, results: dict[str, Any], baseline: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """``results`` with each benchmark judged against ``baseline`` as ``infperf compare``
+    judges it, and what the page shows, said under its heading."""
+    from ..core.options import BenchOptions
+
+    judged, _, _, sha = _compare_cmd.judged(baseline, results, BenchOptions(), args.compare)
+    doc = {**results, "benchmarks": [r.to_json() for r in judged]}
+    where = f" (commit {sha[:10]})" if sha else ""
+    shown = (
+        f"{args.results} judged against {args.compare}{where} as infperf compare judges "
+        "them; the run's own verdicts are not shown"
+    )
+    return doc, shown
 
 
 def _nearest_note(args: argparse.Namespace, results: dict[str, Any]) -> str:
@@ -215,7 +254,7 @@ def _prune(args: argparse.Namespace) -> int:
             try:
                 gain = store.compact(key, sha)
             except BaselineFileError as exc:
-                print(f"skipped {exc}", file=sys.stderr)
+                print(fit(f"skipped {exc}"), file=sys.stderr)
                 continue
             if gain:
                 compacted += 1
@@ -228,7 +267,7 @@ def _prune(args: argparse.Namespace) -> int:
         what += (
             f"; {compacted} {done}, raw samples kept for the newest {args.keep_raw} per environment"
         )
-    print(what)
+    print(fit(what))
     return 0
 
 
@@ -524,16 +563,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         action.ActionError,
         scaffold.InitError,
     ) as exc:
-        print(f"infperf: error: {exc}", file=sys.stderr)
+        print(fit(f"infperf: error: {exc}"), file=sys.stderr)
         return 2
     except BackendError as exc:  # an optional dependency (matplotlib) is missing
-        print(f"infperf: error: {exc}", file=sys.stderr)
+        print(fit(f"infperf: error: {exc}"), file=sys.stderr)
         return 2
     except MemoryError:
         print(
-            f"infperf: error: {args.command} ran out of memory. Nothing stored was changed "
-            "by the part that failed (every write is atomic); compact old baselines "
-            "(infperf prune --keep-raw 50) or give the job more memory",
+            fit(
+                f"infperf: error: {args.command} ran out of memory. Nothing stored was "
+                "changed by the part that failed (every write is atomic); compact old "
+                "baselines (infperf prune --keep-raw 50) or give the job more memory"
+            ),
             file=sys.stderr,
         )
         return 2

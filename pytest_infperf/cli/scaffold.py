@@ -3,18 +3,20 @@
 It writes a first benchmark test for the models it finds (``.onnx`` files; transformers
 models loaded by name with ``from_pretrained``; ``torch.nn.Module`` subclasses, imported by
 module name, or loaded by their file's path where that is no module's name), or a template
-when it finds none it can run; the ``infperf_*`` settings in the file pytest reads its
-configuration from (``cli/initconfig.py``, by pytest's own rules), and nothing else of the
-suite's: no ``pythonpath`` (a src layout's tests would then import the source tree instead
-of the installed package), the project's modules imported as installed or, where it is not a
+when it finds none it can run and the repository has no perf test of its own; the
+``infperf_*`` settings in the file pytest reads its configuration from
+(``cli/initconfig.py``, by pytest's own rules), and nothing else of the suite's: no
+``pythonpath`` (a src layout's tests would then import the source tree instead of the
+installed package), the project's modules imported as installed or, where it is not a
 package the workflow installs, from its folder by the test alone; ``baselines/`` in
 ``.gitignore`` (baselines live on their own branch); and the workflows that call the GitHub
 Action (``perf.yml`` on the runner labels given, installing the project and the model
-libraries its code imports; ``perf-comment.yml``). Models are found by reading files (Python
-is parsed, never imported or run). Nothing is overwritten: if a file it would write exists,
-the configuration already sets an ``infperf_*`` key or cannot be edited so that it reads
-back as intended, or an argument is not one a workflow takes, it says so, writes nothing and
-exits 2."""
+libraries its code imports, pinned by its constraints file where it has one, in an
+environment cached between runs, on the GPU of a runner whose labels name one;
+``perf-comment.yml``). Models are found by reading files (Python is parsed, never imported
+or run). Nothing is overwritten: if a file it would write exists, the configuration already
+sets an ``infperf_*`` key or cannot be edited so that it reads back as intended, or an
+argument is not one a workflow takes, it says so, writes nothing and exits 2."""
 
 from __future__ import annotations
 
@@ -25,10 +27,13 @@ import json
 import keyword
 import os
 import re
+import shlex
 import subprocess
+import textwrap
 from collections import Counter
 from pathlib import Path
 
+from ..core.options import BASELINES_BRANCH
 from . import initconfig
 
 #: The Action's reference in the written workflows (docs/CI.md, "Versions of the Action").
@@ -156,6 +161,25 @@ def find_models(root: Path) -> Found:
     return found
 
 
+def perf_tests(root: Path) -> list[str]:
+    """The repository's test files that already measure with ``infer_bench`` (read, never
+    imported), relative to the root."""
+    out = []
+    for path in _files(root):
+        name = path.name
+        if path.suffix != ".py" or not (name.startswith("test_") or name.endswith("_test.py")):
+            continue
+        try:
+            if path.stat().st_size > MAX_SOURCE_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if re.search(r"\binfer_bench\b", text):
+            out.append(path.relative_to(root).as_posix())
+    return out
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "model"
 
@@ -188,6 +212,19 @@ def test_template_latency(infer_bench):
     e.g. infer_bench(model, (torch.randn(1, 3, 224, 224),))."""
     data = list(range(10_000))
     infer_bench(lambda: sorted(data, reverse=True))
+'''
+#: The template where the project's code imports torch: a torch model, which runs where the
+#: run's device says (``--perf-device=cuda`` in the workflow of a GPU runner).
+TORCH_TEMPLATE = '''
+
+def test_template_latency(infer_bench):
+    """A stand-in for your model: replace it by yours and give a real input's shape. It
+    runs where the run's device says (--perf-device=cuda on a GPU runner, else the CPU)."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 64)
+    )
+    infer_bench(model, (torch.randn(8, 256),))
 '''
 
 ONNX_INPUTS = '''
@@ -313,10 +350,14 @@ def _names(choices: list[tuple[str, str]]) -> list[str]:
     return names
 
 
-def benchmark_module(found: Found, depth: int, installed: bool = True) -> tuple[str, list[str]]:
-    """The test file's text, and what it measures, for the report. ``installed``: the
-    workflow installs the project as a package (:func:`installable`), so its modules
-    import by name."""
+def benchmark_module(
+    found: Found, depth: int, installed: bool = True, template: bool = True
+) -> tuple[str, list[str]]:
+    """The test file's text, and what it measures, for the report (empty: nothing to
+    write). ``installed``: the workflow installs the project as a package
+    (:func:`installable`), so its modules import by name; ``template``: a stand-in
+    benchmark where no model found runs as is (not where the repository measures
+    already)."""
     from ..hf import ALIASES, PRESETS
 
     onnx = found.onnx[:MAX_TESTS]
@@ -348,9 +389,11 @@ def benchmark_module(found: Found, depth: int, installed: bool = True) -> tuple[
         module = module_name(rel)
         where = f"{module}.{cls}" if module else f"{cls} of {rel} (loaded by its path)"
         said.append(f"{where} (torch, skipped until given its inputs)")
-    if not runnable:
-        parts.insert(0, TEMPLATE)
+    if not runnable and template:
+        parts.insert(0, TORCH_TEMPLATE if "torch" in found.imports else TEMPLATE)
         said.insert(0, "a template benchmark (no model found that runs as is)")
+    if not parts:
+        return "", []
     body = "".join(parts)
     load = any(module_name(rel) is None for rel, _ in torch)
     imports = any(
@@ -393,6 +436,32 @@ def settings_edit(root: Path, tests: Path = Path("tests/perf")) -> tuple[Path, s
     return target.path, text, what
 
 
+#: Where the first benchmark goes, and what the workflow runs, unless told or the repository
+#: has perf tests already.
+DEFAULT_TESTS = "tests/perf"
+
+
+def tests_folder(args: argparse.Namespace, existing: list[str]) -> Path:
+    """Where the first benchmark goes and what the workflow runs: ``--tests``, else the
+    folder of the repository's perf tests, else :data:`DEFAULT_TESTS`."""
+    tests = Path(args.tests or (_folder(existing) if existing else DEFAULT_TESTS))
+    if tests.is_absolute() or ".." in tests.parts:
+        raise InitError(f"--tests {args.tests!r}: give a folder inside the repository")
+    return tests
+
+
+def _folder(files: list[str]) -> str:
+    """The folder that holds all of ``files`` (relative paths), ``.`` for the root."""
+    return os.path.commonpath([str(Path(f).parent) for f in files]) or "."
+
+
+def _pins_note(pinned: Pins) -> str:
+    """The install step's comment: what pins it, or how to pin it."""
+    text = f"pinned by {pinned.by}" if pinned.by else str(pinned.how)
+    lines = textwrap.wrap(text, 80)
+    return "".join(f"        # {line}\n" for line in lines)
+
+
 #: The runner a workflow gets when ``--runner`` names none: one every repository has (a
 #: self-hosted label with no such runner queues the job for ever), said in the workflow.
 HOSTED = "ubuntu-latest"
@@ -429,10 +498,20 @@ jobs:
     steps:
       - uses: actions/checkout@v4
         with: {{fetch-depth: 0, persist-credentials: false}}
+      - name: Python's version (the cached environment is this Python's)
+        id: python
+        run: echo "version=$(python3 -V | cut -d' ' -f2)" >> "$GITHUB_OUTPUT"
+      # The environment between runs (checkout cleans the workspace; torch is gigabytes),
+      # keyed on the runner, its Python and what pins the install.
+      - uses: actions/cache@v4
+        with:
+          path: .venv
+          key: {cache_key}-${{{{ hashFiles({hashed}) }}}}
+          restore-keys: {cache_key}-
       - name: Install your project and its models' libraries
-        run: python3 -m venv .venv && {install}
+{pins_note}        run: python3 -m venv .venv && {install}
       - uses: {action}
-        with: {{tests: {tests}, python: .venv/bin/python}}
+        with: {with_}
   push-baselines:  # the only job with a write token: {branch} only, one push at a time
     needs: perf
     if: github.event_name == 'push' && github.ref == 'refs/heads/{branch}'
@@ -499,13 +578,78 @@ def installable(root: Path) -> bool:
 
 #: Where a runner without a GPU gets torch: PyPI's build brings CUDA (several GB).
 TORCH_CPU = "https://download.pytorch.org/whl/cpu"
+#: Files that pin what pip installs, given to it with ``-c`` (the first found).
+CONSTRAINTS = ("constraints.txt", "requirements/constraints.txt", "constraints/constraints.txt")
+#: Lock files pip does not read, and the command that exports each as a constraints file.
+LOCKS = {
+    "uv.lock": "uv export --frozen --no-hashes --no-emit-project -o constraints.txt",
+    "poetry.lock": "poetry export --without-hashes -o constraints.txt",
+    "pdm.lock": "pdm export --no-hashes -o constraints.txt",
+    "pylock.toml": "a constraints.txt of its name==version pins",
+}
+#: What the install reads besides the pins: a change of any of them is a new environment.
+SPECS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
+
+
+@dataclasses.dataclass(frozen=True)
+class Pins:
+    """What pins the workflow's install: a constraints file (given to pip with ``-c``), a
+    requirements file whose every line is ``==``, or nothing; and what to do then."""
+
+    #: The constraints file passed with ``-c`` (None: none found).
+    constraints: str | None
+    #: What pins the install, in words (None: nothing does).
+    by: str | None
+    #: Where nothing pins it, how to (said in the workflow and in init's summary).
+    how: str | None
+    #: The files the cached environment's key hashes.
+    hashed: tuple[str, ...]
+
+
+def pins(root: Path) -> Pins:
+    """What pins the install in ``root``, and what the cache key hashes."""
+    constraints = next((c for c in CONSTRAINTS if (root / c).is_file()), None)
+    hashed = tuple(f for f in (*SPECS, *LOCKS) if (root / f).is_file())
+    if constraints is not None:
+        return Pins(constraints, constraints, None, (constraints, *hashed))
+    if _pinned(root / "requirements.txt"):
+        return Pins(None, "requirements.txt (every requirement ==)", None, hashed)
+    lock = next((name for name in LOCKS if (root / name).is_file()), None)
+    if lock is not None:
+        how = (
+            f"{lock} pins your dependencies but pip does not read it: export it as "
+            f"constraints ({LOCKS[lock]}), commit constraints.txt and add "
+            "-c constraints.txt to the install step"
+        )
+    else:
+        how = (
+            "nothing pins what the workflow installs: each run takes the newest releases, and "
+            "a new torch changes the baselines' environment without a change of yours. Pin "
+            "it: pip freeze > constraints.txt where it works, commit it, and add "
+            "-c constraints.txt to the install step (infperf init does where it finds one)"
+        )
+    return Pins(None, None, how, hashed)
+
+
+def _pinned(path: Path) -> bool:
+    """A requirements file whose every requirement is pinned (``name==version``)."""
+    if not path.is_file():
+        return False
+    lines = [line.split("#", 1)[0].strip() for line in initconfig.read(path).splitlines()]
+    reqs = [line for line in lines if line and not line.startswith("-")]
+    return bool(reqs) and all("==" in line for line in reqs)
 
 
 def _install(root: Path, found: Found, cpu: bool) -> str:
     """The workflow's install commands: the project, and the libraries the benchmarks
-    written for it need (the Action installs pytest-infperf itself); ``cpu``: a runner
-    without a GPU, which takes torch's CPU build first."""
+    written for it need (the Action installs pytest-infperf itself), pinned by the
+    project's constraints file where it has one; ``cpu``: a runner without a GPU, which
+    takes torch's CPU build first. Through ``python -m pip``: a cached environment's
+    scripts name the folder it was made in."""
     parts = ["-e ."] if installable(root) else []
+    constraints = pins(root).constraints
+    if constraints is not None:
+        parts.insert(0, f"-c {constraints}")
     if (root / "requirements.txt").is_file():
         parts.append("-r requirements.txt")
     need = set(found.imports)
@@ -516,7 +660,9 @@ def _install(root: Path, found: Found, cpu: bool) -> str:
     # The CPU index beside PyPI: torch (a requirements file's pin too) resolves to its CPU
     # build, the local "+cpu" version ranking above PyPI's of the same number.
     index = f" --extra-index-url {TORCH_CPU}" if cpu and "torch" in need else ""
-    return f".venv/bin/pip install{index} {' '.join(parts) or 'pytest'}"
+    if all(p.startswith("-c ") for p in parts):
+        parts.append("pytest")
+    return f".venv/bin/python -m pip install{index} {' '.join(parts)}"
 
 
 def _gpu_labels(labels: list[str]) -> bool:
@@ -598,28 +744,43 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
     hosted = args.runner is None
     labels = _labels(args.runner or HOSTED)
     action = _action(args.action)
-    tests = Path(args.tests)
-    if tests.is_absolute() or ".." in tests.parts:
-        raise InitError(f"--tests {args.tests!r}: give a folder inside the repository")
+    existing = perf_tests(root)
+    tests = tests_folder(args, existing)
     found = find_models(root)
-    text, measures = benchmark_module(found, len(tests.parts), installable(root))
+    text, measures = benchmark_module(found, len(tests.parts), installable(root), not existing)
     compile(text, TEST_FILE, "exec")  # what it writes parses: a fault here is init's own
     branch = args.branch or _default_branch(root)
-    install = _install(root, found, cpu=not _gpu_labels(labels))
+    gpu = _gpu_labels(labels)
+    install = _install(root, found, cpu=not gpu)
+    pinned = pins(root)
+    # The Action splits `tests` as a shell does: a folder's name with a space stays whole.
+    with_ = {"tests": _literal(shlex.quote(tests.as_posix())), "python": ".venv/bin/python"}
+    torch = "torch" in install.split()
+    if gpu and torch:  # one setting: every torch model of the run on the runner's GPU
+        with_["pytest-args"] = _literal("--perf-device=cuda")
     fields = {
         "branch": branch,
         "runs_on": _runs_on(labels),
         "runs_on_note": HOSTED_NOTE if hosted else "",
         "action": action,
+        "cache_key": "perf-venv-"
+        + "-".join(labels)
+        + "-${{ runner.os }}-${{ runner.arch }}-py${{ steps.python.outputs.version }}",
+        "hashed": ", ".join(f"'{f}'" for f in pinned.hashed) or "'pyproject.toml'",
+        "pins_note": _pins_note(pinned),
+        "with_": "{" + ", ".join(f"{k}: {v}" for k, v in with_.items()) + "}",
     }
+    workflow = (
+        f"runs on {_runs_on(labels)}"
+        + (" (a hosted CPU runner: no --runner given)" if hosted else "")
+        + (", on its GPU (--perf-device=cuda)" if gpu and torch else "")
+        + ", its environment cached between runs and "
+        + (f"pinned by {pinned.by}" if pinned.by else "not pinned (below)")
+        + f"; installs: {install.replace('.venv/bin/python -m pip', 'pip')}"
+    )
     created = {
         root / tests / TEST_FILE: (text, "; ".join(measures)),
-        root / WORKFLOWS / "perf.yml": (
-            PERF_YML.format(**fields, install=install, tests=_literal(tests.as_posix())),
-            f"runs on {_runs_on(labels)}"
-            + (" (a hosted CPU runner: no --runner given)" if hosted else "")
-            + f", installs: {install.replace('.venv/bin/pip', 'pip')}",
-        ),
+        root / WORKFLOWS / "perf.yml": (PERF_YML.format(**fields, install=install), workflow),
         root / WORKFLOWS / "perf-comment.yml": (
             COMMENT_YML.format(
                 action=action, checkout=LOCAL_CHECKOUT if action.startswith("./") else ""
@@ -627,6 +788,8 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
             "posts the pull-request comment (workflow_run)",
         ),
     }
+    if not text:  # the repository measures already, and no model of its was found
+        del created[root / tests / TEST_FILE]
     there = [p.relative_to(root).as_posix() for p in created if p.exists()]
     if there:
         them = "it" if len(there) == 1 else "them"
@@ -642,8 +805,24 @@ def plan_files(args: argparse.Namespace, root: Path) -> tuple[dict[Path, str], l
     ignore = _gitignore(root)
     if ignore is not None:
         files[ignore[0]], said[ignore[0]] = ignore[1], "baselines/ (kept on their own branch)"
+    from ..report.fmt import fit
+
     width = max(len(p.relative_to(root).as_posix()) for p in files)
-    lines = [f"  {p.relative_to(root).as_posix():<{width}}  {said[p]}" for p in files]
+    hang = " " * (width + 2)  # under what each file is said to hold
+    lines = [fit(f"  {p.relative_to(root).as_posix():<{width}}  {said[p]}", hang) for p in files]
+    if existing:
+        shown = ", ".join(existing[:3]) + (
+            f" and {len(existing) - 3} more" if len(existing) > 3 else ""
+        )
+        lines.append(
+            fit(
+                f"  (no template benchmark: {shown} {'measure' + 's' * (len(existing) == 1)} "
+                f"with infer_bench already; the workflow runs {tests.as_posix()})",
+                " ",
+            )
+        )
+    if pinned.how:
+        lines.append(fit(f"  (pins: {pinned.how})", " "))
     return files, lines
 
 
@@ -656,21 +835,35 @@ def run(args: argparse.Namespace) -> int:
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8", newline="")  # its line endings as they were
-    tests = Path(args.tests).as_posix()
+    from ..report.fmt import fit
+
+    tests = shlex.quote(tests_folder(args, perf_tests(root)).as_posix())
     print("infperf init: wrote\n" + "\n".join(lines))
+    if _git(root, "ls-files", "baselines"):
+        where = (
+            "baselines/ is committed here: pull requests are compared with those and with the "
+            f"{BASELINES_BRANCH} branch, where the run on the default branch stores the "
+            "baselines it saves (they are not committed to it)."
+        )
+    else:
+        where = (
+            "the run on the default branch saves the first baselines on the "
+            f"{BASELINES_BRANCH} branch, and pull requests are compared with them."
+        )
+    if args.runner is None:
+        runner = (
+            f"The job runs on GitHub's hosted CPU runner ({HOSTED}): for a GPU, run infperf "
+            "init --runner self-hosted,gpu (or edit runs-on in perf.yml)."
+        )
+    else:
+        runner = (
+            "Self-hosted runners: require approval for outside collaborators' runs (Settings "
+            '> Actions > General; pytest-infperf\'s docs/CI.md, "Security").'
+        )
     print(
         "\nNext:\n"
         f"  pytest {tests} --perf-save     # measure here, and store this commit's baseline\n"
-        "Then commit these files and push: the run on the default branch saves the first\n"
-        "baselines (on the infperf-baselines branch), and pull requests are compared with\n"
-        "them."
-        + (
-            f" The job runs on GitHub's hosted CPU runner ({HOSTED}): for a GPU, run\n"
-            "infperf init --runner self-hosted,gpu (or edit runs-on in perf.yml)."
-            if args.runner is None
-            else " Self-hosted runners: require approval for outside collaborators' runs\n"
-            '(Settings > Actions > General; pytest-infperf\'s docs/CI.md, "Security").'
-        )
+        + fit(f"Then commit these files and push: {where} {runner}", "")
     )
     return 0
 
@@ -690,7 +883,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the perf job's runner labels, comma-separated, e.g. self-hosted,gpu for a GPU "
         f"runner (default {HOSTED}, GitHub's hosted CPU runner, said in the workflow)",
     )
-    p.add_argument("--tests", default="tests/perf", help="folder of the test (tests/perf)")
+    p.add_argument(
+        "--tests",
+        default=None,
+        help=f"folder of the test, and what the workflow runs (default {DEFAULT_TESTS}, or the "
+        "folder of the repository's tests that use infer_bench already)",
+    )
     p.add_argument(
         "--branch", default=None, help="the default branch (default: origin's, else this one)"
     )

@@ -340,8 +340,12 @@ class BenchOptions:
     device: str | None = _option(
         None,
         optional(text),
-        "torch: device to run on (default: the model's parameters)",
-        ini=False,
+        "torch: the device a model and its inputs run on (cuda, cuda:1, cpu; default: the "
+        "model's parameters'). Set for the run (ini key, flag) it moves every torch model "
+        "and generate()'s model and prompt, and no plain callable or ONNX Runtime session "
+        "(ONNX Runtime takes CUDA by itself where its build has it); cuda on a machine "
+        "without an NVIDIA GPU skips the benchmark, saying why",
+        flag="DEVICE",
     )
     providers: list[Any] | None = _option(
         None,

@@ -36,6 +36,8 @@ from .judge import Judge, held_over
 from .plan import PairedPlan
 from .work import more_work
 
+#: What a claim on quiet evidence stood on, by its part.
+_EVIDENCE = {"gpu_time": "device time", "work": "work counts"}
 #: Verdicts that claim a slowdown (an accepted one is a regression a trailer let through).
 _CLAIMED = (Verdict.REGRESSION, Verdict.ACCEPTED)
 
@@ -67,6 +69,7 @@ def _quiet(c: Comparison, family: int, run_alpha: float) -> Comparison:
     """A regression its quiet evidence decided on a stored pass: held over the run's family
     as the policy holds it (Bonferroni), where the unsplit run would have settled it."""
     assert c.p_value is not None
+    part = str((c.evidence or {}).get("part"))
     parts = len(c.parts or {}) or 1
     holm = min(1.0, c.p_value * _family.claims(family, parts))
     if holm <= run_alpha:
@@ -77,7 +80,9 @@ def _quiet(c: Comparison, family: int, run_alpha: float) -> Comparison:
         "settled it)"
     )
     return dataclasses.replace(
-        _unclaimed(c, f"a regression by its device time, not claimed: {why}"),
+        _unclaimed(
+            c, f"a regression by its {_EVIDENCE.get(part, 'work counts')}, not claimed: {why}"
+        ),
         family_size=family,
         holm_p=holm,
     )

@@ -8,6 +8,7 @@ ignores ``CUDA_VISIBLE_DEVICES``; :func:`visible_indices` maps the visible ones 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,16 @@ def snapshot() -> dict[str, Any] | None:
         "visible": visible_indices(),
         "devices": devices,
     }
+
+
+def nvidia_present() -> bool:
+    """Whether this machine has an NVIDIA GPU at all, whatever this process can use: the
+    driver's device node or its folder, or its nvidia-smi. Never a CUDA library call."""
+    return (
+        Path("/dev/nvidiactl").exists()
+        or Path("/proc/driver/nvidia").is_dir()
+        or shutil.which("nvidia-smi") is not None
+    )
 
 
 def any_visible() -> bool:

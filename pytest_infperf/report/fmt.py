@@ -7,6 +7,8 @@ without importing any presentation module.
 from __future__ import annotations
 
 import math
+import re
+import shlex
 import shutil
 import textwrap
 from collections.abc import Mapping
@@ -262,34 +264,89 @@ def profile_line(w: WorkProfile) -> str:
     return ", ".join(bits) or "nothing counted"
 
 
-#: The width a line of prose is wrapped to where the terminal's is not known (CI logs).
+#: The width printed lines fit where the terminal's is not known (CI logs).
 TERMINAL_WIDTH = 120
+#: What a line's command starts with: moved to a line of its own, never broken (a command
+#: split over two lines does not paste).
+COMMAND = re.compile(
+    r"^(?P<head>.*?:) (?P<command>(?:pytest|infperf|git|pip|(?:\S*/)?python[\d.]* -m) .*)$"
+)
 
 
-#: The lines of prose :func:`wrap` wraps (the others are a message's fixed lines).
-PROSE = ("why:", "accepted:")
+#: What a command printed whole never holds (built by shlex, its words are quoted), and a
+#: sentence that names one does: the rest of such a line wraps as prose.
+PROSE_MARKS = re.compile(r"[,;] | \(|\) | [<>|] ")
+
+
+def columns() -> int:
+    """The width printed lines fit: the terminal's (``COLUMNS``, else the terminal's own),
+    :data:`TERMINAL_WIDTH` where there is none (a CI log, a pipe), at least 60."""
+    return max(60, shutil.get_terminal_size((TERMINAL_WIDTH, 24)).columns)
+
+
+def fit(text: str, indent: str = "  ", width: int | None = None, first: int = 0) -> str:
+    """``text`` as printed: each line wider than ``width`` (:func:`columns`) wrapped at
+    spaces, continuation lines indented by the line's own indent and ``indent``; a
+    command after a colon (``reproduce ...: pytest NODE --perf-ab=SHA``) goes to a line of
+    its own instead, whole; words, node ids and paths are never broken. ``first``: how
+    many columns something printed before the text takes on its first line (pytest's
+    ``E   Error: ``). Only where a line is printed: what is stored (the JSON, an
+    annotation, JUnit) keeps its lines whole."""
+    width = width or columns()
+    out: list[str] = []
+    for n, line in enumerate(text.splitlines() or [""]):
+        room = width - (first if n == 0 else 0)
+        if len(line) <= room:
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        command = COMMAND.match(line)
+        if command is not None and not PROSE_MARKS.search(command["command"]):
+            head = command["head"]
+            lines = _fill(head, room, lead + indent) if len(head) > room else [head]
+            out += [*lines, *_continued(command["command"], lead + indent, width)]
+            continue
+        out += _fill(line, room, lead + indent, width)
+    return "\n".join(out)
+
+
+def _continued(command: str, hang: str, width: int) -> list[str]:
+    """A shell command on lines of ``width``, continued with backslashes between its words
+    (it pastes into a shell as it is); a word longer than a line stays whole."""
+    if len(hang) + len(command) <= width:
+        return [hang + command]
+    try:
+        words = [shlex.quote(word) for word in shlex.split(command)]
+    except ValueError:  # not a shell command after all: whole
+        return [hang + command]
+    lines, current = [], hang + words[0]
+    for word in words[1:]:
+        if len(current) + len(word) + 3 > width:
+            lines.append(current + " \\")
+            current = hang + "    " + word
+        else:
+            current += " " + word
+    return [*lines, current]
+
+
+def _fill(line: str, room: int, hang: str, width: int | None = None) -> list[str]:
+    """``line`` wrapped: its first line to ``room`` columns, the rest to ``width``."""
+    pad = (width or room) - room  # what pytest printed before the first line
+    lines = textwrap.wrap(
+        "\0" * pad + line,
+        width=width or room,
+        subsequent_indent=hang,
+        break_long_words=False,
+        break_on_hyphens=False,
+        drop_whitespace=True,
+    )
+    if not lines:
+        return [line]
+    lines[0] = lines[0][pad:] if pad else lines[0]
+    return lines
 
 
 def wrap(text: str, indent: str = "    ") -> str:
-    """The prose lines of ``text`` (why:, accepted:) wrapped to the terminal's width
-    (``COLUMNS``, else the terminal, else 120), continuation lines indented; words, node ids
-    and paths are never broken. Only where it is printed: what is stored (the JSON's
-    message, an annotation) keeps its lines whole."""
-    width = max(60, shutil.get_terminal_size((TERMINAL_WIDTH, 24)).columns)
-    out = []
-    for line in text.splitlines() or [""]:
-        lead = line[: len(line) - len(line.lstrip())]
-        if not line.lstrip().startswith(PROSE):
-            out.append(line)
-            continue
-        out.append(
-            textwrap.fill(
-                line,
-                width=width,
-                subsequent_indent=lead + indent,
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
-            or line
-        )
-    return "\n".join(out)
+    """A message as printed (a test's failure, an accepted regression): :func:`fit`, its
+    lines' continuations indented under their label."""
+    return fit(text, indent)

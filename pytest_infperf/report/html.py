@@ -471,11 +471,13 @@ def build(
     title: str = "pytest-infperf report",
     along: str = "HEAD",
     shown: str | None = None,
+    now: str = "now",
 ) -> tuple[str, int]:
     """The HTML text and how many figures it holds; with ``png_dir``, every figure is also
     written there as a PNG. ``shown``: what the page shows, said under its heading (the
-    baseline nearest HEAD when HEAD has none)."""
-    return _build(results, baseline, history, png_dir, title, along, shown)
+    baseline nearest HEAD when HEAD has none); ``now``: what the results' figures are,
+    as the table heads them (a stored baseline shown on its own: its commit)."""
+    return _build(results, baseline, history, png_dir, title, along, shown, now)
 
 
 def _drawn_samples(
@@ -502,6 +504,7 @@ def _build(
     title: str,
     along: str,
     shown: str | None = None,
+    now: str = "now",
 ) -> tuple[str, int]:
     sections: list[tuple[str, list[tuple[str, Plot]]]] = []
     png = png_dir is not None
@@ -510,10 +513,10 @@ def _build(
     base_commit = ((baseline or {}).get("commit") or {}).get("sha")
     dist = []
     for key, e in sorted(entries.items()):
-        now, before, interleaved = _drawn_samples(e, base_entries.get(key))
-        if now and before:  # a violin needs samples on both sides
+        drawn, before, interleaved = _drawn_samples(e, base_entries.get(key))
+        if drawn and before:  # a violin needs samples on both sides
             c = e.get("comparison")
-            figure = distribution_figure(key, now, before, c, base_commit, png, interleaved)
+            figure = distribution_figure(key, drawn, before, c, base_commit, png, interleaved)
             dist.append((key, figure))
     if dist:
         sections.append(("Latency now vs baseline", dist))
@@ -560,7 +563,7 @@ def _build(
                 safe = "".join(c if c.isalnum() else "_" for c in _label(label))[:80]
                 (png_dir / f"{s_index}-{f_index:03d}-{safe}.png").write_bytes(plot.png)
     count = sum(len(figures) for _, figures in sections)
-    return _html(title, results, sections, changes, shown), count
+    return _html(title, results, sections, changes, shown, now), count
 
 
 def _generation_table(results: dict[str, Any]) -> list[str]:
@@ -634,6 +637,7 @@ def _html(
     sections: list[tuple[str, list[tuple[str, Plot]]]],
     changes: list[tuple[str, ChangePoint, Point, str | None]],
     shown: str | None = None,
+    now: str = "now",
 ) -> str:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
@@ -658,8 +662,7 @@ def _html(
             f"<p>Commit <code>{html.escape(str(commit)[:10])}</code>, environment "
             f"<code>{html.escape(str(env))}</code>.</p>"
         )
-        # A stored baseline shown on its own (no --results): its commit's figures, not now.
-        parts += _results_table(results, f"commit {str(commit)[:10]}" if shown else "now")
+        parts += _results_table(results, now)
         parts += _generation_table(results)
     if changes:
         parts.append(

@@ -184,6 +184,12 @@ def repro_command(nodeid: str, c: Comparison) -> str | None:
 
 def _decided_line(c: Comparison) -> str:
     """How the verdict was reached, in one line."""
+    if c.evidence and c.evidence.get("part") != "gpu_time":
+        return (
+            "decided by: the exact work counts of one call, which grew past the threshold "
+            "(neither run carries a reference of the machine's speed, so the time alone is "
+            f"not claimed): {c.verdict} by work counts"
+        )
     if c.evidence:
         agreed = {"same": "are the same", "grew": "grew", "shrank": "fell"}
         counts = agreed.get(c.evidence.get("counts", ""), "agree")

@@ -21,6 +21,18 @@ from .fmt import fmt_catch, fmt_figure, fmt_n, fmt_time, shown_figures, work_cel
 
 #: Who decided a verdict, as every table says it.
 DECIDED_BY = {"stored": "stored", "ab": "A/B"}
+#: A verdict that stood on quiet evidence, by the evidence's part: a GPU's device time
+#: (its clocks held), or the exact work counts of two runs that carry no reference of the
+#: machine's speed (``infperf compare`` of plain runs, CPU ones included).
+EVIDENCE = {"gpu_time": "by device time", "work": "by work counts"}
+
+
+def decided_by(c: Comparison) -> str:
+    """Who decided ``c``, as the tables say it: the quiet evidence it stood on, else the
+    mode (stored, A/B)."""
+    if c.evidence:
+        return EVIDENCE.get(str(c.evidence.get("part")), "by work counts")
+    return DECIDED_BY.get(c.decided_by or "", "-")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +71,8 @@ def result_row(
         now=named + fmt_figure(c.metric, now),
         baseline=named + fmt_figure(c.metric, before),
         n=fmt_n(c),
-        # A regression that stood on the device time says so: the latency did not decide.
-        decided_by="by device time" if c.evidence else DECIDED_BY.get(c.decided_by or "", "-"),
+        # A regression that stood on quiet evidence says which: the latency did not decide.
+        decided_by=decided_by(c),
         catch=fmt_catch(c),
         work=work_cell(c.work),
         work_detail=work_line(c.work) if c.work is not None and not c.work.same else "",

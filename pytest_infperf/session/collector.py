@@ -121,6 +121,8 @@ class Collector:
             self.context.warn(warning)
         if data.get("refused") and not self.context.refused:
             self.context.refused = str(data["refused"])
+        for note in data.get("notes", []):
+            self.context.note(note)
 
     def family_record(self, run_alpha: float) -> dict[str, Any]:
         """The results document's ``family``: what the run's multiplicity counted."""
@@ -138,6 +140,7 @@ class Collector:
             "results": [r.to_json() for r in self.results],
             "warnings": self.context.warnings,
             "refused": self.context.refused,
+            "notes": self.context.notes,
             "perf_tests": self.perf_tests,
             "benchmarks": self.benchmarks,
             "extra": self.extra,

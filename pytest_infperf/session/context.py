@@ -51,6 +51,9 @@ class RunContext:
     toplevel: Path | None = None
     #: Session-wide warnings, for the terminal, the JSON and the Markdown report.
     warnings: list[str] = dataclasses.field(default_factory=list)
+    #: What the run did that the terminal says and no warning is (the base commit's own
+    #: environment built, and its cost).
+    notes: list[str] = dataclasses.field(default_factory=list)
     #: ``--perf-ab``: perf tests of the base that HEAD no longer has.
     removed: list[str] = dataclasses.field(default_factory=list)
     #: Regressions this change accepts: Perf-Accept trailers and --perf-accept.
@@ -66,6 +69,10 @@ class RunContext:
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+
+    def note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)
 
     def probe(self) -> Callable[[], tuple[float, float]] | None:
         """The machine-speed probe taken at sampling checkpoints, when a baseline is saved

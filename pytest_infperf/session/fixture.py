@@ -16,12 +16,14 @@ import pytest
 from ..core import options as _options
 from ..measure.backends import (
     BackendError,
+    NoDevice,
     device_error,
     is_ort_session,
     out_of_memory,
     prepare,
     prepare_generation,
     release_cuda_memory,
+    takes_device,
 )
 from ..measure.call import BenchCall, BenchmarkError
 
@@ -67,13 +69,23 @@ class InferBench:
         return f"<InferBench {self._item.nodeid} measurements={len(self.results)}>"
 
     def _options(
-        self, kwargs: dict[str, Any], where: str, generation: bool, model: Any = None
+        self,
+        kwargs: dict[str, Any],
+        where: str,
+        generation: bool,
+        model: Any = None,
+        inputs: Any = None,
     ) -> _options.BenchOptions:
         defaults = dict(self._defaults)
         marker = _options.marker_layer(self._item)
         call = _options.parse_layer(kwargs, where)
         if is_ort_session(model):
             self._keep_session_settings(defaults, marker, call)
+        run_wide = "device" not in marker and "device" not in call
+        if run_wide and not generation and not takes_device(model, inputs):
+            # The run's device (--perf-device, infperf_device) moves torch models; a plain
+            # callable or an ONNX Runtime model runs where the test put it.
+            defaults.pop("device", None)
         session_metric = defaults.get("metric", "median")
         explicit = "metric" in marker or "metric" in call
         if not explicit and not _options.metric_applies(session_metric, generation):
@@ -107,9 +119,32 @@ class InferBench:
             "where the test makes it"
         )
 
+    def _no_device(self, exc: NoDevice, kwargs: Mapping[str, Any]) -> None:
+        """The device asked for is not on this machine (cuda on a CPU runner): the test is
+        skipped, saying why and where the device was asked for, and the run says it once
+        (a run whose every benchmark skips measured nothing, and a gate fails it)."""
+        __tracebackhide__ = True
+        marker = _options.marker_layer(self._item)
+        where, short = (
+            ("this call's device=", "the call")
+            if "device" in kwargs
+            else ("the test's infperf marker", "the marker")
+            if "device" in marker
+            else ("the run's --perf-device or infperf_device", "--perf-device")
+        )
+        self._collector.context.warn(
+            f"benchmarks skipped: {exc}, asked by {where}: a GPU runner measures them, and "
+            "without it they run on the CPU"
+        )
+        # Short: pytest prints it after the test's path (-rs); the run's warning says more.
+        pytest.skip(f"infperf: no NVIDIA GPU for device={exc.device!r} ({short})")
+
     def __call__(self, model: Any, inputs: Any = None, **kwargs: Any) -> BenchmarkResult:
         __tracebackhide__ = True
-        return self._run(model, inputs, kwargs, None)
+        try:
+            return self._run(model, inputs, kwargs, None)
+        except (BackendError, BenchmarkError, _options.OptionError) as exc:
+            raise _printed(exc) from None
 
     def generate(
         self,
@@ -129,7 +164,10 @@ class InferBench:
         ``cache_implementation="static"``); other options are infer_bench's."""
         __tracebackhide__ = True
         spec = (max_new_tokens, generate_kwargs)
-        return self._run(model, inputs, kwargs, spec)
+        try:
+            return self._run(model, inputs, kwargs, spec)
+        except (BackendError, BenchmarkError, _options.OptionError) as exc:
+            raise _printed(exc) from None
 
     def _run(
         self,
@@ -150,7 +188,7 @@ class InferBench:
                 "its own name= (the unnamed one is the test's benchmark)"
             )
         try:
-            opts = self._options(kwargs, where, generation is not None, model)
+            opts = self._options(kwargs, where, generation is not None, model, inputs)
         except _options.OptionError as exc:
             raise _options.OptionError(str(exc)) from None  # the user's line, not ours
         self._names.add(name)
@@ -159,6 +197,8 @@ class InferBench:
                 prepared = prepare(model, inputs, opts)
             else:
                 prepared = prepare_generation(model, inputs, *generation, opts)
+        except NoDevice as exc:
+            self._no_device(exc, kwargs)
         except BackendError as exc:
             raise exc.with_traceback(None) from None  # point at the user's call
         except RuntimeError as exc:
@@ -190,6 +230,17 @@ class InferBench:
         self._collector.add(self._item, result, call.failures)
         self.results.append(result)
         return result
+
+
+def _printed(exc: Exception) -> Exception:
+    """``exc`` with its message fitted to the terminal as pytest prints it: each line after
+    ``E   ``, the first after the exception's name too (a refusal ran to 540 columns)."""
+    from ..report.fmt import columns, fit
+
+    kind = type(exc)
+    name = f"{kind.__module__}.{kind.__qualname__}: "
+    exc.args = (fit(str(exc), width=columns() - 4, first=len(name)),)
+    return exc.with_traceback(None)
 
 
 def _raise_explained(exc: RuntimeError) -> None:

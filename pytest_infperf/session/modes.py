@@ -632,6 +632,7 @@ def _open_controller(
             title="baseline commit",
             warn=context.warn,
             pin_cpu=context.settings.pin_cpu,
+            info=context.note,
         )
         controller.setup()  # closes itself when it fails
         try:
@@ -789,6 +790,7 @@ def _ab_head(config: pytest.Config, context: RunContext) -> ABHead:
         selection(config, s),
         warn=context.warn,
         pin_cpu=s.pin_cpu,
+        info=context.note,
     )
     try:
         controller.setup()

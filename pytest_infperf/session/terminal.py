@@ -6,6 +6,7 @@ annotations when running in Actions.
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +58,7 @@ class TerminalReport:
             self.done += 1
         if report.when != "call" or not names or not self._progress():
             return
-        from ..report.fmt import fmt_time
+        from ..report.fmt import fit, fmt_time
 
         total = len(self.perf_tests) or "?"
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -75,7 +76,7 @@ class TerminalReport:
                 line += f", {verdict}"
                 if props.get(prefix + ".ratio") is not None:
                     line += f" x{_float(props[prefix + '.ratio']):.3f}"
-            tr.write_line(line)
+            tr.write_line(fit(line))
 
     def _progress(self) -> bool:
         return progress_shown(self.config, self.context.settings.progress)
@@ -88,6 +89,7 @@ class TerminalReport:
         if not results:
             self._measured_nothing(terminalreporter)
             return
+        from ..report.fmt import fit
         from ..report.notices import accepted_lines, summary
         from ..report.text import generation_lines, settle_summary, summary_lines
 
@@ -99,49 +101,58 @@ class TerminalReport:
         headline = f"infperf: {summary(results)}"
         gate = ending.compared_nothing
         if verbosity < 0:
-            tr.write_line(headline)
+            tr.write_line(fit(headline))
             if gate:
-                tr.write_line(f"infperf: FAILED: compared nothing: {gate}", red=True, bold=True)
+                said = fit(f"infperf: FAILED: compared nothing: {gate}")
+                tr.write_line(said, red=True, bold=True)
         else:
             tr.section(headline, sep="-")
             if gate and self.context.settings.warn_only:
                 tr.write_line(
-                    f"WARNING: this comparison compared nothing: {gate} (--perf-warn-only: "
-                    "the session does not fail)",
+                    fit(
+                        f"WARNING: this comparison compared nothing: {gate} (--perf-warn-only: "
+                        "the session does not fail)"
+                    ),
                     red=True,
                     bold=True,
                 )
             elif gate:
                 tr.write_line(
-                    f"FAILED: this comparison compared nothing: {gate}. The session fails so "
-                    "that a gate without baselines does not look green; --perf-allow-missing "
-                    "lets a first run pass",
+                    fit(
+                        f"FAILED: this comparison compared nothing: {gate}. The session fails "
+                        "so that a gate without baselines does not look green; "
+                        "--perf-allow-missing lets a first run pass"
+                    ),
                     red=True,
                     bold=True,
                 )
             if self.context.source is not None:
-                tr.write_line(f"compared with {self.context.source.describe()}")
+                tr.write_line(fit(f"compared with {self.context.source.describe()}"))
             if self.collector.workers:
                 tr.write_line(
-                    f"measured on {len(self.collector.workers)} xdist workers; timing "
-                    "serialised by a cross-process lock, so no two benchmarks timed at once"
+                    fit(
+                        f"measured on {len(self.collector.workers)} xdist workers; timing "
+                        "serialised by a cross-process lock, so no two benchmarks timed at once"
+                    )
                 )
             verbose = verbosity > 0
             generation = generation_lines(results, verbose=verbose)
             for line in summary_lines(results, verbose=verbose) + generation:
                 tr.write_line(line)
             for line in settle_summary(results, verbose=verbose) + accepted_lines(results):
-                tr.write_line(line)
+                tr.write_line(fit(line))
+            for note in self.context.notes:
+                tr.write_line(fit(f"infperf: {note}"))
         # The same warnings as the JSON's and the Markdown report's (report/notices.py).
         # The run's warnings as its files say them, then any said after they were written
         # (a fixture's teardown after -x or an interrupt).
         late = [w for w in dict.fromkeys(self.context.warnings) if w not in ending.warnings]
         for warning in [*ending.warnings, *late]:
-            tr.write_line(f"warning: {warning}", yellow=True)
+            tr.write_line(fit(f"warning: {warning}"), yellow=True)
         for error in ending.errors:
-            tr.write_line(f"error: {error}", red=True)
+            tr.write_line(fit(f"error: {error}"), red=True)
         for line in ending.written:
-            tr.write_line(f"infperf: wrote {line}")
+            tr.write_line(fit(f"infperf: wrote {line}"))
         if os.environ.get("GITHUB_ACTIONS") == "true":
             self._annotate(tr)
 
@@ -149,20 +160,26 @@ class TerminalReport:
         """A perf run that measured no benchmark: said in red, as compared nothing is (a
         shard of a split run only records it: the merge decides over every shard; pytest's
         "no tests ran", exit 5, is left to say itself)."""
+        from ..report.fmt import fit
+
         ending = self.artifacts.ending
         nothing = ending.measured_nothing
+        # What the run said though it measured nothing (every benchmark skipped for want of
+        # a GPU): warnings, as a run that measured says them.
+        for warning in dict.fromkeys([*ending.warnings, *self.context.warnings]):
+            tr.write_line(fit(f"warning: {warning}"), yellow=True)
         if not nothing or ending.shard or ending.exitstatus == 5:
             return
         if self.context.settings.warn_only:
             tr.write_line(
-                f"infperf: WARNING: {nothing} (--perf-warn-only: the session does not fail)",
+                fit(f"infperf: WARNING: {nothing} (--perf-warn-only: the session does not fail)"),
                 red=True,
                 bold=True,
             )
         else:
-            tr.write_line(f"infperf: FAILED: {nothing}", red=True, bold=True)
+            tr.write_line(fit(f"infperf: FAILED: {nothing}"), red=True, bold=True)
         for line in ending.written:
-            tr.write_line(f"infperf: wrote {line}")
+            tr.write_line(fit(f"infperf: wrote {line}"))
 
     def _annotate(self, tr: Any) -> None:
         """GitHub workflow commands: regressions become error annotations on the test."""
@@ -209,10 +226,29 @@ def announce(
     if config is None or tr is None or settings.progress == "off" or config.get_verbosity() < 0:
         return announced
     if progress_shown(config, settings.progress):
-        tr.write_line(f"infperf: interleaving {nodeid} with the baseline's commit ({why})")
+        line = f"infperf: interleaving {nodeid} with the baseline's commit ({why})"
     elif not announced:
-        tr.write_line(
+        line = (
             "infperf: interleaving benchmarks with the baseline's commit as they run (the "
             f"first, {nodeid}: {why}); each takes several times its plain run, -v names each"
         )
+    else:
+        return True
+    say_now(config, tr, line, nodeid)
     return True
+
+
+def say_now(config: pytest.Config, tr: Any, line: str, nodeid: str) -> None:
+    """A line written while ``nodeid`` runs, past pytest's output capture (as its live
+    log is written): seen without ``-s``, on lines of its own; pytest's progress goes on
+    after it, under the test file's name again (its status under -v), so that the
+    test's letter does not land alone on a line."""
+    from ..report.fmt import fit
+
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    held = capture.global_and_fixture_disabled() if capture is not None else nullcontext()
+    with held:
+        tr.ensure_newline()
+        tr.write(fit(line))  # pytest ends the line as it writes its own next
+        if config.get_verbosity() == 0 and tr.showfspath:
+            tr.write_fspath_result(nodeid, "")

@@ -59,21 +59,67 @@ GIT_LIMITS = {
 }
 
 
-def _limits_env() -> dict[str, str]:
-    env = {"GIT_CONFIG_COUNT": str(len(GIT_LIMITS))}
-    for i, (key, value) in enumerate(GIT_LIMITS.items()):
+#: Where a token given for the remote reaches git: in its environment only, read by the
+#: credential helper below (never on a command line, in a file or in a log).
+TOKEN_ENV = "INFPERF_GIT_TOKEN"
+#: The helper: GitHub's token as the password of a Basic login (as actions/checkout
+#: gives it), answered only when the server asks (an anonymous fetch of a public
+#: repository never does) and only for ``get``.
+HELPER = (
+    '!f() { test "$1" = get || return 0; echo username=x-access-token; '
+    f'echo "password=${TOKEN_ENV}"; }}; f'
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Token:
+    """A token for the remote (GitHub's ``github.token``, in a workflow): given to git by
+    a credential helper for the one server it belongs to, for the commands of one pull or
+    push. A checkout with ``persist-credentials: false`` keeps none, so a private
+    repository's baselines branch is fetched with it."""
+
+    value: str
+    #: The server it is for (``$GITHUB_SERVER_URL``): git asks no other for it.
+    server: str = "https://github.com"
+
+    def __repr__(self) -> str:  # never printed whole
+        return f"Token(***, server={self.server!r})"
+
+
+def _limits_env(token: Token | None = None) -> dict[str, str]:
+    pairs = list(GIT_LIMITS.items())
+    env: dict[str, str] = {}
+    if token is not None:
+        # An empty helper first: no helper of the machine's answers (a stale one would be
+        # asked before ours), then ours, for the token's server alone; no prompt.
+        pairs += [("credential.helper", ""), (f"credential.{token.server}.helper", HELPER)]
+        env.update({TOKEN_ENV: token.value, "GIT_TERMINAL_PROMPT": "0"})
+    env["GIT_CONFIG_COUNT"] = str(len(pairs))
+    for i, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
     return env
 
 
-def _open(root: Path) -> Any:
+def _open(root: Path, token: Token | None = None) -> Any:
     repo = open_repo(root)
-    repo.git.update_environment(**_limits_env())
+    repo.git.update_environment(**_limits_env(token))
     return repo
 
 
 _REJECTED = ("non-fast-forward", "fetch first", "rejected", "stale info", "cannot lock ref")
+
+
+def _credentials_hint(said: str) -> str:
+    """What to do where the remote asked for credentials git did not have."""
+    asked = ("Authentication failed", "could not read Username", "terminal prompts disabled")
+    if not any(a in said for a in asked):
+        return ""
+    return (
+        ". The remote asks for credentials (a private repository): in a GitHub workflow the "
+        "Action gives git the job's token (github.token, with contents: read) for this "
+        "fetch; elsewhere, configure git's credentials for the remote"
+    )
 
 
 def _remote_ref(remote: str, branch: str) -> str:
@@ -87,13 +133,15 @@ def fetch(repo: Any, remote: str, branch: str) -> str | None:
     try:
         out = repo.git.ls_remote("--heads", remote, f"refs/heads/{branch}")
     except git.GitCommandError as exc:
-        raise GitError(f"cannot reach remote {remote!r}: {exc.stderr.strip()}") from None
+        said = exc.stderr.strip()
+        raise GitError(f"cannot reach remote {remote!r}: {said}{_credentials_hint(said)}") from None
     if not out.strip():
         return None
     try:
         repo.git.fetch("--quiet", remote, f"+refs/heads/{branch}:{_remote_ref(remote, branch)}")
     except git.GitCommandError as exc:
-        raise GitError(f"cannot fetch {remote}/{branch}: {exc.stderr.strip()}") from None
+        said = exc.stderr.strip()
+        raise GitError(f"cannot fetch {remote}/{branch}: {said}{_credentials_hint(said)}") from None
     return str(repo.git.rev_parse(_remote_ref(remote, branch)))
 
 
@@ -182,11 +230,12 @@ def pull(
     branch: str = BASELINES_BRANCH,
     log: Callable[[str], None] = print,
     only: set[str] | None = None,
+    token: Token | None = None,
 ) -> int:
     """Write the branch's baselines into ``folder``; returns how many files were written.
     ``only``: the commits whose baselines are wanted (``pull --depth``); others are left
-    on the branch."""
-    repo = _open(root)
+    on the branch. ``token``: for a remote that asks for credentials."""
+    repo = _open(root, token)
     tip = fetch(repo, remote, branch)
     if tip is None:
         log(f"{remote}/{branch} does not exist yet: nothing to pull (the first push creates it)")
@@ -329,14 +378,15 @@ def push(
     attempts: int = 6,
     log: Callable[[str], None] = print,
     squash: bool = False,
+    token: Token | None = None,
 ) -> str | None:
     """Merge the local baselines into the branch and push; retried on a lost race.
     Returns the pushed commit, or None when there was nothing new. ``squash``: push the
     merged tree as a new root commit (with a lease on the merged tip), even when nothing
-    changed."""
+    changed. ``token``: for a remote that asks for credentials."""
     import git  # noqa: PLC0415 (gitpython: ~0.3 s, only when git is asked)
 
-    repo = _open(root)
+    repo = _open(root, token)
     store = BaselineStore(folder)
     if not store.env_keys():
         log(f"no baselines in {folder}: nothing to push")
@@ -368,7 +418,10 @@ def push(
         except git.GitCommandError as exc:
             err = exc.stderr or ""
             if not any(s in err for s in _REJECTED) or attempt == attempts:
-                raise GitError(f"pushing to {where} failed: {err.strip()}") from None
+                said = err.strip()
+                raise GitError(
+                    f"pushing to {where} failed: {said}{_credentials_hint(said)}"
+                ) from None
             delay = min(8.0, 0.25 * 2**attempt) * (0.5 + random.random())
             log(f"{where} moved while merging (attempt {attempt}); retrying in {delay:.1f} s")
             time.sleep(delay)

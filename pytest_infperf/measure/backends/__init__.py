@@ -26,6 +26,18 @@ class BackendError(Exception):
     """A model or its inputs cannot be benchmarked as given; the message says how to fix it."""
 
 
+class NoDevice(BackendError):
+    """The device a benchmark asks for is not on this machine at all (``cuda`` where there
+    is no NVIDIA GPU): the benchmark is skipped, saying why, as a test that needs a GPU
+    is on a CPU runner. A GPU torch cannot use is an error instead (a broken driver, a CPU
+    build of torch on a GPU runner): skipping it would pass a gate that measured nothing."""
+
+    def __init__(self, message: str, device: str) -> None:
+        super().__init__(message)
+        #: The device asked for (``cuda``, ``cuda:1``).
+        self.device = device
+
+
 class MissingBackendError(BackendError):
     """An optional framework (torch, onnxruntime, transformers) is not installed."""
 
@@ -234,6 +246,12 @@ def find_nan(output: Any, _depth: int = 0) -> str | None:
 def is_ort_session(model: Any) -> bool:
     """An ONNX Runtime session the test built (told by its type, without importing ORT)."""
     return type(model).__module__.startswith("onnxruntime") and hasattr(model, "get_providers")
+
+
+def takes_device(model: Any, inputs: Any) -> bool:
+    """Whether a benchmark of ``model`` on ``inputs`` runs through torch, where the
+    ``device`` option applies (a module, or torch tensors among the inputs)."""
+    return not isinstance(model, (str, os.PathLike)) and _uses_torch(model, inputs)
 
 
 def _uses_torch(model: Any, inputs: Any) -> bool:

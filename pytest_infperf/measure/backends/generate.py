@@ -23,16 +23,17 @@ not pay a moment later anyway. The method used is recorded with every result.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ...core.options import BenchOptions
 from .. import cpuwait as _cpuwait
 from .. import gpu, tenancy
 from . import BackendError, Prepared, WorkTarget, require
-from .torch import RecompileWatch, is_compiled, set_threads, tf32_state
+from .torch import RecompileWatch, is_compiled, set_threads, target_device, tf32_state
 
 #: How each timestamp was taken, recorded in the result (``generation.timing_method``).
 METHOD_CPU = "stopping-criteria callback per step (host clock)"
@@ -274,20 +275,28 @@ def prepare(
         raise BackendError(
             f"input_ids has shape {tuple(ids.shape)}: expected (batch, prompt_tokens)"
         )
-    if opts.device:
-        raise BackendError(
-            "device= does not apply to generate(): move the model and the prompt with .to(...)"
-        )
     model.eval()
     first = next(iter(model.parameters()), None)
     device = first.device if first is not None else torch.device("cpu")
+    restore: Callable[[], Any] | None = None
+    if opts.device:  # the model and the prompt go there, the model back after
+        device = target_device(torch, opts, device, [])
+        if first is not None and first.device != device:
+            model.to(device)
+            restore = functools.partial(model.to, first.device)
     dtype = first.dtype if first is not None else None
     feed: dict[str, Any] = dict(inputs) if isinstance(inputs, Mapping) else {"input_ids": ids}
     feed = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in feed.items()}
     if "attention_mask" not in feed:
         feed["attention_mask"] = torch.ones_like(feed["input_ids"])
     kwargs = _generate_kwargs(model, max_new_tokens, extra)
-    close = set_threads(torch, opts)
+    restore_threads = set_threads(torch, opts)
+
+    def close() -> None:
+        restore_threads()
+        if restore is not None:
+            restore()
+
     # torch.compile(model), model.compile(), or the common model.forward = torch.compile(...)
     compiled = is_compiled(model) or is_compiled(getattr(model, "forward", None))
     sampler = GenerationSampler(model, feed, kwargs, torch, device, max_new_tokens, compiled)

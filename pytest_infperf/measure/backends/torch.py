@@ -19,7 +19,7 @@ from typing import Any
 from ...core.options import BenchOptions
 from .. import gpu, tenancy
 from ..timing import HostSampler
-from . import BackendError, Prepared, WorkTarget, bind_call, infer_batch_size, require
+from . import BackendError, NoDevice, Prepared, WorkTarget, bind_call, infer_batch_size, require
 
 
 def _map_tensors(value: Any, fn: Callable[[Any], Any], torch: Any) -> Any:
@@ -267,7 +267,7 @@ def _device(torch: Any, text: str) -> Any:
             f"device={text!r} is not a torch device: expected {DEVICES_ACCEPTED}"
         ) from None
     if device.type == "cuda":
-        return device  # _target_device says when CUDA is missing or the index is not there
+        return device  # target_device says when CUDA is missing or the index is not there
     try:
         torch.empty(0, device=device)
     except Exception:  # torch raises several types for a backend it was not built with
@@ -279,7 +279,21 @@ def _device(torch: Any, text: str) -> Any:
     return device
 
 
-def _target_device(torch: Any, opts: BenchOptions, model_device: Any, tensors: list[Any]) -> Any:
+def cuda_missing(torch: Any, device: Any, asked: bool) -> None:
+    """Raise why ``device`` (CUDA) cannot be used here: :class:`NoDevice` (the benchmark
+    is skipped) where the machine has no NVIDIA GPU and the ``device`` option asked for
+    it; a :class:`BackendError` where a GPU is here but torch cannot use it."""
+    build = f"torch {torch.__version__}" + ("" if torch.version.cuda else ", a CPU build")
+    if asked and not gpu.nvidia_present():
+        message = f"device={str(device)!r}, but this machine has no NVIDIA GPU ({build})"
+        raise NoDevice(message, str(device))
+    raise BackendError(
+        f"the model is set to run on {device}, but torch.cuda.is_available() is False "
+        f"({build}): check the NVIDIA driver and that torch was built with CUDA"
+    )
+
+
+def target_device(torch: Any, opts: BenchOptions, model_device: Any, tensors: list[Any]) -> Any:
     """Where the benchmark runs: the ``device`` option, else the model's, else the inputs'."""
     if opts.device:
         device = _device(torch, opts.device)
@@ -291,10 +305,7 @@ def _target_device(torch: Any, opts: BenchOptions, model_device: Any, tensors: l
         device = torch.device("cpu")
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise BackendError(
-                f"the model is set to run on {device}, but torch.cuda.is_available() is "
-                "False: check the NVIDIA driver and that torch was built with CUDA"
-            )
+            cuda_missing(torch, device, asked=bool(opts.device))
         if device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
         elif device.index >= (count := torch.cuda.device_count()):
@@ -389,7 +400,7 @@ def _prepare(
 ) -> Prepared:
     model_device, dtype = _model_device_dtype(model, torch)
     input_tensors = _tensors(inputs, torch)
-    device = _target_device(torch, opts, model_device, input_tensors)
+    device = target_device(torch, opts, model_device, input_tensors)
     restore: Callable[[], None] | None = None
     if isinstance(model, torch.nn.Module) and model_device is not None and model_device != device:
         # Modules move in place: put the caller's model back where it was afterwards (a
