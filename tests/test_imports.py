@@ -357,39 +357,40 @@ def test_a_cached_environment_is_verified_before_reuse(
 
     monkeypatch.setenv("INFPERF_CACHE_DIR", str(tmp_path / "cache"))
     scratch = tmp_path / "run"
-    python, site = baseenv.build([], None, None, scratch)
+    python, site, reused = baseenv.build([], None, None, scratch)
+    assert not reused
     folder = python.parent.parent
     assert folder.parent == tmp_path / "cache" / "envs" and python.is_symlink()
     manifest = folder / baseenv.MANIFEST
     built = manifest.stat().st_mtime_ns
-    assert baseenv.build([], None, None, scratch) == (python, site)
+    assert baseenv.build([], None, None, scratch) == (python, site, True)
     assert manifest.stat().st_mtime_ns == built  # reused as it was
     # sealed: nothing the base side runs writes in it (bytecode included)
     assert not site.stat().st_mode & 0o222 and not folder.stat().st_mode & 0o222
     site.chmod(0o755)  # bytecode Python could write where it may: not what was built
     (site / "__pycache__").mkdir(exist_ok=True)
     (site / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"")
-    assert baseenv.build([], None, None, scratch) == (python, site)
+    assert baseenv.build([], None, None, scratch) == (python, site, True)
     assert manifest.stat().st_mtime_ns == built
     marker = tmp_path / "planted-ran"
     _plant(python, marker)
-    again, _ = baseenv.build([], None, None, scratch)
+    again, _, _ = baseenv.build([], None, None, scratch)
     assert again == python and python.is_symlink() and manifest.stat().st_mtime_ns != built
     subprocess.run([str(again), "-c", "pass"], check=True)
     assert not marker.exists() and not (site / "zz_planted.pth").exists()
     # damaged: its interpreter gone beside the completion file -> built again
     python.parent.chmod(0o755)
     python.unlink()
-    again, _ = baseenv.build([], None, None, scratch)
+    again, _, _ = baseenv.build([], None, None, scratch)
     assert again == python and python.is_symlink()
     subprocess.run([str(again), "-c", "pass"], check=True)
     # a cache folder another user could write in: never reused, built in the run's own
     (tmp_path / "cache" / "envs").chmod(0o777)
-    private, _ = baseenv.build([], None, None, scratch)
+    private, _, _ = baseenv.build([], None, None, scratch)
     assert private.parent.parent.parent == scratch / "envs"
     (tmp_path / "cache" / "envs").chmod(0o755)
     folder.chmod(0o775)  # the environment itself open to its group: built again
-    again, _ = baseenv.build([], None, None, scratch)
+    again, _, _ = baseenv.build([], None, None, scratch)
     assert again == python and not folder.stat().st_mode & 0o022
     assert not list(folder.parent.glob("*-discarded-*")) and not list(scratch.glob("*/*-b*"))
 
