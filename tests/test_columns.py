@@ -145,3 +145,15 @@ def test_a_long_command_is_continued_as_a_shell_takes_it() -> None:
     assert all(line.endswith(" \\") for line in lines[1:-1])
     pasted = " ".join(line.removesuffix("\\").strip() for line in lines[1:])
     assert shlex.split(pasted) == ["pytest", *nodes, "--perf-ab=0123456789ab"]
+
+
+def test_a_gpu_runners_compare_fits_120_columns() -> None:
+    """The recorded H200 runs through ``infperf compare`` and ``infperf show``: the table
+    (device-time cells, the ``by`` column) fits, and each work diff (kernel names of 40
+    characters, a dozen counts) wraps under its own line."""
+    records = Path(__file__).parent / "data" / "gpu-h200"
+    for args in (("compare", "save.json", "reg.json"), ("show", "reg.json")):
+        out = infperf(records, *args, COLUMNS="120")
+        text = out.stdout + out.stderr
+        assert "work per call: " in text, text
+        assert not _too_wide(text), "\n".join(_too_wide(text))

@@ -84,8 +84,11 @@ def run(args: argparse.Namespace) -> int:
     say_summary(head, f"{args.b}: ")
     opts = BenchOptions(threshold=args.threshold, alpha=args.alpha, metric=args.metric)
     results, failed, env_diff, base_commit = judged(base, head, opts, args.a)
-    for line in summary_lines(results) + generation_lines(results) + work_lines(results):
+    # The tables fit by their own layout; a work line is prose, wrapped to the terminal.
+    for line in summary_lines(results) + generation_lines(results):
         print(line)
+    for line in work_lines(results):
+        print(fit(line))
     if env_diff:
         print(fit("environments differ: " + ", ".join(sorted(env_diff))))
     blind = [line for line in (undetectable(results), host_ungated(results)) if line]

@@ -68,8 +68,10 @@ def _show(args: argparse.Namespace) -> int:
     print(f"commit {commit.get('sha')}  environment {doc['environment'].get('key')}")
     _compare_cmd.say_summary(doc, "")
     results = _docs.results(doc)
-    for line in summary_lines(results) + generation_lines(results) + profile_lines(results):
+    for line in summary_lines(results) + generation_lines(results):
         print(line)
+    for line in profile_lines(results):
+        print(fit(line))
     return 0
 
 

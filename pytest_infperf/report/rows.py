@@ -25,6 +25,9 @@ DECIDED_BY = {"stored": "stored", "ab": "A/B"}
 #: (its clocks held), or the exact work counts of two runs that carry no reference of the
 #: machine's speed (``infperf compare`` of plain runs, CPU ones included).
 EVIDENCE = {"gpu_time": "by device time", "work": "by work counts"}
+#: The metric a row's figures are of, where it is not the latency, as a cell says it: short,
+#: since the ``by`` column beside it names the evidence in full (a table fits 120 columns).
+CELL_LABELS = {**METRIC_LABELS, "gpu_time": "device"}
 
 
 def decided_by(c: Comparison) -> str:
@@ -62,7 +65,7 @@ def result_row(
     if c is None:
         return ResultRow(name, backend, None, fmt_time(median), "-", "-", "-", "-")
     # A generation benchmark's row shows the metric that decided, named.
-    named = f"{METRIC_LABELS[c.metric]} " if c.parts and c.metric in METRIC_LABELS else ""
+    named = f"{CELL_LABELS[c.metric]} " if c.parts and c.metric in CELL_LABELS else ""
     now, before = shown_figures(c)
     return ResultRow(
         name=name,
