@@ -457,3 +457,15 @@ def test_version() -> None:
         check=True,
     )
     assert out.stdout.strip() == f"pytest-infperf {pytest_infperf.__version__}"
+
+
+def test_a_negative_work_count_is_refused_by_the_schema(tmp_path: Path) -> None:
+    """A count below zero would read as work that fell (a pass on the device time): a
+    results file holding one is refused, naming where."""
+    records = Path(__file__).parent / "data" / "gpu-h200"
+    doc = json.loads((records / "aa2.json").read_text())
+    doc["benchmarks"][0]["work"]["kernels"] = -5
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    out = infperf(records, "compare", "save.json", str(tmp_path / "bad.json"))
+    assert out.returncode == 2
+    assert "benchmarks/0/work/kernels: -5 is less than the minimum of 0" in out.stderr

@@ -15,9 +15,19 @@ from typing import Any
 
 import pytest
 
+from pytest_infperf.cli.compare import facts_of
 from pytest_infperf.core.budget import Spare
 from pytest_infperf.core.names import CompareMode, Metric
-from pytest_infperf.core.results import Comparison, Reason, Verdict, WorkDiff
+from pytest_infperf.core.options import BenchOptions
+from pytest_infperf.core.results import (
+    BenchmarkResult,
+    Comparison,
+    Origin,
+    Reason,
+    Verdict,
+    WorkDiff,
+)
+from pytest_infperf.judge.judge import Judge
 from pytest_infperf.judge.policy import (
     Decision,
     Facts,
@@ -33,6 +43,7 @@ from pytest_infperf.judge.policy import (
     route,
     routes_all,
 )
+from pytest_infperf.judge.rules import Policy
 
 R, U, N, IN, X = (
     Verdict.REGRESSION,
@@ -278,16 +289,22 @@ HOST: list[tuple[str, Facts, Step, str | None, Reason | None, str | None]] = [
      WORK_GREW, None),
     ("ungated: Python calls grew", ungated(gpu_lat(U, work=HOST_MOVED)), STAND, None, WORK_GREW,
      None),
-    ("ungated: device undecided", ungated(gpu_lat(IN)), STAND, None, HOST_UNGATED, None),
     ("ungated: no device time", ungated(UND), STAND, None, HOST_UNGATED, None),
     ("ungated: a pass, no device time", ungated(UNC), STAND, None, HOST_UNGATED, None),
-    ("ungated: clocks moved", ungated(gpu_lat(U), clocks_held=False), STAND, None, HOST_UNGATED,
-     None),
-    ("ungated: no clock reference", ungated(gpu_lat(U), clocks_held=None), STAND, None,
-     HOST_UNGATED, None),
-    ("ungated: counts vary", ungated(gpu_lat(U, work=VARYING)), STAND, None, HOST_UNGATED, None),
-    ("ungated: not profiled", ungated(gpu_lat(U, work=None)), STAND, None, HOST_UNGATED, None),
-    ("ungated: throttled", ungated(gpu_lat(U, reason=THROTTLED)), STAND, None, HOST_UNGATED, None),
+    # ...where the device time did not speak here, the pairs measure it: settled on it
+    ("ungated: device undecided", ungated(gpu_lat(IN)), SETTLE, None, None, "did not decide"),
+    ("ungated: clocks moved", ungated(gpu_lat(U), clocks_held=False), SETTLE, None, None,
+     "did not decide"),
+    ("ungated: no clock reference", ungated(gpu_lat(U), clocks_held=None), SETTLE, None, None,
+     "did not decide"),
+    ("ungated: all counts vary", ungated(gpu_lat(U, work=VARYING)), SETTLE, None, None,
+     "did not decide"),
+    ("ungated: not profiled", ungated(gpu_lat(U, work=None)), SETTLE, None, None,
+     "did not decide"),
+    ("ungated: throttled", ungated(gpu_lat(U, reason=THROTTLED)), SETTLE, None, None,
+     "did not decide"),
+    ("ungated: device undecided, latency reads slower",
+     ungated(gpu_lat(IN, lat=LAT_SLOWER)), SETTLE, None, None, "did not decide"),
     ("ungated: results file, counts grew", ungated(gpu_lat(U, work=GREW), commit=False), STAND,
      None, WORK_GREW, "file"),
     ("ungated: worker broke", ungated(gpu_lat(IN), unsettled=FAIL), STAND, None, HOST_UNGATED,
@@ -312,8 +329,10 @@ HOST: list[tuple[str, Facts, Step, str | None, Reason | None, str | None]] = [
     ("ungated, metric gpu_time", ungated(gpu_lat(IN), metric="gpu_time"), STAND, None, None,
      "metric=gpu_time"),
     # a device-time regression the clocks cannot vouch for claims nothing for the latency
-    ("ungated: clocks moved, device reg.", ungated(gpu_lat(R), clocks_held=False), STAND, None,
-     HOST_UNGATED, None),
+    ("ungated: clocks moved, device reg.", ungated(gpu_lat(R), clocks_held=False), SETTLE, None,
+     None, "did not decide"),
+    ("ungated: clocks moved, device reg., a results file",
+     ungated(gpu_lat(R), clocks_held=False, commit=False), STAND, None, HOST_UNGATED, "file"),
     # resolvable: the usual rule
     ("resolvable: device unchanged", on_gpu(gpu_lat(U)), STAND, "gpu_time", None, None),
     ("resolvable: latency reads slower", on_gpu(gpu_lat(U, lat=LAT_SLOWER)), SETTLE, None, None,
@@ -616,6 +635,15 @@ def test_the_budget_stops_pairs_only_once_nothing_might_fail(
         (WorkDiff(op_calls=(500, 500), ops=[("aten::x", None, 3)]), "same"),  # a cut table
         (WorkDiff(op_calls=(500, 500), syncs=(2, 1)), "shrank"),
         (WorkDiff(op_calls=(0, 0), syncs=(0, 0)), "same"),  # zero is equal to zero
+        # a count that varied is no evidence; the others still are
+        (WorkDiff(op_calls=(500, 530), kernels=(275, 297), varying=["operators"]), "grew"),
+        (WorkDiff(op_calls=(500, 530), kernels=(275, 275), varying=["operators"]), "same"),
+        (WorkDiff(kernels=(275, 275), ops=[("aten::x", 3, 4)], varying=["operators"]), "same"),
+        (WorkDiff(kernels=(9, 9), kernel_changes=[("k", 1, 2)], varying=["kernels"]), None),
+        (WorkDiff(kernels=(275, 297), syncs=(2, 9), varying=["syncs"]), "grew"),
+        (WorkDiff(flops=(1e9, 1e9), python_calls=(90, 80), varying=["python calls"]), "same"),
+        (WorkDiff(flops=(1e9, 1e9), varying=["operators", "kernels"]), None),
+        (WorkDiff(kernels=(275, 275), varying=["something new"]), None),  # unknown: none stands
     ],
 )
 def test_how_the_work_counts_relate(work: WorkDiff | None, relation: str | None) -> None:
@@ -795,11 +823,6 @@ RECORDS = Path(__file__).parent / "data" / "gpu-h200"
 def recorded(name: str) -> dict[str, tuple[Facts, Comparison]]:
     """Each benchmark of a recorded run against the recorded baseline, as ``infperf compare``
     judges it: the facts the policy decided on, and the verdict that stands."""
-    from pytest_infperf.cli.compare import facts_of
-    from pytest_infperf.core.options import BenchOptions
-    from pytest_infperf.core.results import BenchmarkResult, Origin
-    from pytest_infperf.judge.judge import Judge
-    from pytest_infperf.judge.rules import Policy
 
     def load(file: str) -> dict[str, Any]:
         return dict(json.loads((RECORDS / file).read_text()))
@@ -861,3 +884,18 @@ def test_the_recorded_untouched_model_stands_on_its_device_time() -> None:
     assert latency.verdict is IN and latency.reason is Reason.HOST_UNGATED
     assert c.verdict is U and (c.evidence or {}).get("counts") == "same"
     assert "host part ungated on this runner (+-38% between processes" in (c.note or "")
+
+
+@pytest.mark.parametrize(
+    ("final", "learned"),
+    [(U, True), (N, True), (IN, False), (R, False), (X, False)],
+)
+def test_the_hosts_spread_learns_only_from_a_pass(final: Verdict, learned: bool) -> None:
+    """Identical work (the device time unchanged, the counts the same) whose latency read
+    x1.3: a draw of the host's spread where the benchmark passed, never where it was left
+    undecided (a host-only regression may be what read x1.3; learned, it would ungate the
+    benchmarks after it) or claimed."""
+    judge = Judge()
+    stored = gpu(U, IN, lat=(1.3, 0.9, 1.9))
+    judge.learn_stored(stored, cmp(final))
+    assert (judge.host.of().df > 0) is learned

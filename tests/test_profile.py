@@ -19,7 +19,7 @@ import pytest
 
 from pytest_infperf.core.names import CompareMode
 from pytest_infperf.core.options import merge
-from pytest_infperf.core.results import Origin, Verdict, WorkProfile
+from pytest_infperf.core.results import Origin, Reason, Verdict, WorkProfile
 from pytest_infperf.judge import work
 from pytest_infperf.judge.judge import Judge
 from pytest_infperf.judge.plan import PairedPlan
@@ -773,3 +773,46 @@ def test_the_graph_scan_counts_what_onnx_parses(tmp_path: Any) -> None:
     assert onnx_nodes(model.SerializeToString()) == (counts, subgraphs)
     parsed = onnx.load(str(path)).graph.node
     assert sum(counts.values()) == len(parsed)
+
+
+def _interleave_gpu(judge: Judge, latency: float, seed: int) -> Any:
+    """One interleaved GPU comparison to its end: each pair's latency log-ratio ``latency``
+    plus a host offset of sd 25%, its device time the same on both sides."""
+    rng = np.random.default_rng(seed)
+    opts = merge({})
+    plan = judge.plan(opts, ("median", "gpu_time"), gpu=True)
+    pairs: dict[str, list[pooled.PairSummary]] = {"median": [], "gpu_time": []}
+    while True:
+        offset = latency + rng.normal(0.0, 0.25)
+        pairs["median"].append(pooled.summarize_pair(list(rng.normal(offset, 0.02, 16))))
+        pairs["gpu_time"].append(pooled.summarize_pair(list(rng.normal(0.0, 0.001, 16))))
+        look = plan.look(pairs)
+        if look.stop:
+            break
+    samples = {"median": [1e-3] * 8, "gpu_time": [5e-4] * 8}
+    return look, judge.interleaved(look, samples, samples, opts, ORIGIN)
+
+
+def test_an_interleaved_host_regression_never_passes_on_the_device_time() -> None:
+    """A host this runner measured too noisy to resolve 5% in (an sd of 25% between
+    processes): a latency whose pairs read it slower past the threshold is undecided and
+    heads the verdict; before, it was set aside as ungated whenever its interval reached
+    1, and a host regression read +44% over twelve pairs passed `unchanged` on the device
+    time. One that does
+    not read slower is ungated and the device time decides, as before."""
+    judge = Judge()
+    for draw in (0.3, -0.3, 0.25, -0.25, 0.3, -0.3):
+        judge.host.draw(draw)
+    undecided = 0
+    for seed in range(40):
+        _, c = _interleave_gpu(judge, math.log(1.25), seed)
+        latency = (c.parts or {})["median"]
+        if latency.ratio and latency.ratio > 1.05:
+            assert latency.reason is not Reason.HOST_UNGATED, latency
+            assert c.verdict not in (Verdict.UNCHANGED, Verdict.NO_REGRESSION), c
+            undecided += latency.verdict is Verdict.INCONCLUSIVE and (latency.ci_low or 0) <= 1
+    assert undecided >= 10  # the case: read slower, its interval reaching 1
+    _, same = _interleave_gpu(judge, 0.0, 99)
+    assert (same.parts or {})["median"].ratio < 1.05  # this seed: the host read no slower
+    assert (same.parts or {})["median"].reason is Reason.HOST_UNGATED
+    assert same.verdict is Verdict.UNCHANGED and same.metric == "gpu_time"

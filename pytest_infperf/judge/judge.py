@@ -211,7 +211,13 @@ class Judge:
         runner's host moves them between processes. Learned after its own verdict (a
         benchmark is not judged by its own draw), never from one that changed."""
         device = (stored.parts or {}).get("gpu_time")
-        if device is None or device.verdict is not Verdict.UNCHANGED or final.verdict in _CLAIMS:
+        # Only from a pass: a latency left undecided may be a host-only regression, and
+        # learned as the host's spread it would ungate the benchmarks after it.
+        if (
+            device is None
+            or device.verdict is not Verdict.UNCHANGED
+            or final.verdict not in _PASSES
+        ):
             return
         if counts_relation(stored.work) != "same":
             return
@@ -561,7 +567,13 @@ def _interleaved_part(
         if metric in look.held_back:
             reason = Reason.MULTIPLICITY
             note = f"a regression by its interval, not claimed: {look.held_back[metric]}"
-        elif metric in look.ungated and look.low[metric] <= 0.0:  # it does not read slower
+        elif (
+            metric in look.ungated
+            and look.low[metric] <= 0.0
+            and est.estimate <= math.log1p(opts.threshold)
+        ):
+            # Ungated only where it does not read slower (as the plan stops on it): a
+            # latency read +44% over its pairs is undecided, and heads the verdict.
             reason, note = Reason.HOST_UNGATED, ungated_text(look.ungated[metric])
             details = {**(details or {}), HOST_SD: round(look.ungated[metric], 5)}
     extra = {
@@ -735,6 +747,8 @@ def held_over(c: Comparison, family: int, level: float, on: str = "", ways: int 
 
 
 _CLAIMS = {Verdict.REGRESSION, Verdict.IMPROVEMENT}
+#: The verdicts that pass a test without a claim.
+_PASSES = {Verdict.UNCHANGED, Verdict.NO_REGRESSION}
 TAILS = ("p90", "p99")
 #: What a combined comparison takes from its worst part (:meth:`Judge.combined`).
 _HEADLINE: tuple[str, ...] = ("verdict", "metric", "ratio", "ci_low", "ci_high", "ci_level")

@@ -284,18 +284,28 @@ def counts_relation(work: WorkDiff | None) -> str | None:
     where nothing was counted on both sides or a count varied from call to call (then it
     is no evidence). Allocated bytes are left out: a caching allocator's hand-outs move
     with what the process freed before."""
-    if work is None or work.varying:
+    if work is None or not set(work.varying) <= set(_VARYING):
         return None
+    # A count that varied from call to call is no evidence; the others still are.
+    left = _COUNTED.difference(*(_VARYING[v] for v in work.varying))
+    counts = {
+        "flops": work.flops,
+        "op_calls": work.op_calls,
+        "kernels": work.kernels,
+        "python_calls": work.python_calls,
+        "syncs": work.syncs,
+    }
     pairs = [
-        (a, b)
-        for a, b in (work.flops, work.op_calls, work.kernels, work.python_calls, work.syncs)
-        if a is not None and b is not None
+        (a, b) for k, (a, b) in counts.items() if k in left and a is not None and b is not None
     ]
     if not pairs:
         return None
     # The tables of names list only what changed; a name missing from a side's cut table
     # is unknown there (None), not zero.
-    tables = (*work.ops, *work.kernel_changes)
+    tables = (
+        *(work.ops if "ops" in left else ()),
+        *(work.kernel_changes if "kernel_changes" in left else ()),
+    )
     pairs += [(a, b) for _, a, b in tables if a is not None and b is not None]
     up = any(b > a * (1 + _EQUAL) for a, b in pairs)
     down = any(b < a * (1 - _EQUAL) for a, b in pairs)
@@ -303,6 +313,17 @@ def counts_relation(work: WorkDiff | None) -> str | None:
         return "mixed"
     return "grew" if up else "shrank" if down else "same"
 
+
+#: What each ``varying`` entry of a profile (``measure/profile.py``) takes out of the
+#: evidence: FLOPs are counted on one call, so calls whose operators differ may differ in
+#: FLOPs too. An entry not named here leaves no count standing.
+_VARYING = {
+    "operators": {"flops", "op_calls", "ops"},
+    "kernels": {"kernels", "kernel_changes"},
+    "syncs": {"syncs"},
+    "python calls": {"python_calls"},
+}
+_COUNTED = frozenset().union(*_VARYING.values())
 
 #: Counts within this relative difference are equal (means over identical calls).
 _EQUAL = 1e-9
@@ -342,6 +363,12 @@ def _quiet(f: Facts, c: Comparison, no_settle: str | None) -> Decision | None:
     if quiet and (undecided or ungated is not None) and not _reads_slower(c):
         return Decision(Step.STAND, evidence="gpu_time", counts=counts, ungated=ungated)
     if ungated is not None and said is not Verdict.REGRESSION and not claimed:
+        if no_settle is None and device is not None and said not in PASSES:
+            # The device time did not speak here (undecided, clocks unknown or moved, the
+            # counts unread): the pairs measure it too, at its own quiet spread, and decide
+            # there; the ungated latency holds them only while it reads slower.
+            why = "the device time did not decide"
+            return Decision(Step.SETTLE, why, budget_may_cut=not might_fail(c, f.faster))
         withhold = Reason.WORK_GREW if counts == "grew" else Reason.HOST_UNGATED
         return Decision(Step.STAND, no_settle or "", withhold=withhold, ungated=ungated)
     if said is not Verdict.REGRESSION or not parts:
