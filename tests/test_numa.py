@@ -42,7 +42,7 @@ ROWS = [
     ("far node: numactl", TWO, {GPU1: 1}, [GPU1], ALL, ("numactl",), (1, "16-31", "numactl")),
     ("near node", TWO, {GPU0: 0}, [GPU0], ALL, ("numactl", "taskset"), (0, "0-15", "numactl")),
     ("no numactl: taskset", TWO, {GPU1: 1}, [GPU1], ALL, ("taskset",), (1, "16-31", "taskset")),
-    ("neither tool", TWO, {GPU1: 1}, [GPU1], ALL, (), (1, "16-31", None)),
+    ("neither tool", TWO, {GPU1: 1}, [GPU1], ALL, (), "neither numactl nor taskset"),
     ("a cgroup's CPUs", TWO, {GPU1: 1}, [GPU1], frozenset({3, 17, 18}), ("taskset",),
      (1, "17-18", "taskset")),
     ("one node", {0: "0-31"}, {GPU0: 0}, [GPU0], ALL, ("numactl",), "one NUMA node"),
@@ -80,13 +80,11 @@ def test_a_session_binds_where_its_gpus_share_a_node(
     assert (got.node, got.record()["cpus"]) == (node, cpus)
     assert got.tool == (f"/usr/bin/{tool}" if tool else None)
     cmd = got.command(["python", "-m", "pytest_infperf.abworker"])
+    # The same CPUs whichever tool: those this process would run on.
     if tool == "numactl":
-        assert cmd[:3] == ["/usr/bin/numactl", f"--cpunodebind={node}", f"--membind={node}"]
-    elif tool == "taskset":
-        assert cmd[:3] == ["/usr/bin/taskset", "-c", cpus]
+        assert cmd[:3] == ["/usr/bin/numactl", f"--physcpubind={cpus}", f"--membind={node}"]
     else:
-        assert cmd == ["python", "-m", "pytest_infperf.abworker"]
-        assert got.record()["workers"].startswith("not bound")
+        assert cmd[:3] == ["/usr/bin/taskset", "-c", cpus]
 
 
 @pytest.mark.parametrize(
@@ -113,3 +111,25 @@ def test_this_machine_binds_nothing_without_a_gpu() -> None:
     if numa.bus_ids():
         pytest.skip("a GPU is visible here")
     assert isinstance(numa.session_binding(), str)
+
+
+def test_the_first_pairs_head_runs_where_its_workers_do_or_nothing_is_bound() -> None:
+    """This process heads the first pair: bound where it was started bound, moved where no
+    library has sized a thread pool yet, and otherwise nothing is bound (a late move left
+    torch's pool at two threads where a worker started bound had one), saying how to start
+    the run bound."""
+    cpu = max(available())
+    mine = numa.Binding(0, available(), "/usr/bin/taskset")
+    assert numa.here(mine, loaded=("torch",)) is mine  # started on these CPUs already
+    one = numa.Binding(1, frozenset({cpu}), "/usr/bin/taskset")
+    why = numa.here(one, loaded=("numpy", "torch"))
+    assert isinstance(why, str) and "imported torch, numpy before its workers started" in why
+    assert why.endswith("numactl --cpunodebind=1 --membind=1 pytest ...")
+    # Nothing sized yet: moved (in a process of its own, not this test's).
+    moved = (
+        "import os; from pytest_infperf.measure import numa; "
+        f"b = numa.Binding(1, frozenset({{{cpu}}}), 'taskset'); "
+        "print(numa.here(b, loaded=()) is b, sorted(os.sched_getaffinity(0)))"
+    )
+    out = subprocess.run([sys.executable, "-c", moved], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", f"[{cpu}]"]

@@ -83,8 +83,8 @@ class ABController:
         was on the GPUs before the session measured anything: a process that comes later
         is a tenant of the blocks it shares (measure/tenancy.BlockWatch)."""
         self.gpu_before = _tenancy.context_pids()
-        if isinstance(self.numa, numa.Binding):  # the first pair's head: its threads
-            numa.bind_here(self.numa)
+        if isinstance(self.numa, numa.Binding):  # the first pair's head: on its CPUs too
+            self.numa = numa.here(self.numa)
         try:
             self.checkout.add()
             self._environment()

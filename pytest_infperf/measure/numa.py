@@ -5,12 +5,14 @@ far node from the GPU pays for every host-to-device step over the interconnect, 
 the scheduler puts each process is chance: a latency that follows the host then differs
 between processes by that chance too. TensorRT-LLM binds each worker to its GPU's node at
 birth (``numactl --cpunodebind --membind``): a late ``sched_setaffinity`` leaves threads and
-first-touched pages on the far node. Here every A/B worker of a session whose GPUs share a
-node starts bound to that node, both sides alike: ``numactl`` where it is installed (CPUs
-and memory), else ``taskset`` (the CPUs; memory follows first touch). This process, which
-heads the first process pair, has its threads moved to the same CPUs when its workers
-start: late, but the same CPUs. A machine of one node, no NVML, or GPUs on several nodes:
-nothing is bound, and the record says why.
+first-touched pages on the far node, and thread pools sized for the CPUs it had. Here every
+A/B worker of a session whose GPUs share a node starts bound to that node's CPUs, both
+sides alike: ``numactl`` where it is installed (CPUs and memory), else ``taskset`` (the
+CPUs; memory follows first touch). This process heads the first process pair, so it must
+run on the same CPUs: it does where it was started bound (its workers inherit that), or is
+moved there before any library that sizes a thread pool was imported. Otherwise nothing is
+bound, and the record says why and how to start the run bound; so too on a machine of one
+node, without NVML, with GPUs on several nodes, or without either tool.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import dataclasses
 import functools
 import os
 import shutil
+import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +43,19 @@ class Binding:
         """``cmd`` started bound to the node (as it is where no tool was found)."""
         if self.tool is None:
             return cmd
+        # The CPUs themselves, not the whole node: the set this process runs on (a cgroup
+        # may allow only part of the node).
         if Path(self.tool).name == "numactl":
-            return [self.tool, f"--cpunodebind={self.node}", f"--membind={self.node}", *cmd]
+            return [self.tool, f"--physcpubind={ranges(self.cpus)}", f"--membind={self.node}", *cmd]
         return [self.tool, "-c", ranges(self.cpus), *cmd]
 
     def record(self) -> dict[str, Any]:
         how = Path(self.tool).name if self.tool else "not bound: neither numactl nor taskset"
         return {"node": self.node, "cpus": ranges(self.cpus), "workers": how}
+
+    def advice(self) -> str:
+        node = self.node
+        return f"start the run bound: numactl --cpunodebind={node} --membind={node} pytest ..."
 
 
 def parse_cpulist(text: str) -> set[int]:
@@ -129,13 +139,38 @@ def binding_for(
     cpus = node_cpus(node, sysfs) & set(may_use)
     if not cpus:
         return f"none of NUMA node {node}'s CPUs is one this process may run on"
-    return Binding(node, frozenset(cpus), which("numactl") or which("taskset"))
+    tool = which("numactl") or which("taskset")
+    if tool is None:  # workers unbound beside a bound head would differ by more than code
+        return f"neither numactl nor taskset to start workers on NUMA node {node}'s CPUs"
+    return Binding(node, frozenset(cpus), tool)
 
 
 @functools.cache
 def session_binding() -> Binding | str:
     """This session's binding (:func:`binding_for` on this machine), read once."""
     return binding_for(bus_ids(), Path("/sys"), available())
+
+
+#: Libraries that size a thread pool from the CPUs they see when imported: a process moved
+#: to fewer CPUs after would run more threads than a worker started there.
+THREAD_POOLS = ("torch", "onnxruntime", "numpy", "tensorflow", "jax")
+
+
+def here(b: Binding, loaded: Collection[str] | None = None) -> Binding | str:
+    """``b`` where this process (the first pair's head) runs on its CPUs too, moved there
+    if nothing here sized a thread pool yet; else why nothing is bound, with the fix."""
+    mine = available()
+    if mine and mine <= b.cpus:
+        return b  # started bound
+    pools = [m for m in THREAD_POOLS if m in (sys.modules if loaded is None else loaded)]
+    if pools:
+        return (
+            f"this process imported {', '.join(pools)} before its workers started, on CPUs "
+            f"outside NUMA node {b.node}'s: {b.advice()}"
+        )
+    if not bind_here(b):
+        return f"this process could not be moved to NUMA node {b.node}'s CPUs: {b.advice()}"
+    return b
 
 
 def bind_here(b: Binding) -> bool:
