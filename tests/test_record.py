@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_infperf.core import outcome, record
+from pytest_infperf.core.names import FailureKind
 from pytest_infperf.core.results import BenchmarkResult, Verdict, verdict_counts, verdict_of
 from pytest_infperf.report import comment, html, markdown
 from pytest_infperf.store.baselines import validate as validate_document
@@ -231,7 +232,7 @@ def test_every_backends_figures_sort_into_extra_and_memory() -> None:
 
 
 def _f(kind: str) -> outcome.Failure:
-    return outcome.Failure(kind, kind)
+    return outcome.Failure(FailureKind(kind), kind)
 
 
 @pytest.mark.parametrize(

@@ -40,3 +40,34 @@ class CompareMode(Named):
 
     STORED = "stored"
     AB = "ab"
+
+
+class FailureKind(Named):
+    """What fails a run (:class:`~pytest_infperf.core.outcome.Failure`): a benchmark's
+    regression, budget (``max_median_ms``) or work limit (``max_work_increase``); a test
+    that failed for its own reasons; a whole run that compared or measured nothing."""
+
+    REGRESSION = "regression"
+    BUDGET = "budget"
+    WORK = "work"
+    TEST = "test"
+    COMPARED_NOTHING = "compared-nothing"
+    MEASURED_NOTHING = "measured-nothing"
+
+    @property
+    def whole_run(self) -> bool:
+        """A failure of the whole run, not of a benchmark or a test."""
+        return self in (FailureKind.COMPARED_NOTHING, FailureKind.MEASURED_NOTHING)
+
+
+class Interleaved(Named):
+    """Why a benchmark was interleaved at once, before any stored pass: the
+    ``settled_because`` of its comparison (a settling after a stored pass records what
+    the stored pass could not decide, in words)."""
+
+    #: The session-start reference read this machine's speed moved since the baseline's run.
+    MACHINE_MOVED = "machine-moved"
+    #: The baseline was measured in another environment: no stored pass compares with it.
+    ENVIRONMENT_CHANGED = "environment-changed"
+    #: An earlier settling of this session showed the stored pass misread the machine.
+    STORED_MISREAD = "stored-misread"

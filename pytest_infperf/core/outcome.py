@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .names import FailureKind
 from .record import budget_failed, work_failed
 from .results import BenchmarkResult, Verdict, verdict_of
 
@@ -76,10 +77,9 @@ def incomplete(doc: Mapping[str, Any]) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class Failure:
-    """One thing that fails a run: ``kind`` (regression, budget, work, test,
-    compared-nothing, measured-nothing) and the line that says it."""
+    """One thing that fails a run: its kind and the line that says it."""
 
-    kind: str
+    kind: FailureKind
     text: str
     #: How many of its kind this line stands for ("3 more failed tests": 3).
     count: int = 1
@@ -90,12 +90,12 @@ class Failure:
 
 #: How the kinds read in a count ("1 regression, 2 budgets exceeded").
 KIND_LABELS = {
-    "regression": ("regression", "regressions"),
-    "budget": ("budget exceeded", "budgets exceeded"),
-    "work": ("work limit exceeded", "work limits exceeded"),
-    "test": ("failed test", "failed tests"),
-    "compared-nothing": ("compared nothing", "compared nothing"),
-    "measured-nothing": ("measured nothing", "measured nothing"),
+    FailureKind.REGRESSION: ("regression", "regressions"),
+    FailureKind.BUDGET: ("budget exceeded", "budgets exceeded"),
+    FailureKind.WORK: ("work limit exceeded", "work limits exceeded"),
+    FailureKind.TEST: ("failed test", "failed tests"),
+    FailureKind.COMPARED_NOTHING: ("compared nothing", "compared nothing"),
+    FailureKind.MEASURED_NOTHING: ("measured nothing", "measured nothing"),
 }
 
 
@@ -109,23 +109,35 @@ def failures(doc: Mapping[str, Any]) -> list[Failure]:
     for b in doc.get("benchmarks") or ():
         extra = b.get("extra") or {}
         if verdict_of(b) is Verdict.REGRESSION:
-            out.append(Failure("regression", f"regression: {b['key']}"))
+            out.append(Failure(FailureKind.REGRESSION, f"regression: {b['key']}"))
             perf_failed.add(b.get("nodeid"))
         if (budget := budget_failed(extra)) is not None:
             limit_ms = budget.get("max_median_ms")
-            out.append(Failure("budget", f"budget exceeded: {b['key']} (max_median_ms={limit_ms})"))
+            out.append(
+                Failure(
+                    FailureKind.BUDGET, f"budget exceeded: {b['key']} (max_median_ms={limit_ms})"
+                )
+            )
             perf_failed.add(b.get("nodeid"))
         if (work := work_failed(extra)) is not None:
             change = work.get("change")
             more = f"{change:+.1%}, " if isinstance(change, int | float) else ""
             limit = work.get("max_work_increase")
-            out.append(Failure("work", f"more work: {b['key']} ({more}max_work_increase={limit})"))
+            out.append(
+                Failure(
+                    FailureKind.WORK, f"more work: {b['key']} ({more}max_work_increase={limit})"
+                )
+            )
             perf_failed.add(b.get("nodeid"))
     out += _failed_tests(doc.get("run"), perf_failed)
     if doc.get("compared_nothing"):
-        out.append(Failure("compared-nothing", f"compared nothing: {doc['compared_nothing']}"))
+        out.append(
+            Failure(FailureKind.COMPARED_NOTHING, f"compared nothing: {doc['compared_nothing']}")
+        )
     if doc.get("measured_nothing"):
-        out.append(Failure("measured-nothing", f"measured nothing: {doc['measured_nothing']}"))
+        out.append(
+            Failure(FailureKind.MEASURED_NOTHING, f"measured nothing: {doc['measured_nothing']}")
+        )
     return out
 
 
@@ -139,7 +151,9 @@ def fails_session(found: Sequence[Failure], *, warn_only: bool, shard: bool) -> 
     if warn_only:
         return False
     return any(
-        f.kind == "compared-nothing" or (f.kind == "measured-nothing" and not shard) for f in found
+        f.kind is FailureKind.COMPARED_NOTHING
+        or (f.kind is FailureKind.MEASURED_NOTHING and not shard)
+        for f in found
     )
 
 
@@ -150,23 +164,22 @@ def _failed_tests(run: Any, perf_failed: set[str]) -> list[Failure]:
         return []
     named = [n for n in run.get("failed") or () if n not in perf_failed]
     unnamed = int(run.get("tests_failed") or 0) - len(run.get("failed") or ())
-    out = [Failure("test", f"failed test: {n}") for n in named]
+    out = [Failure(FailureKind.TEST, f"failed test: {n}") for n in named]
     if unnamed > 0:
         more = f"{unnamed} more failed test{'s' * (unnamed != 1)}"
-        out.append(Failure("test", more, unnamed))
+        out.append(Failure(FailureKind.TEST, more, unnamed))
     return out
 
 
 def count_line(found: Sequence[Failure]) -> str:
     """``found`` counted by kind: "1 regression, 2 budgets exceeded"."""
-    counts: dict[str, int] = {}
+    counts: dict[FailureKind, int] = {}
     for f in found:
         counts[f.kind] = counts.get(f.kind, 0) + f.count
     parts = []
     for kind, n in counts.items():
-        one, many = KIND_LABELS.get(kind, (kind, kind))
-        whole_run = kind in ("compared-nothing", "measured-nothing")
-        parts.append(one if whole_run else f"{n} {one if n == 1 else many}")
+        one, many = KIND_LABELS[kind]
+        parts.append(one if kind.whole_run else f"{n} {one if n == 1 else many}")
     return ", ".join(parts)
 
 

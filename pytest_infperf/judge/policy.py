@@ -47,7 +47,7 @@ from collections.abc import Iterable
 
 from ..core import family as _family
 from ..core.budget import Spare
-from ..core.names import CompareMode, Metric
+from ..core.names import CompareMode, Interleaved, Metric
 from ..core.options import GENERATION_METRICS
 from ..core.results import Comparison, Reason, Verdict, WorkDiff
 
@@ -182,13 +182,13 @@ def route(f: Facts) -> Decision:
     the CPU, and the device time has a reference of its own, read beside it."""
     if f.env_changed and cannot_settle(f) is None:  # auto or stored-first: no stored pass
         # Interleaved, both commits measure in this environment: the only comparison there is.
-        return Decision(Step.INTERLEAVE, "environment-changed")
+        return Decision(Step.INTERLEAVE, Interleaved.ENVIRONMENT_CHANGED)
     routable = (
         f.settle == "auto" and f.domain == "cpu" and f.comparable and cannot_settle(f) is None
     )
     if not routable or not (f.moved or f.misread):
         return Decision(Step.STORED)
-    why = "machine-moved" if f.moved else "stored-misread"
+    why = Interleaved.MACHINE_MOVED if f.moved else Interleaved.STORED_MISREAD
     if f.misread:
         return Decision(Step.INTERLEAVE, why, budget_may_cut=False)
     refusal = _refusal(f)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.names import FailureKind
 from ..core.outcome import UNMARKED, Failure, count_line, failures, incomplete
 from ..core.results import BenchmarkResult, Verdict
 from .markdown import render
@@ -68,7 +69,7 @@ def notable(results: list[BenchmarkResult], doc: Mapping[str, Any]) -> bool:
 
 
 #: Failures the report's own title and callouts say (the others need the run's headline).
-_REPORTED = ("regression", "compared-nothing")
+_REPORTED = (FailureKind.REGRESSION, FailureKind.COMPARED_NOTHING)
 
 
 def body(doc: Mapping[str, Any], limit: int = LIMIT) -> tuple[str, bool]:

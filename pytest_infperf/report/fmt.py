@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.names import Interleaved
 from ..core.results import BenchmarkResult, Comparison, WorkDiff, WorkProfile
 
 #: Metrics whose figure is a time (seconds).
@@ -145,9 +146,9 @@ WHY = {
     "inconclusive": "first-pass undecided",
     "unchanged": "re-checked, an earlier stored pass having misread the machine; first pass",
     "no-regression": "re-checked, an earlier stored pass having misread the machine; first pass",
-    "machine-moved": "the machine moved since the baseline's run",
-    "environment-changed": "the baseline was measured in another environment",
-    "stored-misread": "an earlier settling showed the stored pass misread this machine",
+    Interleaved.MACHINE_MOVED: "the machine moved since the baseline's run",
+    Interleaved.ENVIRONMENT_CHANGED: "the baseline was measured in another environment",
+    Interleaved.STORED_MISREAD: "an earlier settling showed the stored pass misread this machine",
     "multiplicity": "not claimed under the run's multiplicity control",
     "futility": "no decision within reach",
     "run-budget": "the run's time budget (--perf-budget) was spent",

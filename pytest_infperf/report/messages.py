@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 
 from ..core import family as _family
+from ..core.names import CompareMode, Interleaved
 from ..core.results import METRIC_LABELS, BenchmarkResult, Comparison, Reason, Verdict, WorkDiff
 from ..measure import environment
 from ..stats.ranks import MEMORY_FLOOR_BYTES
@@ -205,22 +206,22 @@ def _decided_line(c: Comparison) -> str:
             f"decided by: interleaving in this job{pairs}, settling the stored pass "
             f"({fmt_why(c.settled_because)}: {first.verdict} {fmt_ratio(first)})"
         )
-    if c.settled_because == "machine-moved":
+    if c.settled_because == Interleaved.MACHINE_MOVED:
         return (
             f"decided by: interleaving in this job{pairs}, with no stored pass (the machine "
             "moved since the baseline's run)"
         )
-    if c.settled_because == "environment-changed":
+    if c.settled_because == Interleaved.ENVIRONMENT_CHANGED:
         return (
             f"decided by: interleaving in this job{pairs}, with no stored pass (the baseline "
             "was measured in another environment)"
         )
-    if c.settled_because == "stored-misread":
+    if c.settled_because == Interleaved.STORED_MISREAD:
         return (
             f"decided by: interleaving in this job{pairs}, with no stored pass (an earlier "
             "benchmark showed the stored pass misread this machine)"
         )
-    if c.decided_by == "ab":
+    if c.decided_by is CompareMode.AB:
         return f"decided by: interleaving in this job{pairs}"
     held = c.first_pass is not None and c.first_pass.verdict is c.verdict
     confirmed = (", confirmed" if held else ", measured again") + " on fresh samples"
