@@ -2,7 +2,7 @@
 through the judge's own plan (``Judge.plan``, ``PairedPlan.look``, ``Judge.learn``).
 
     python benchmarks/suite_power.py [--runs 200] [--sizes 50,200]
-        [--spreads 0.02,0.035,0.05,0.08] [--designs now,alone,"six pairs",before]
+        [--spreads 0.02,0.035,0.05,0.08] [--designs now,"eight pairs",alone,before]
         [--hetero 0.6] [--groups N] [--within SD] [--outliers SHARE:TIMES] [--se 0.01]
         [--seed N]
 
@@ -19,9 +19,10 @@ this sd of log; ``--groups`` functions, the benchmarks spread over them at rando
 
 Each run holds identical-code benchmarks, eight at +10% and eight at +5% (the threshold),
 spread over the run's order. Designs: ``now`` (the suite's spread learned,
-``Design.suite``; eight process pairs at most), ``alone`` (each comparison on its own
-pairs, ``suite=False``, with eight pairs), ``six pairs`` (the suite's spread, six pairs at
-most), ``before`` (each comparison alone, six pairs at most: the previous release).
+``Design.suite``; twelve process pairs at most, the last four for the few undecided after
+eight), ``eight pairs`` (the same with eight: the previous release), ``alone`` (each
+comparison on its own pairs, ``suite=False``, twelve), ``six pairs`` (the suite's spread,
+six at most), ``before`` (each comparison alone, six pairs at most: two releases ago).
 Printed per cell: runs whose identical code failed (any
 regression claimed on it), identical benchmarks inconclusive, +10% caught, +5% passed (unchanged or
 no-regression: the error a pass is held to), the share of identical benchmarks' p of "no
@@ -51,6 +52,7 @@ from pytest_infperf.judge.rules import Policy
 DESIGNS = {
     "now": Design(),
     "alone": Design(suite=False),
+    "eight pairs": Design(max_pairs=8, shares=(0.24, 0.16, 0.12, 0.12, 0.09, 0.09, 0.09, 0.09)),
     "six pairs": Design(max_pairs=6, shares=(0.3, 0.2, 0.15, 0.15, 0.1, 0.1)),
     "before": Design(suite=False, max_pairs=6, shares=(0.3, 0.2, 0.15, 0.15, 0.1, 0.1)),
 }

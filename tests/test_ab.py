@@ -133,6 +133,50 @@ def test_process_pairs_collect_the_same_files_on_both_sides(repo: pytest.Pyteste
     assert worktrees(repo.path) == [f"worktree {repo.path}"]
 
 
+def test_a_pair_past_those_a_session_keeps_is_started_afresh(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comparison that takes more process pairs than the session keeps workers for gets
+    one of the kept pairs started again: new processes (a pair must be two processes the
+    comparison has not measured yet), and no more of them alive than the session keeps."""
+    from pytest_infperf.ab import controller as _controller
+    from pytest_infperf.ab.checkout import Selection
+
+    monkeypatch.setattr(_controller, "LIVE_PAIRS", 1)
+    selection = Selection(rootdir=repo.path, args=(str(repo.path),), pythonpath=())
+    controller = _controller.ABController(git(repo.path, "rev-parse", "main"), repo.path, selection)
+    nodeid = "test_suite.py::test_steady"
+    try:
+        controller.setup()
+        first = controller.process_pair(1)
+        first.begin(nodeid, None)
+        pids = {first.base.proc.pid, first.head.proc.pid}  # type: ignore[union-attr]
+        seed = first.base.hash_seed
+        first.finish()
+        again = controller.process_pair(2)
+        assert again is first and len(controller.pairs) == 1
+        assert again.base.hash_seed == again.head.hash_seed != seed  # a new pair's own seed
+        again.begin(nodeid, None)
+        fresh = {again.base.proc.pid, again.head.proc.pid}  # type: ignore[union-attr]
+        again.finish()
+        assert not fresh & pids
+        for pid in pids:  # the first processes are gone, not kept beside the new ones
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+                time.sleep(0.1)
+            assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid)
+    finally:
+        controller.close()
+    assert worktrees(repo.path) == [f"worktree {repo.path}"]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][:1]
+    except (OSError, IndexError):
+        return "Z"
+
+
 @pytest.mark.slow
 def test_a_project_with_filterwarnings_error(repo: pytest.Pytester) -> None:
     """The worker imports pytest_infperf before pytest loads it as a plugin; pytest's

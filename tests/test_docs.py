@@ -78,9 +78,9 @@ def test_the_interleaved_design_is_what_comparing_md_says() -> None:
     assert f"about {z} standard errors" in text
     assert f"never taken below {d.tau_floor:.0%}" in text
     assert f"pairs 2 to {d.max_pairs} are worker processes" in text
-    ordinal = {4: "fourth", 5: "fifth", 6: "sixth", 8: "eighth"}[d.max_pairs]
+    ordinal = {4: "fourth", 5: "fifth", 6: "sixth", 8: "eighth", 12: "twelfth"}[d.max_pairs]
     assert f"after the {ordinal} pair" in text
-    words = ["", "", "", "", "four", "five", "six", "seven", "eight"]
+    words = ["", "", "", "", "four", "five", "six", "seven", "eight", "", "", "", "twelve"]
     assert f"over up to {words[d.max_pairs]}" in " ".join((ROOT / "README.md").read_text().split())
 
 
@@ -153,3 +153,12 @@ def test_benchmarks_holds_what_the_docs_cite() -> None:
     assert not sorted(s for s in scripts if f"benchmarks/{s}" not in docs)
     named = set(re.findall(r"benchmarks/(\w+\.(?:py|sh))", docs))
     assert not sorted(named - scripts)
+
+
+def test_measured_stays_short_and_leads_with_the_current_figures() -> None:
+    """docs/MEASURED.md is read, not archived: at most 600 lines (older tables live in its
+    git history, which its opening names), the GPU runner's figures first."""
+    measured = (ROOT / "docs" / "MEASURED.md").read_text()
+    assert len(measured.splitlines()) <= 600
+    assert "git show" in measured.split("\n## ", 1)[0]
+    assert re.findall(r"^## (.+)$", measured, re.M)[0] == "A GPU runner's host"

@@ -876,7 +876,7 @@ def test_the_recorded_gpu_runs(
 def test_the_recorded_untouched_model_stands_on_its_device_time() -> None:
     """The untouched ResNet-50, whose stored latency once read "improvement 0.894 [0.877,
     0.911]": held to what the run measured of its host (the reference's Python loop x0.724,
-    past what eight pairs could resolve even at its 95% lower bound), its latency goes
+    past what twelve pairs could resolve even at its 95% lower bound), its latency goes
     ungated, said with its spread, and its device time and counts, the same, decide."""
     facts, c = recorded("reg")["test_resnet50_b16"]
     assert facts.host_ungated == pytest.approx(-math.log(0.7236), rel=0.01)

@@ -276,7 +276,7 @@ _Q4 = [0.04, -0.03, 0.05, -0.04]
         ([0.001, -0.001, 0.001, -0.001], 0.4, 1.0, False),  # own spread tiny: n* under 1
         ([0.2, -0.15, 0.25, -0.1], 0.4, 0.1, True),  # own spread 20%: n* 10
         (_Q4, 0.0, 0.1, True),  # no time measured: no quad cost to weigh
-        # A quad sd of 9%: n* 3.3 at a cheap new pair, but eight pairs of 4 quads could not
+        # A quad sd of 9%: n* 3.3 at a cheap new pair, but twelve pairs of 4 quads could not
         # pool to the error that catches +10%: it goes on (to 8).
         ([0.08, -0.08, 0.08, -0.08], 0.4, 0.05, True),
     ],
@@ -294,7 +294,7 @@ def test_a_pair_takes_the_quads_a_new_pairs_cost_warrants(
 
 def test_the_cost_rule_weighs_every_metric_and_the_spread_seen() -> None:
     """A generation stops only when both metrics have their n*. A spread between the
-    earlier pairs (tau 7%) past what eight pairs of any length can pool under the reach of
+    earlier pairs (tau 7%) past what twelve pairs of any length can pool under the reach of
     +10% leaves the pair to its time and own error, as before the cost was weighed."""
     told, untold = (
         PairedPlan(0.05, 0.05, ("ttft", "tpot")),
@@ -484,5 +484,5 @@ def test_no_finite_pair_with_a_suite_prior_decides_nothing_and_never_overflows()
 
 
 def test_a_design_spends_alpha_over_exactly_its_looks() -> None:
-    with pytest.raises(ValueError, match="6 shares of alpha for 8 looks"):
+    with pytest.raises(ValueError, match="6 shares of alpha for 12 looks"):
         Design(shares=(0.3, 0.2, 0.15, 0.15, 0.1, 0.1))

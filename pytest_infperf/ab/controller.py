@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
+#: Worker process pairs a session keeps, each holding its models, for comparisons to reuse:
+#: a comparison that takes more pairs (the few still undecided) starts these afresh.
+LIVE_PAIRS = 7
+
+
 class ABController:
     """The base side of one pytest session: the base commit's worktree and its worker."""
 
@@ -178,7 +183,17 @@ class ABController:
     def process_pair(self, k: int) -> ProcessPair:
         """The ``k``-th extra process pair (k >= 1), started on first use and kept for
         the session's later benchmarks: a base worker in the base checkout and a head
-        worker in the working tree, with the same hash seed."""
+        worker in the working tree, with the same hash seed. Past the :data:`LIVE_PAIRS`
+        a session keeps, one of those is started afresh for it: new processes, as every
+        pair must be, and no more models held in memory."""
+        if k > LIVE_PAIRS:
+            pair = self.process_pair((k - 1) % LIVE_PAIRS + 1)
+            # A new pair, not the one it replaces again: new processes and a new seed.
+            seed = secrets.randbelow(2**32 - 1) + 1
+            for side in (pair.base, pair.head):
+                side.quit()  # launched anew when the pair begins
+                side.hash_seed = seed
+            return pair
         while len(self.pairs) < k:
             n = len(self.pairs) + 1
             # A random seed per pair and session, not a fixed one: the seed sets dict and

@@ -42,15 +42,18 @@ class Design:
     and how alpha is spent over the looks (docs/COMPARING.md, "Interleaved verdicts")."""
 
     #: Process pairs at most: the first is this process and the base worker, the others
-    #: pairs of worker processes started for it (reused by the session's later benchmarks).
-    #: Eight, not six: the variance lives between processes, so the undecided minority
-    #: gets more of them. At a suite's size, where the run-level guard asks a far tail,
-    #: six left a true +10% at a between-process sd of 3.5% caught 38% of the time and
-    #: identical code inconclusive 10%; eight, 67% and 5%, for 2.96 pairs a comparison on
-    #: average instead of 2.56 (200 benchmarks, each comparison on its own pairs:
-    #: ``benchmarks/suite_power.py --designs before,alone``). Before that six, not four
-    #: (docs/MEASURED.md, "Six process pairs").
-    max_pairs: int = 8
+    #: pairs of worker processes started for it (the session keeps seven for its later
+    #: benchmarks; a comparison past those starts them afresh, ``ab/controller.py``).
+    #: Two stages: the first eight pairs screen every comparison, most deciding or
+    #: stopping for futility there; the four after, each spending a small share of alpha,
+    #: go to the few still undecided, which is where a real change at a suite's size
+    #: hides. At 200 benchmarks and a between-process sd of 3.5%, a true +10% was caught
+    #: 92% of the time against 62% with eight pairs, for 4.69 pairs a comparison instead
+    #: of 4.28, identical code failing no run in 200 and a true +5% passing 4.1%
+    #: (``benchmarks/suite_power.py``; docs/MEASURED.md, "A suite's size"). Fourteen
+    #: caught more where benchmarks spread unalike but failed identical code 6 runs in 200
+    #: where one in twenty is three times as noisy at 8%; twelve, 2.
+    max_pairs: int = 12
     #: Quads a process pair runs at least (a pair's own standard error needs some), and at
     #: most; a pair also stops after ``pair_seconds`` once it has ``min_quads``, and from
     #: ``slow_quads`` on where it is slow, where the earlier pairs spread wide, or where a
@@ -106,7 +109,7 @@ class Design:
     #: use the same value at a look (one interval); regressions and improvements are claimed
     #: only from the second look on, so what the first look spends on the lower bound is
     #: unused.
-    shares: tuple[float, ...] = (0.24, 0.16, 0.12, 0.12, 0.09, 0.09, 0.09, 0.09)
+    shares: tuple[float, ...] = (0.22, 0.14, 0.11, 0.11, 0.08, 0.08, 0.08, 0.06) + (0.03,) * 4
     #: Stop for futility when the chance of reaching either decision by the last pair,
     #: if the current estimate were the truth, is under this...
     futility: float = 0.10

@@ -319,7 +319,7 @@ class SuiteSpread:
     """How much a pair's log-ratio varies about its comparison's mean, learned from the
     comparisons a session has judged so far: the empirical-Bayes prior of a moderated t
     (Smyth's, as in limma). A suite's benchmarks share the worker processes and the
-    machine, so one comparison's 2-8 pairs (1-7 degrees of freedom) say little that the
+    machine, so one comparison's 2-12 pairs (1-11 degrees of freedom) say little that the
     suite's hundreds do not; but a suite also mixes quiet models with noisy ones, so the
     prior's degrees of freedom are estimated from how much the comparisons' variances
     differ beyond chance: alike, the prior counts as many pairs; unlike, as few, and each
