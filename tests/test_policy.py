@@ -640,6 +640,8 @@ def test_the_budget_stops_pairs_only_once_nothing_might_fail(
         (WorkDiff(op_calls=(500, 530), kernels=(275, 275), varying=["operators"]), "same"),
         (WorkDiff(kernels=(275, 275), ops=[("aten::x", 3, 4)], varying=["operators"]), "same"),
         (WorkDiff(kernels=(9, 9), kernel_changes=[("k", 1, 2)], varying=["kernels"]), None),
+        (WorkDiff(kernels=(9, 9), kernel_changes=[("k", 1, 2)]), "grew"),
+        (WorkDiff(op_calls=(5, 5), kernel_changes=[("k", 1, 2)], varying=["kernels"]), "same"),
         (WorkDiff(kernels=(275, 297), syncs=(2, 9), varying=["syncs"]), "grew"),
         (WorkDiff(flops=(1e9, 1e9), python_calls=(90, 80), varying=["python calls"]), "same"),
         (WorkDiff(flops=(1e9, 1e9), varying=["operators", "kernels"]), None),
