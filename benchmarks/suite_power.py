@@ -53,6 +53,9 @@ DESIGNS = {
     "now": Design(),
     "alone": Design(suite=False),
     "eight pairs": Design(max_pairs=8, shares=(0.24, 0.16, 0.12, 0.12, 0.09, 0.09, 0.09, 0.09)),
+    "fourteen pairs": Design(
+        max_pairs=14, shares=(0.22, 0.14, 0.11, 0.11, 0.08, 0.08, 0.06, 0.05, *(0.025,) * 6)
+    ),
     "six pairs": Design(max_pairs=6, shares=(0.3, 0.2, 0.15, 0.15, 0.1, 0.1)),
     "before": Design(suite=False, max_pairs=6, shares=(0.3, 0.2, 0.15, 0.15, 0.1, 0.1)),
 }

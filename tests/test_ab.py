@@ -143,6 +143,13 @@ def test_a_pair_past_those_a_session_keeps_is_started_afresh(
     from pytest_infperf.ab.checkout import Selection
 
     monkeypatch.setattr(_controller, "LIVE_PAIRS", 1)
+    # The head's workers say their session ended (the working tree's conftest alone), after
+    # a teardown that takes a while, as torch's does.
+    (repo.path / "conftest.py").write_text(
+        "import os, pathlib, time\n\n\ndef pytest_unconfigure(config):\n"
+        "    time.sleep(1.0)\n"
+        "    pathlib.Path(__file__).with_name(f'ended-{os.getpid()}').touch()\n"
+    )
     selection = Selection(rootdir=repo.path, args=(str(repo.path),), pythonpath=())
     controller = _controller.ABController(git(repo.path, "rev-parse", "main"), repo.path, selection)
     nodeid = "test_suite.py::test_steady"
@@ -151,6 +158,7 @@ def test_a_pair_past_those_a_session_keeps_is_started_afresh(
         first = controller.process_pair(1)
         first.begin(nodeid, None)
         pids = {first.base.proc.pid, first.head.proc.pid}  # type: ignore[union-attr]
+        first_head = first.head.proc.pid  # type: ignore[union-attr]
         seed = first.base.hash_seed
         first.finish()
         again = controller.process_pair(2)
@@ -160,6 +168,8 @@ def test_a_pair_past_those_a_session_keeps_is_started_afresh(
         fresh = {again.base.proc.pid, again.head.proc.pid}  # type: ignore[union-attr]
         again.finish()
         assert not fresh & pids
+        # The replaced head worker ended its session, as at close(): not killed mid-exit.
+        assert (repo.path / f"ended-{first_head}").exists()
         for pid in pids:  # the first processes are gone, not kept beside the new ones
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():

@@ -287,13 +287,20 @@ def test_a_test_that_makes_more_benchmarks_than_counted_holds_its_claims(
     result = pytester.runpytest(stored_file(pytester.path), "--perf-json=out.json")
     doc = load_json(pytester.path / "out.json")
     found = {b["key"].split("::")[1]: b["comparison"] for b in doc["benchmarks"]}
-    assert found["test_one"]["verdict"] == "regression", result.stdout.str()
+    # test_one is held to its own share, 2: its claim stands at six samples a side only
+    # where they separate all but once (under a loaded CI runner they may not: then it
+    # is left undecided, and nothing below changes).
+    one = found["test_one"]
+    assert one["family_size"] == 2, one
+    claimed = one["verdict"] == "regression"
+    assert claimed or one["verdict"] == "inconclusive", result.stdout.str()
     n0 = found["test_many#n0"]
     assert n0["verdict"] == "inconclusive" and n0["reason"] == "multiplicity", n0
     assert n0["family_size"] == 6 and "over the run's 6 benchmarks" in n0["note"]
     assert {found["test_many#n1"]["verdict"], found["test_many#n2"]["verdict"]} == {"no-baseline"}
     assert doc["family"]["benchmarks"] == 4
-    result.assert_outcomes(passed=1, failed=1)  # test_one; test_many's claim was withdrawn
+    # test_one's claim fails it; test_many's was withdrawn
+    result.assert_outcomes(passed=2 - claimed, failed=int(claimed))
 
 
 def test_a_saved_baseline_says_which_failed_tests_it_lacks(repo: pytest.Pytester) -> None:

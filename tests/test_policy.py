@@ -635,15 +635,16 @@ def test_the_budget_stops_pairs_only_once_nothing_might_fail(
         (WorkDiff(op_calls=(500, 500), ops=[("aten::x", None, 3)]), "same"),  # a cut table
         (WorkDiff(op_calls=(500, 500), syncs=(2, 1)), "shrank"),
         (WorkDiff(op_calls=(0, 0), syncs=(0, 0)), "same"),  # zero is equal to zero
-        # a count that varied is no evidence; the others still are
+        # a count that varied is no evidence: the others say only that the work grew
         (WorkDiff(op_calls=(500, 530), kernels=(275, 297), varying=["operators"]), "grew"),
-        (WorkDiff(op_calls=(500, 530), kernels=(275, 275), varying=["operators"]), "same"),
-        (WorkDiff(kernels=(275, 275), ops=[("aten::x", 3, 4)], varying=["operators"]), "same"),
+        (WorkDiff(op_calls=(500, 650), kernels=(275, 275), varying=["operators"]), None),
+        (WorkDiff(kernels=(275, 275), ops=[("aten::x", 3, 4)], varying=["operators"]), None),
+        (WorkDiff(kernels=(275, 250), varying=["operators"]), None),  # fewer, beside what varied
         (WorkDiff(kernels=(9, 9), kernel_changes=[("k", 1, 2)], varying=["kernels"]), None),
         (WorkDiff(kernels=(9, 9), kernel_changes=[("k", 1, 2)]), "grew"),
-        (WorkDiff(op_calls=(5, 5), kernel_changes=[("k", 1, 2)], varying=["kernels"]), "same"),
+        (WorkDiff(op_calls=(5, 6), kernel_changes=[("k", 2, 1)], varying=["kernels"]), "grew"),
         (WorkDiff(kernels=(275, 297), syncs=(2, 9), varying=["syncs"]), "grew"),
-        (WorkDiff(flops=(1e9, 1e9), python_calls=(90, 80), varying=["python calls"]), "same"),
+        (WorkDiff(flops=(1e9, 1e9), python_calls=(90, 80), varying=["python calls"]), None),
         (WorkDiff(flops=(1e9, 1e9), varying=["operators", "kernels"]), None),
         (WorkDiff(kernels=(275, 275), varying=["something new"]), None),  # unknown: none stands
     ],

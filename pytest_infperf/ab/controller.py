@@ -21,7 +21,7 @@ from ..measure import numa
 from ..measure import tenancy as _tenancy
 from . import baseenv, imports, interpreter, proof, sigterm
 from .checkout import Checkout, Selection
-from .workers import ABError, ForeignCode, ProcessPair, WorkerSide
+from .workers import QUIT_GRACE_S, ABError, ForeignCode, ProcessPair, WorkerSide
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -193,6 +193,10 @@ class ABController:
             for side in (pair.base, pair.head):
                 side.quit()  # launched anew when the pair begins
                 side.hash_seed = seed
+            for side in (pair.base, pair.head):
+                # Its session ended as at close() (a test's teardown, atexit hooks), not
+                # killed by the relaunch while it still exits.
+                side.wait(QUIT_GRACE_S)
             return pair
         while len(self.pairs) < k:
             n = len(self.pairs) + 1

@@ -51,8 +51,9 @@ class Design:
     #: 92% of the time against 62% with eight pairs, for 4.69 pairs a comparison instead
     #: of 4.28, identical code failing no run in 200 and a true +5% passing 4.1%
     #: (``benchmarks/suite_power.py``; docs/MEASURED.md, "A suite's size"). Fourteen
-    #: caught more where benchmarks spread unalike but failed identical code 6 runs in 200
-    #: where one in twenty is three times as noisy at 8%; twelve, 2.
+    #: (``--designs 'fourteen pairs'``) caught more where benchmarks spread unalike, but
+    #: failed identical code 6 runs in 200 where one in twenty is three times as noisy at
+    #: 8%; twelve, 2.
     max_pairs: int = 12
     #: Quads a process pair runs at least (a pair's own standard error needs some), and at
     #: most; a pair also stops after ``pair_seconds`` once it has ``min_quads``, and from
@@ -99,13 +100,13 @@ class Design:
     #: pairs' spread (the floor as ``claim_prior_df`` pairs), whatever the suite's says
     #: (two pairs of a noisy benchmark can agree by chance), as it does at any look where
     #: the pairs vary more than the suite's prior. With one benchmark in twenty three
-    #: times as noisy as the rest, identical code failed 0 runs in 200 at spreads of 2%,
-    #: 3.5% and 8% (``benchmarks/suite_power.py --outliers 0.05:3``).
+    #: times as noisy as the rest, identical code failed 0, 0 and 2 runs in 200 at spreads
+    #: of 2%, 3.5% and 8%, twelve pairs (``benchmarks/suite_power.py --outliers 0.05:3``).
     own_guard_looks: int = 2
     #: The share of alpha each look spends, for each bound; a look follows each process
     #: pair. The critical values are group-sequential (error spending over correlated
     #: looks, :mod:`~pytest_infperf.stats.sequential`), not Bonferroni (docs/COMPARING.md
-    #: gives them at alpha 0.05, where Bonferroni would ask up to 2.61). Both bounds
+    #: gives them at alpha 0.05, where Bonferroni would ask up to 2.97). Both bounds
     #: use the same value at a look (one interval); regressions and improvements are claimed
     #: only from the second look on, so what the first look spends on the lower bound is
     #: unused.

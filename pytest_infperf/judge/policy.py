@@ -20,7 +20,8 @@ The rules, in the order they apply:
   passes and the counts did not grow, a latency its stored pass left undecided (held to
   this runner's measured spread) stands on it, unless it reads slower. Where the host is
   too noisy for the pairs to resolve the threshold (``host_ungated``), no pair is spent on
-  the latency, and what the quiet evidence does not pass is not a pass (:func:`_quiet`).
+  the latency: a device time that did not decide is settled on its pairs, and what the
+  quiet evidence does not pass is not a pass (:func:`_quiet`).
 - **No pass stands against more work**: a pass whose exact counts grew is settled, or
   withheld (``work-grew``) where it cannot be.
 - **What rules out a regression stands** (``unchanged``, ``no-regression``); a regression,
@@ -286,7 +287,7 @@ def counts_relation(work: WorkDiff | None) -> str | None:
     with what the process freed before."""
     if work is None or not set(work.varying) <= set(_VARYING):
         return None
-    # A count that varied from call to call is no evidence; the others still are.
+    # A count that varied from call to call is no evidence; the others can still say "grew".
     left = _COUNTED.difference(*(_VARYING[v] for v in work.varying))
     counts = {
         "flops": work.flops,
@@ -311,6 +312,9 @@ def counts_relation(work: WorkDiff | None) -> str | None:
     down = any(b < a * (1 - _EQUAL) for a, b in pairs)
     if up and down:
         return "mixed"
+    if work.varying and not up:
+        # What varied may have grown: the rest say only that it grew, never that it did not.
+        return None
     return "grew" if up else "shrank" if down else "same"
 
 
@@ -341,9 +345,10 @@ def _quiet(f: Facts, c: Comparison, no_settle: str | None) -> Decision | None:
       the device time: no pair is spent where the quiet evidence agrees. A latency that
       reads slower at all, or was claimed slower, is never waved through: the usual rule.
     - Where this runner's host moves the latency by more than the pairs could resolve
-      (``f.host_ungated``), no pair is spent on it: what the quiet evidence does not pass
-      (counts grew, a device time undecided or unheard, a latency that reads slower) is
-      no pass, the host part said ungated."""
+      (``f.host_ungated``), no pair is spent on it: where the device time did not decide
+      here (undecided, its clocks or counts unread), the pairs measure it and it decides
+      there; what the quiet evidence does not pass (counts grew, no device time, a latency
+      that reads slower) is no pass, the host part said ungated."""
     if f.domain == "cpu":
         return None
     parts = c.parts or {}

@@ -151,9 +151,11 @@ def session_binding() -> Binding | str:
     return binding_for(bus_ids(), Path("/sys"), available())
 
 
-#: Libraries that size a thread pool from the CPUs they see when imported: a process moved
-#: to fewer CPUs after would run more threads than a worker started there.
-THREAD_POOLS = ("torch", "onnxruntime", "numpy", "tensorflow", "jax")
+#: Frameworks that size their intra-op thread pool from the CPUs they see when imported: a
+#: process moved to fewer CPUs after would run more threads than a worker started there.
+#: Not numpy: this plugin imports it before any pair starts (the A/B controller's modules),
+#: and a model's threads are its framework's.
+THREAD_POOLS = ("torch", "onnxruntime", "tensorflow", "jax")
 
 
 def here(b: Binding, loaded: Collection[str] | None = None) -> Binding | str:
