@@ -128,13 +128,8 @@ def find_models(root: Path) -> Found:
             continue
         if "tests" in path.relative_to(root).parts[:-1]:
             continue
-        try:
-            if path.stat().st_size > MAX_SOURCE_BYTES:
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if WORTH_PARSING.search(text) is None:
+        text = _source(path)
+        if text is None or WORTH_PARSING.search(text) is None:
             continue  # most files: no parse needed
         try:
             tree = ast.parse(text)
@@ -161,6 +156,17 @@ def find_models(root: Path) -> Found:
     return found
 
 
+def _source(path: Path) -> str | None:
+    """A source file's text, read only where it is small enough to be a project's own (None:
+    too large, or unreadable)."""
+    try:
+        if path.stat().st_size > MAX_SOURCE_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def perf_tests(root: Path) -> list[str]:
     """The repository's test files that already measure with ``infer_bench`` (read, never
     imported), relative to the root."""
@@ -169,13 +175,8 @@ def perf_tests(root: Path) -> list[str]:
         name = path.name
         if path.suffix != ".py" or not (name.startswith("test_") or name.endswith("_test.py")):
             continue
-        try:
-            if path.stat().st_size > MAX_SOURCE_BYTES:
-                continue
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if re.search(r"\binfer_bench\b", text):
+        text = _source(path)
+        if text is not None and re.search(r"\binfer_bench\b", text):
             out.append(path.relative_to(root).as_posix())
     return out
 
